@@ -1,0 +1,88 @@
+# Every target builds or refreshes .venv itself, so any of them works first on a fresh clone.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+UV_VERSION := 0.13.9
+STAMP := $(VENV)/.installed
+CHAPTERS ?=
+CH ?=
+# Matplotlib wants a writable config dir; the backend is left to the kernel (inline).
+export MPLCONFIGDIR := $(CURDIR)/$(VENV)/mplconfig
+export JUPYTER_PLATFORM_DIRS := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+NBVAL_TIMEOUT := 180
+
+.PHONY: help venv verify lint test book-check nbval exercises-check notebooks \
+        checkpoints exercise solution lab bench clean
+
+help:
+	@echo "make lab          open the book in JupyterLab (headless; prints the URL)"
+	@echo "make verify       lint, tests, pair check, nbval, checkpoints (quick), exercises"
+	@echo "make notebooks [CHAPTERS='00 01']  rebuild .ipynb from .md and execute"
+	@echo "make checkpoints  every checkpoint in full mode; evidence in artifacts/runs/"
+	@echo "make exercise CH=01   grade your answers in exercises/ch01"
+	@echo "make solution CH=01   grade the reference answers in solutions/ch01"
+	@echo "make bench        performance measurements (bench/), results in artifacts/bench/"
+
+venv: $(STAMP)
+
+# pip's resolver is slow against this machine's local indexes; uv installs the lock in seconds.
+$(STAMP): pyproject.toml requirements-book.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --isolated --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements-book.txt -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
+	mkdir -p $(MPLCONFIGDIR)
+	touch $(STAMP)
+
+verify: lint test nbval exercises-check
+	@echo "verify: all checks passed"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests checkpoints exercises solutions tools bench
+
+# Unit, process, pair-check and quick-checkpoint tests.
+test: $(STAMP)
+	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 tests
+
+nbval: $(STAMP)
+	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 --dist loadfile \
+	  --nbval --nbval-sanitize-with book/sanitize.cfg \
+	  --nbval-cell-timeout $(NBVAL_TIMEOUT) book -p no:cacheprovider
+
+# Solutions must pass; untouched stubs must fail every test (a passing stub asserts nothing).
+exercises-check: $(STAMP)
+	CRASHCOURSE_ANSWERS=solutions timeout 600 $(PY) -m pytest -q exercises
+	timeout 600 $(PY) -m pytest -q exercises --stubs-must-fail
+
+notebooks: $(STAMP)
+	$(PY) tools/notebooks.py build $(CHAPTERS)
+
+checkpoints: $(STAMP)
+	$(PY) tools/run_checkpoints.py
+
+exercise: $(STAMP)
+	@test -n "$(CH)" || { echo "usage: make exercise CH=01"; exit 2; }
+	$(PY) -m pytest -q exercises/ch$(CH)
+
+solution: $(STAMP)
+	@test -n "$(CH)" || { echo "usage: make solution CH=01"; exit 2; }
+	CRASHCOURSE_ANSWERS=solutions $(PY) -m pytest -q exercises/ch$(CH)
+
+$(VENV)/.lab: $(STAMP)
+	$(VENV)/bin/uv pip install --quiet --python $(PY) jupyterlab==4.6.6
+	touch $@
+
+lab: $(VENV)/.lab
+	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=book \
+	  --ServerApp.open_browser=False
+
+# Peers measured side by side (e.g. DBOS) are bench-only: never runtime or verify deps.
+bench: $(STAMP)
+	if [ -f requirements-bench.txt ]; then \
+	  $(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements-bench.txt; fi
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

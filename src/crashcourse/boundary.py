@@ -1,0 +1,28 @@
+"""The worker side of the kill harness (chapter 00).
+
+``boundary("after_payment")`` marks a registered point in a worker's code. It
+does nothing unless the parent asked this process to stop there; then it writes
+the name to the marker pipe and holds, bounded, until the parent kills it or
+releases it. This module imports only ``os`` and ``select``: every experiment
+starts hundreds of workers, and their start-up time is the trial's cost.
+"""
+
+import os
+import select
+
+STOP_AT_ENV = "CRASHCOURSE_STOP_AT"
+MARKER_FD_ENV = "CRASHCOURSE_MARKER_FD"
+CONTROL_FD_ENV = "CRASHCOURSE_CONTROL_FD"
+HOLD_SECONDS = 30.0  # a held worker nobody kills or releases gives up after this
+HOLD_EXPIRED = 97  # exit status of such a worker: the parent forgot it
+
+
+def boundary(name: str) -> None:
+    """Announce ``name``; if the parent asked to stop here, hold until told."""
+    if os.environ.get(STOP_AT_ENV) != name:
+        return
+    os.write(int(os.environ[MARKER_FD_ENV]), f"{name}\n".encode())
+    control = int(os.environ[CONTROL_FD_ENV])
+    ready, _, _ = select.select([control], [], [], HOLD_SECONDS)
+    if not ready or not os.read(control, 64):
+        os._exit(HOLD_EXPIRED)  # neither killed nor released: never go on silently

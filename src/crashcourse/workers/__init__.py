@@ -1,0 +1,1 @@
+"""Worker programs the experiments start as real child processes."""
