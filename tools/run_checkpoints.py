@@ -23,7 +23,8 @@ def main() -> int:
         done = subprocess.run([sys.executable, str(script), "--output", str(output)])
         if done.returncode != 0:
             failed.append(script.name)
-    print("checkpoints failed: " + ", ".join(failed) if failed else "all checkpoints held")
+    summary = "checkpoints failed: " + ", ".join(failed) if failed else "all held"
+    print(summary)
     return 1 if failed else 0
 
 

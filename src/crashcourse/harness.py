@@ -206,8 +206,13 @@ def kill_and_resume(
     snapshot: Callable[[], dict],
     resume_args: Sequence[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    between: Callable[[], object] | None = None,
 ) -> Interruption:
-    """Start ``args``, SIGKILL it at ``boundary_name``, run the replacement."""
+    """Start ``args``, SIGKILL it at ``boundary_name``, run the replacement.
+
+    ``between`` runs after the kill and the first snapshot, before the
+    replacement starts: the place to revoke an approval or change a policy.
+    """
     t0 = time.monotonic()
 
     def mark() -> float:
@@ -219,6 +224,8 @@ def kill_and_resume(
     killed = worker.kill()
     at_kill = mark()
     at_interruption = snapshot()
+    if between is not None:
+        between()
     resumed = harness.run(resume_args or args, timeout)
     at_resumed_exit = mark()
     return Interruption(

@@ -1,22 +1,25 @@
-"""The payment service and the worker's checkpoint (chapters 01-02).
+"""The payment service and the worker's checkpoint (chapters 01-04).
 
 The payment service is part of the outside world: its own SQLite file, its own
 answer to "did this charge happen?". It charges an order against an approval
 and binds each idempotency key to the exact action (order, amount, currency).
 
-``issue_payment`` checks, inside one ``BEGIN IMMEDIATE`` transaction and in
+``issue_payment`` works inside one ``BEGIN IMMEDIATE`` transaction, always in
 this order:
 
 1. historical replay: the key already names a committed payment. Same action:
-   ``"already_committed"`` (no new effect, so no approval is needed). Another
-   action: ``PaymentConflict``, nothing written.
-2. current authority: a NEW payment needs an approval for exactly this order,
-   amount and currency that is not revoked, else ``ApprovalRefused``.
-3. insert the payment and commit: ``"committed"``.
+   ``"already_committed"`` (no new effect, so no approval or budget is needed,
+   and none is restored). Another action: ``PaymentConflict``, nothing written.
+2. current authority (chapter 03): a NEW payment needs an approval for exactly
+   this order, amount and currency that is not revoked, not expired and granted
+   under the current policy version, else ``ApprovalRefused(reason)``.
+3. budget capacity (chapter 04, ``crashcourse.budget``): if a budget policy is
+   stored, the new payment must fit it, else ``BudgetExhausted(reason)``.
+4. insert the payment and the evidence that explains it later.
+5. commit: ``"committed"``.
 
 The worker's completion checkpoint is a different table, written by the worker
-in a separate transaction AFTER the payment commits. That gap is on purpose:
-it is the gap chapter 02 kills the worker in.
+in a separate transaction AFTER the payment commits (the chapter 02 gap).
 """
 
 from __future__ import annotations
@@ -24,10 +27,24 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import time
 from pathlib import Path
 
+from crashcourse import authority, budget
+from crashcourse.authority import (  # noqa: F401  (chapter 03 names, re-exported)
+    payment_history,
+    set_expiry,
+    set_policy_version,
+)
+from crashcourse.boundary import boundary
 from crashcourse.effects import EffectConflict, check_key
-from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.store import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    ensure_schema,
+    immediate,
+    opened,
+    table_rows,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -50,7 +67,8 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 """
 
 CURRENCY = re.compile(r"[A-Z]{3}")
-MAX_CENTS = 10**12  # far above any invoice; stops overflow-sized input early
+MAX_CENTS = budget.MAX_CENTS  # far above any invoice; stops overflow-sized input
+REFUSAL_REASONS = authority.REASONS
 
 
 class PaymentConflict(EffectConflict):
@@ -58,18 +76,30 @@ class PaymentConflict(EffectConflict):
 
 
 class ApprovalRefused(PermissionError):
-    """A NEW payment without current authority; ``reason`` says why."""
+    """A NEW payment without current authority; ``reason`` says why (ch. 01, 03)."""
 
     def __init__(self, reason: str, order_id: str):
         super().__init__(reason)
         self.reason, self.order_id = reason, order_id
 
 
+class BudgetExhausted(ApprovalRefused):
+    """A NEW payment the stored budget has no room for (chapter 04)."""
+
+
+class PaymentServiceBusy(RuntimeError):
+    """Another writer held the database past the busy timeout (chapter 04).
+
+    Nothing was checked and nothing was charged; retry with the SAME key. There
+    is no fallback path that charges without reading the budget."""
+
+
 def check_amount(amount_cents: object) -> int:
     """Positive integer cents; bool, float, NaN and huge values are refused."""
     if isinstance(amount_cents, bool) or not isinstance(amount_cents, int):
-        shown = "NaN" if isinstance(amount_cents, float) and math.isnan(amount_cents) else amount_cents
-        raise TypeError(f"amount must be integer cents, got {shown!r}")
+        nan = isinstance(amount_cents, float) and math.isnan(amount_cents)
+        shown = "NaN" if nan else repr(amount_cents)
+        raise TypeError(f"amount must be integer cents, got {shown}")
     if not 0 < amount_cents <= MAX_CENTS:
         raise ValueError(f"amount must be between 1 and {MAX_CENTS} cents")
     return amount_cents
@@ -90,15 +120,29 @@ def check_action(key: object, order_id: object, amount: object, currency: object
     return check_amount(amount), check_currency(currency)
 
 
-def initialize(path: str | Path) -> None:
-    """Create the payment service's tables in ``path`` (idempotent)."""
+def initialize(path: str | Path, *, max_actions=None, currency_caps=None) -> None:
+    """Create the service's tables (idempotent); optionally store a budget (ch. 04).
+
+    Bad budget values are refused before anything is written."""
+    policy = None
+    if max_actions is not None or currency_caps is not None:
+        policy = budget.check_policy(max_actions, currency_caps)
     with opened(path) as conn:
-        ensure_schema(conn, SCHEMA)
+        ensure_schema(conn, ";".join((SCHEMA, authority.SCHEMA, budget.SCHEMA)))
+    if policy is not None:
+        budget.set_budget(path, *policy)
 
 
-def approve(path: str | Path, order_id: str, amount_cents: int, currency: str) -> None:
-    """Record (or replace) the approval to pay ``order_id`` this amount."""
+def approve(
+    path: str | Path, order_id: str, amount_cents: int, currency: str,
+    *, expires_unix: float | None = None, policy_version: int | None = None,
+) -> None:
+    """Record (or replace) the approval to pay ``order_id`` this amount.
+
+    Chapter 03 adds its terms: a wall-clock expiry (None: never) and the policy
+    version it is granted under (None: the service's current one)."""
     check_action("approval", order_id, amount_cents, currency)
+    authority.check_terms(expires_unix, policy_version)
     with opened(path) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO approvals (order_id, amount_cents, currency)"
@@ -107,6 +151,7 @@ def approve(path: str | Path, order_id: str, amount_cents: int, currency: str) -
             " currency = :currency, revoked = 0",
             {"order": order_id, "amount": amount_cents, "currency": currency},
         )
+        authority.write_terms(conn, order_id, expires_unix, policy_version)
 
 
 def revoke(path: str | Path, order_id: str) -> None:
@@ -119,23 +164,29 @@ def revoke(path: str | Path, order_id: str) -> None:
 
 
 def issue_payment(
-    path: str | Path, key: str, order_id: str, amount_cents: int, currency: str
+    path: str | Path, key: str, order_id: str, amount_cents: int, currency: str,
+    *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
 ) -> str:
     """Charge once per key: ``"committed"`` or ``"already_committed"``."""
     check_action(key, order_id, amount_cents, currency)
     action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
-    with opened(path) as conn, immediate(conn):
-        if replayed := find_payment(conn, key):
-            if replayed != action:
-                raise PaymentConflict(key, replayed, action)
-            return "already_committed"
-        require_approval(conn, action)
-        conn.execute(
-            "INSERT INTO payments (key, order_id, amount_cents, currency)"
-            " VALUES (:key, :order_id, :amount_cents, :currency)",
-            {"key": key, **action},
-        )
-    return "committed"
+    try:
+        with opened(path, busy_timeout_ms=busy_timeout_ms) as conn, immediate(conn):
+            if replayed := find_payment(conn, key):  # 1. history: no new effect
+                if replayed != action:
+                    raise PaymentConflict(key, replayed, action)
+                return "already_committed"
+            terms = require_approval(conn, action)  # 2. authority, now
+            if reason := budget.shortfall(conn, amount_cents, currency):  # 3.
+                raise BudgetExhausted(reason, order_id)
+            record_payment(conn, key, action, terms)  # 4. insert
+            boundary("payment_inserted")  # chapter 04 kills here: not yet committed
+        return "committed"  # 5. the block's exit committed
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error) or "busy" in str(error):
+            busy = f"payment service busy; {key!r} was not charged"
+            raise PaymentServiceBusy(busy) from error
+        raise
 
 
 def find_payment(conn: sqlite3.Connection, key: str) -> dict | None:
@@ -147,26 +198,33 @@ def find_payment(conn: sqlite3.Connection, key: str) -> dict | None:
     return dict(row) if row else None
 
 
-def require_approval(conn: sqlite3.Connection, action: dict) -> None:
-    """Raise ``ApprovalRefused`` unless this exact action is currently approved."""
-    row = conn.execute(
-        "SELECT amount_cents, currency, revoked FROM approvals WHERE order_id = :order",
-        {"order": action["order_id"]},
-    ).fetchone()
-    if row is None or (row["amount_cents"], row["currency"]) != (
-        action["amount_cents"],
-        action["currency"],
-    ):
-        raise ApprovalRefused("not_approved", action["order_id"])
-    if row["revoked"]:
-        raise ApprovalRefused("approval_revoked", action["order_id"])
+def require_approval(conn: sqlite3.Connection, action: dict) -> dict:
+    """Raise ``ApprovalRefused`` unless this exact action is currently approved;
+    return the approval's terms (expiry, policy version) for the evidence row."""
+    row = authority.read_approval(conn, action["order_id"])
+    now, policy = time.time(), authority.current_policy(conn)
+    reason = authority.refusal_reason(row, action, now, policy)
+    if reason:
+        raise ApprovalRefused(reason, action["order_id"])
+    return row
+
+
+def record_payment(conn, key: str, action: dict, terms: dict) -> None:
+    """Insert the payment and the terms it was allowed under, one transaction."""
+    conn.execute(
+        "INSERT INTO payments (key, order_id, amount_cents, currency)"
+        " VALUES (:key, :order_id, :amount_cents, :currency)",
+        {"key": key, **action},
+    )
+    authority.record_evidence(conn, key, terms)
 
 
 def save_checkpoint(path: str | Path, task: str, key: str, outcome: str) -> None:
     """The worker records that ``task`` finished (its own table, own transaction)."""
     with opened(path) as conn, immediate(conn):
         conn.execute(
-            "INSERT INTO checkpoints (task, key, outcome) VALUES (:task, :key, :outcome)"
+            "INSERT INTO checkpoints (task, key, outcome)"
+            " VALUES (:task, :key, :outcome)"
             " ON CONFLICT (task) DO UPDATE SET key = :key, outcome = :outcome",
             {"task": task, "key": key, "outcome": outcome},
         )

@@ -23,8 +23,8 @@ import os
 import sys
 
 from crashcourse import payments
-from crashcourse.effects import operation_key
 from crashcourse.boundary import boundary
+from crashcourse.effects import operation_key
 
 REFUSED_EXIT = 3  # a refused NEW payment is an outcome, not a crash
 
@@ -37,10 +37,12 @@ def payment_key(task: str, order: str, amount: int, currency: str) -> str:
 
 def choose_key(args: argparse.Namespace) -> str:
     key = payment_key(args.task, args.order, args.amount, args.currency)
-    if args.retry == "new-key" and payments.load_checkpoint(args.db, args.task) is None:
-        # The mutant's mistake: no checkpoint, so it assumes no payment, new key.
-        return f"{key}#attempt-{os.getpid()}"
-    return key
+    if args.retry == "reuse-key":
+        return key
+    done = payments.load_checkpoint(args.db, args.task)
+    # The mutant's mistake: no checkpoint, so it assumes no payment and mints a
+    # new key. With a checkpoint it reuses the key it recorded there.
+    return done["key"] if done else f"{key}#attempt-{os.getpid()}"
 
 
 def run(args: argparse.Namespace) -> dict:

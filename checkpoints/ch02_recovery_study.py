@@ -1,0 +1,265 @@
+"""The recovery study of chapter 02: seven interventions, real workers, real SIGKILL.
+
+    python checkpoints/ch02_recovery_study.py --repetitions 3 --output PATH
+    python checkpoints/ch02_recovery_study.py --quick --output PATH
+
+Every trial gets a NEW payment database with one approved order (4000 cents,
+USD), starts the real ``pay_invoice`` worker, SIGKILLs it at a registered
+boundary (except the uninterrupted control), optionally revokes the approval,
+and starts a replacement. The grader then reads the durable rows. It never
+reads a worker's exit code or its printed report to decide anything: the
+new-key mutant exits 0 after paying twice.
+
+Exit 0 only when every reference trial holds and every mutant trial is
+detected. Exit 2 for bad arguments or an existing ``--output`` (refused before
+any trial runs; the file is left as it was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from time import monotonic
+from typing import NamedTuple
+
+from crashcourse import evidence, payments
+from crashcourse.harness import BoundaryNotReached, BoundaryTimeout, Harness
+
+SCHEMA = "crashcourse.ch02.recovery_study/1"
+TASK, ORDER, AMOUNT, CURRENCY = "restock-1", "PO-1001", 4000, "USD"
+WORKER = ("-m", "crashcourse.workers.pay_invoice")
+TIMEOUT = 10.0  # seconds for a boundary or an exit; a slow machine, not a hang
+MAX_REPETITIONS = 20
+
+
+class Intervention(NamedTuple):
+    """One row of the study: where to kill, how to resume, what must remain."""
+
+    name: str
+    boundary: str | None  # None: the uninterrupted control
+    retry: str  # "reuse-key" (the reference) or "new-key" (the mutant)
+    revoke: bool  # withdraw the approval between the kill and the restart
+    expected_payments: int
+
+    @property
+    def role(self) -> str:
+        return "mutant" if self.retry == "new-key" else "reference"
+
+
+INTERVENTIONS = (
+    Intervention("uninterrupted", None, "reuse-key", False, 1),
+    Intervention("kill_before_payment", "before_payment", "reuse-key", False, 1),
+    Intervention("kill_after_payment", "after_payment", "reuse-key", False, 1),
+    Intervention("kill_after_checkpoint", "after_checkpoint", "reuse-key", False, 1),
+    Intervention("mutant_new_key_after_payment", "after_payment", "new-key", False, 2),
+    Intervention("revoked_before_payment", "before_payment", "reuse-key", True, 0),
+    Intervention("revoked_after_payment", "after_payment", "reuse-key", True, 1),
+)
+
+
+def durable(db: Path) -> dict:
+    """The rows as the payment service holds them, with counts taken from them."""
+    rows = payments.snapshot(db)
+    return {
+        "payments": len(rows["payments"]),
+        "checkpoints": len(rows["checkpoints"]),
+        "rows": rows,
+    }
+
+
+def double_charged(rows: dict) -> dict[str, list[str]]:
+    """Orders with more than one committed payment, and the keys that paid them."""
+    keys: dict[str, list[str]] = {}
+    for payment in rows["payments"]:
+        keys.setdefault(payment["order_id"], []).append(payment["key"])
+    return {order: sorted(ks) for order, ks in keys.items() if len(ks) > 1}
+
+
+def contract_holds(spec: Intervention, trial: dict) -> bool:
+    """The reference contract, read from the final rows only."""
+    final = trial["final_snapshot"]
+    rows = final["rows"]
+    if final["payments"] != spec.expected_payments or double_charged(rows):
+        return False
+    if spec.expected_payments == 0:
+        return final["checkpoints"] == 0  # refused: nothing paid, nothing claimed
+    (payment,) = rows["payments"]
+    checkpoints = rows["checkpoints"]
+    # Finished means: the worker's record names the very key the service charged.
+    return len(checkpoints) == 1 and checkpoints[0]["key"] == payment["key"]
+
+
+def grade(spec: Intervention, trial: dict) -> dict:
+    """``detected`` and ``passed`` for one trial, from durable rows (and -9)."""
+    killed = spec.boundary is None or trial["interrupted_returncode"] == -9
+    detected = bool(double_charged(trial["final_snapshot"]["rows"]))
+    if spec.role == "mutant":
+        paid = trial["final_snapshot"]["payments"] == spec.expected_payments
+        passed = killed and detected and paid
+    else:
+        passed = killed and contract_holds(spec, trial)
+    return {"detected": detected, "passed": passed}
+
+
+def worker_args(db: Path, retry: str) -> list[str]:
+    return [*WORKER, "--db", str(db), "--task", TASK, "--order", ORDER,
+            "--amount", str(AMOUNT), "--currency", CURRENCY, "--retry", retry]
+
+
+def fresh_database(directory: Path, spec: Intervention, repetition: int) -> Path:
+    db = directory / f"{spec.name}-{repetition}.sqlite"
+    payments.initialize(db)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)
+    return db
+
+
+def interrupt(harness: Harness, spec: Intervention, db: Path, clock) -> dict:
+    """Start the worker, SIGKILL it at the boundary, snapshot, maybe revoke."""
+    worker = harness.start(worker_args(db, spec.retry), stop_at=spec.boundary)
+    worker.wait_for_boundary(TIMEOUT)
+    at_boundary = clock()
+    killed = worker.kill()
+    moments = {"boundary": at_boundary, "killed": clock()}
+    seen = durable(db)
+    if spec.revoke:
+        payments.revoke(db, ORDER)
+        moments["revoked"] = clock()
+    return {
+        "interrupted_pid": killed.pid,
+        "interrupted_returncode": killed.returncode,
+        "snapshot_at_interruption": seen,
+        "moments": moments,
+    }
+
+
+def run_trial(harness: Harness, spec: Intervention, repetition: int, directory):
+    """One trial in its own fresh database; every field observed, none assumed."""
+    db = fresh_database(Path(directory), spec, repetition)
+    t0 = monotonic()
+
+    def clock() -> float:
+        return round((monotonic() - t0) * 1000, 3)
+
+    first = {"interrupted_pid": None, "interrupted_returncode": None,
+             "snapshot_at_interruption": None, "moments": {}}
+    if spec.boundary is not None:
+        first = interrupt(harness, spec, db, clock)
+    moments = first.pop("moments") | {"resumed_started": clock()}
+    resumed = harness.run(worker_args(db, spec.retry), TIMEOUT)
+    moments["resumed_exit"] = clock()
+    trial = {
+        "intervention": spec.name, "role": spec.role, "repetition": repetition,
+        "boundary": spec.boundary, "revoked": spec.revoke, **first,
+        "resumed_pid": resumed.pid, "resumed_returncode": resumed.returncode,
+        "final_snapshot": durable(db), "expected_payments": spec.expected_payments,
+        "timeline_ms": moments, "elapsed_ms": clock(),
+    }
+    return trial | grade(spec, trial)
+
+
+def failed_trial(spec: Intervention, repetition: int, error: Exception) -> dict:
+    """A trial the harness could not complete: recorded, and it fails the run."""
+    return {"intervention": spec.name, "role": spec.role, "repetition": repetition,
+            "boundary": spec.boundary, "error": f"{type(error).__name__}: {error}",
+            "expected_payments": spec.expected_payments,
+            "detected": False, "passed": False}
+
+
+def run_study(repetitions: int, progress=print) -> list[dict]:
+    """Every intervention x ``repetitions``, each in a fresh database."""
+    trials = []
+    with tempfile.TemporaryDirectory(prefix="ch02-study-") as directory, Harness() as h:
+        for repetition in range(1, repetitions + 1):
+            for spec in INTERVENTIONS:
+                try:
+                    trial = run_trial(h, spec, repetition, directory)
+                except (BoundaryTimeout, BoundaryNotReached, TimeoutError) as error:
+                    trial = failed_trial(spec, repetition, error)
+                trials.append(trial)
+                final = trial.get("final_snapshot", {}).get("payments", "?")
+                progress(f"[{len(trials)}] {spec.name} rep {repetition}: "
+                         f"payments={final} passed={trial['passed']}")
+    return trials
+
+
+def summarize(trials: list[dict]) -> dict:
+    """Per intervention and overall, counted from the graded trials."""
+    per = {}
+    for spec in INTERVENTIONS:
+        mine = [t for t in trials if t["intervention"] == spec.name]
+        per[spec.name] = {
+            "role": spec.role, "trials": len(mine),
+            "expected_payments": spec.expected_payments,
+            "observed_payments": [t.get("final_snapshot", {}).get("payments")
+                                  for t in mine],
+            "passed": sum(t["passed"] for t in mine),
+            "detected": sum(t["detected"] for t in mine),
+        }
+    reference = [t for t in trials if t["role"] == "reference"]
+    mutant = [t for t in trials if t["role"] == "mutant"]
+    return {
+        "trials": len(trials),
+        "reference_passed": sum(t["passed"] for t in reference),
+        "reference_trials": len(reference),
+        "mutant_detected": sum(t["passed"] for t in mutant),
+        "mutant_trials": len(mutant),
+        "mutant_resumed_returncodes": [t.get("resumed_returncode") for t in mutant],
+        "holds": bool(trials) and all(t["passed"] for t in trials),
+        "interventions": per,
+    }
+
+
+def repetitions_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= MAX_REPETITIONS:
+        raise argparse.ArgumentTypeError(
+            f"must be between 1 and {MAX_REPETITIONS}, got {value}")
+    return value
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", required=True, type=Path,
+                        help="NEW json file for the evidence (never overwritten)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--repetitions", type=repetitions_arg, default=3,
+                       help=f"repetitions per intervention, 1..{MAX_REPETITIONS}")
+    group.add_argument("--quick", action="store_true",
+                       help="one repetition (what the test suite runs)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        evidence.refuse_existing(args.output)
+    except evidence.EvidenceExists as refused:
+        print(f"refused: {refused}", file=sys.stderr)
+        return 2
+    repetitions = 1 if args.quick else args.repetitions
+    trials = run_study(repetitions, lambda line: print(line, file=sys.stderr))
+    summary = summarize(trials)
+    document = {
+        "schema": SCHEMA,
+        "manifest": evidence.manifest(__file__, sys.argv if argv is None else argv),
+        "summary": summary | {"repetitions": repetitions},
+        "trials": trials,
+    }
+    try:
+        evidence.write_exclusive(args.output, document)
+    except evidence.EvidenceExists as refused:
+        print(f"refused: {refused}", file=sys.stderr)
+        return 2
+    print(f"{summary['reference_passed']}/{summary['reference_trials']} reference "
+          f"trials held, {summary['mutant_detected']}/{summary['mutant_trials']} "
+          f"mutant trials detected -> {args.output}", file=sys.stderr)
+    return 0 if summary["holds"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

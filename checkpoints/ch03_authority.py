@@ -1,0 +1,184 @@
+"""Authority and history (chapter 03): each authority change across a real restart.
+
+    python checkpoints/ch03_authority.py --output PATH [--quick]
+
+Each case gets a NEW payment database with one approved order (4000 cents, USD),
+starts the real ``charge`` worker, SIGKILLs it at a registered boundary, changes
+ONE thing while no worker runs (revoke the approval, let its wall-clock expiry
+pass, move the service's policy version, or reuse the key with another amount or
+currency), and starts a replacement with the same key. Where a payment already
+committed, a third process then asks for a FRESH key: a new effect, which must
+meet the current authority.
+
+Expiry is real: after the kill the stored expiry is set 0.5 s ahead and the
+parent waits for the wall clock to pass it. Grading reads the payment database:
+the number of payments, the checkpoint, the payment's amount and the terms it
+was committed under. The refusal reason a worker prints is recorded and must
+match too, but no count comes from it. Exit 0 only when every case holds; exit 2
+for bad arguments or an existing ``--output`` (refused before anything runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from crashcourse import evidence, payments
+from crashcourse.harness import Harness
+
+SCHEMA = "crashcourse.ch03.authority/1"
+TASK, ORDER, AMOUNT, CURRENCY, KEY = "restock-3", "PO-3001", 4000, "USD", "pay-3001"
+WORKER = ("-m", "crashcourse.workers.charge")
+TIMEOUT = 20.0  # seconds for a boundary or an exit: a slow machine, not a hang
+EXPIRY_S = 0.5
+
+
+@dataclass(frozen=True)
+class Case:
+    """Where to kill, what changes before the restart, what must remain."""
+
+    name: str
+    kill_at: str
+    change: str  # revoke | expire | policy | amount | currency | none
+    resumed: str  # the outcome the replacement must report
+    payments: int  # committed payments afterwards
+    fresh_key: str | None = None  # the outcome a fresh key must get, if asked
+
+
+CASES = (
+    Case("revoke_before_payment", "before_payment", "revoke", "approval_revoked", 0),
+    Case("revoke_after_payment", "after_payment", "revoke", "already_committed", 1,
+         "approval_revoked"),
+    Case("expire_before_payment", "before_payment", "expire", "approval_expired", 0),
+    Case("expire_after_payment", "after_payment", "expire", "already_committed", 1,
+         "approval_expired"),
+    Case("policy_before_payment", "before_payment", "policy", "policy_changed", 0),
+    Case("policy_after_payment", "after_payment", "policy", "already_committed", 1,
+         "policy_changed"),
+    Case("amount_changed_after_payment", "after_payment", "amount", "conflict", 1),
+    Case("currency_changed_after_payment", "after_payment", "currency", "conflict", 1),
+    Case("nothing_changed_before_payment", "before_payment", "none", "committed", 1,
+         "committed"),
+)
+QUICK = ("revoke_before_payment", "revoke_after_payment", "expire_before_payment",
+         "policy_after_payment")
+
+
+def worker_args(db: Path, key: str = KEY, amount=AMOUNT, currency=CURRENCY) -> list:
+    return [*WORKER, "--db", str(db), "--task", TASK, "--key", key,
+            "--order", ORDER, "--amount", str(amount), "--currency", currency]
+
+
+def change_authority(db: Path, change: str) -> dict:
+    """Apply one change while no worker runs; say what was done."""
+    if change == "revoke":
+        payments.revoke(db, ORDER)
+    elif change == "policy":
+        payments.set_policy_version(db, 2)
+    elif change == "expire":
+        expires = time.time() + EXPIRY_S
+        payments.set_expiry(db, ORDER, expires)
+        while time.time() <= expires:  # a real wait on the wall clock, bounded
+            time.sleep(0.05)
+        return {"expiry": "set 0.5 s ahead, then waited until the clock passed it"}
+    return {"change": change}
+
+
+def reported(finished) -> dict:
+    """The worker's own report: recorded, compared, never counted."""
+    lines = finished.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else {}
+
+
+def outcome_of(report: dict) -> str:
+    return report.get("reason", report.get("outcome", "no report"))
+
+
+def durable(db: Path) -> dict:
+    rows = payments.snapshot(db)
+    return {"payments": len(rows["payments"]), "checkpoints": len(rows["checkpoints"]),
+            "history": payments.payment_history(db, KEY), "rows": rows}
+
+
+def run_case(harness: Harness, db: Path, case: Case) -> dict:
+    payments.initialize(db)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)
+    worker = harness.start(worker_args(db), stop_at=case.kill_at)
+    worker.wait_for_boundary(TIMEOUT)
+    killed = worker.kill()
+    at_kill = durable(db)
+    change = change_authority(db, case.change)
+    resume = {"amount": {"amount": AMOUNT + 100}, "currency": {"currency": "EUR"}}
+    resumed = harness.run(worker_args(db, **resume.get(case.change, {})), TIMEOUT)
+    after_resume = durable(db)
+    fresh = None
+    if case.fresh_key:
+        fresh = reported(harness.run(worker_args(db, key=KEY + "-fresh"), TIMEOUT))
+    final = durable(db)
+    return grade(case, killed.returncode, at_kill, change, reported(resumed),
+                 after_resume, fresh, final)
+
+
+def grade(case, killed_rc, at_kill, change, resumed, after_resume, fresh, final):
+    history = final["history"]
+    checks = {
+        "killed_with_sigkill": killed_rc == -9,
+        "payments_at_kill": at_kill["payments"] == (case.kill_at == "after_payment"),
+        "no_checkpoint_at_kill": at_kill["checkpoints"] == 0,
+        "resumed_outcome": outcome_of(resumed) == case.resumed,
+        "payments_after_resume": after_resume["payments"] == case.payments,
+        # the worker checkpoints only after the service said the payment exists
+        "checkpoint_only_after_success": after_resume["checkpoints"]
+        == (case.resumed in ("committed", "already_committed")),
+        "fresh_key_outcome": case.fresh_key is None
+        or outcome_of(fresh) == case.fresh_key,
+        "fresh_key_adds_payment_only_if_allowed": final["payments"]
+        == case.payments + (case.fresh_key == "committed"),
+        "original_amount_kept": history is None
+        or (history["amount_cents"], history["currency"]) == (AMOUNT, CURRENCY),
+        "history_explains_payment": history is None or history["policy_version"] == 1,
+    }
+    return {"case": case.name, "kill_at": case.kill_at, "change": change,
+            "interrupted_returncode": killed_rc, "resumed_report": resumed,
+            "fresh_key_report": fresh, "at_kill": at_kill, "after_resume": after_resume,
+            "final": final, "checks": checks, "holds": all(checks.values())}
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", required=True, help="new JSON evidence file")
+    parser.add_argument("--quick", action="store_true", help="four cases only")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        output = evidence.refuse_existing(args.output)
+    except evidence.EvidenceExists as error:
+        print(error, file=sys.stderr)
+        return 2
+    cases = [c for c in CASES if not args.quick or c.name in QUICK]
+    started, trials = time.monotonic(), []
+    with tempfile.TemporaryDirectory() as directory, Harness() as harness:
+        for case in cases:
+            trials.append(run_case(harness, Path(directory) / f"{case.name}.db", case))
+            print(f"{case.name}: {'holds' if trials[-1]['holds'] else 'FAILS'}",
+                  file=sys.stderr)
+    held = sum(t["holds"] for t in trials)
+    evidence.write_exclusive(output, {
+        "schema": SCHEMA, "manifest": evidence.manifest(__file__),
+        "summary": {"cases": len(trials), "held": held, "quick": args.quick,
+                    "elapsed_s": round(time.monotonic() - started, 3)},
+        "trials": trials,
+    })
+    return 0 if held == len(trials) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The allowance beside the effect (chapter 04): races and kills against a budget.
+
+    python checkpoints/ch04_budget_race.py --repetitions 20 --output PATH [--quick]
+
+Race (each repetition, a NEW payment database): a budget of 2 payments and
+8000 USD cents, one payment already committed, so ONE unit is left. Two real
+``charge`` workers with different keys are held at ``before_payment`` until
+both have arrived, then released together. Exactly one may commit.
+
+Kills (real SIGKILL, a budget of one payment):
+
+* ``kill_before_commit``: at ``payment_inserted``, inside the payment
+  transaction after the INSERT: no payment and no consumption may remain, and
+  the restarted worker commits the payment with the unit it still has.
+* ``kill_after_commit``: at ``after_payment``, before the worker's checkpoint:
+  one payment, consumed; the exact replay consumes nothing more, and a fresh
+  key is refused because the allowance is spent.
+
+Every count is read from the payment database (``budget_snapshot`` and the
+rows); exit statuses are recorded, never counted. Exit 0 only when every trial
+holds; exit 2 for bad arguments or an existing ``--output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from crashcourse import evidence, payments
+from crashcourse.budget import budget_snapshot
+from crashcourse.harness import Harness
+
+SCHEMA = "crashcourse.ch04.budget_race/1"
+WORKER = ("-m", "crashcourse.workers.charge")
+AMOUNT, CURRENCY = 4000, "USD"
+TIMEOUT = 20.0  # seconds for a boundary or an exit: a slow machine, not a hang
+MAX_REPETITIONS, QUICK_REPETITIONS = 50, 2
+RACERS = ("racer-a", "racer-b")
+
+
+def worker_args(db: Path, task: str, key: str, order: str) -> list[str]:
+    return [*WORKER, "--db", str(db), "--task", task, "--key", key,
+            "--order", order, "--amount", str(AMOUNT), "--currency", CURRENCY]
+
+
+def ledger(db: Path) -> dict:
+    """Payments by key and the allowance, both from durable rows."""
+    rows = payments.snapshot(db)
+    return {"keys": sorted(p["key"] for p in rows["payments"]),
+            "checkpoints": len(rows["checkpoints"]), "budget": budget_snapshot(db)}
+
+
+def race(harness: Harness, db: Path, repetition: int) -> dict:
+    payments.initialize(db, max_actions=2, currency_caps={CURRENCY: 2 * AMOUNT})
+    for order in ("PO-4000", *RACERS):
+        payments.approve(db, order, AMOUNT, CURRENCY)
+    payments.issue_payment(db, "pay-earlier", "PO-4000", AMOUNT, CURRENCY)
+    workers = [harness.start(worker_args(db, r, f"pay-{r}", r), "before_payment")
+               for r in RACERS]
+    for worker in workers:  # the barrier: both wait at the boundary...
+        worker.wait_for_boundary(TIMEOUT)
+    for worker in workers:  # ...and go together
+        worker.release()
+    exits = [worker.finish(TIMEOUT).returncode for worker in workers]
+    final = ledger(db)
+    won = [r for r in RACERS if f"pay-{r}" in final["keys"]]
+    checks = {
+        "exactly_one_racer_committed": len(won) == 1,
+        "two_payments_in_all": len(final["keys"]) == 2,
+        "no_remaining_actions": final["budget"]["remaining_actions"] == 0,
+        "within_cents_cap": final["budget"]["remaining_cents"][CURRENCY] >= 0,
+    }
+    return {"trial": "race", "repetition": repetition, "committed": len(won),
+            "refused": len(RACERS) - len(won), "winner": won, "exit_statuses": exits,
+            "final": final, "checks": checks, "holds": all(checks.values())}
+
+
+def kill_trial(harness: Harness, db: Path, name: str, boundary: str) -> dict:
+    payments.initialize(db, max_actions=1, currency_caps={CURRENCY: AMOUNT})
+    payments.approve(db, "PO-4101", AMOUNT, CURRENCY)
+    args = worker_args(db, "restock-4", "pay-4101", "PO-4101")
+    worker = harness.start(args, stop_at=boundary)
+    worker.wait_for_boundary(TIMEOUT)
+    killed = worker.kill()
+    at_kill = ledger(db)
+    resumed = harness.run(args, TIMEOUT)
+    after_resume = ledger(db)
+    fresh = harness.run(worker_args(db, "restock-5", "pay-4101-b", "PO-4101"), TIMEOUT)
+    final = ledger(db)
+    paid_at_kill = boundary == "after_payment"
+    checks = {
+        "killed_with_sigkill": killed.returncode == -9,
+        "payments_at_kill": len(at_kill["keys"]) == paid_at_kill,
+        "consumption_at_kill": at_kill["budget"]["charged_actions"] == paid_at_kill,
+        "one_payment_after_resume": after_resume["keys"] == ["pay-4101"],
+        "one_unit_consumed": after_resume["budget"]["charged_actions"] == 1,
+        "checkpoint_after_resume": after_resume["checkpoints"] == 1,
+        "fresh_key_refused_by_budget": final["keys"] == ["pay-4101"],
+    }
+    committed = len(final["keys"])
+    return {"trial": name, "kill_at": boundary, "committed": committed,
+            "refused": 2 - committed, "interrupted_returncode": killed.returncode,
+            "exit_statuses": [resumed.returncode, fresh.returncode],
+            "at_kill": at_kill, "after_resume": after_resume, "final": final,
+            "checks": checks, "holds": all(checks.values())}
+
+
+def repetitions(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= MAX_REPETITIONS:
+        raise argparse.ArgumentTypeError(f"between 1 and {MAX_REPETITIONS}")
+    return value
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", required=True, help="new JSON evidence file")
+    parser.add_argument("--repetitions", type=repetitions, default=None,
+                        help=f"race repetitions, 1..{MAX_REPETITIONS} (default 20)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_REPETITIONS} race repetitions unless given")
+    return parser.parse_args(argv)
+
+
+def run_all(directory: Path, n: int) -> list[dict]:
+    trials = []
+    with Harness() as harness:
+        for name, boundary in (("kill_before_commit", "payment_inserted"),
+                               ("kill_after_commit", "after_payment")):
+            trials.append(kill_trial(harness, directory / f"{name}.db", name, boundary))
+        for i in range(n):
+            trials.append(race(harness, directory / f"race-{i}.db", i))
+    return trials
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        output = evidence.refuse_existing(args.output)
+    except evidence.EvidenceExists as error:
+        print(error, file=sys.stderr)
+        return 2
+    n = args.repetitions or (QUICK_REPETITIONS if args.quick else 20)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as directory:
+        trials = run_all(Path(directory), n)
+    for trial in trials:
+        print(f"{trial['trial']}: {'holds' if trial['holds'] else 'FAILS'}",
+              file=sys.stderr)
+    races = [t for t in trials if t["trial"] == "race"]
+    held = sum(t["holds"] for t in trials)
+    evidence.write_exclusive(output, {
+        "schema": SCHEMA, "manifest": evidence.manifest(__file__),
+        "summary": {"trials": len(trials), "held": held, "race_repetitions": n,
+                    "races_with_two_commits": sum(t["committed"] > 1 for t in races),
+                    "elapsed_s": round(time.monotonic() - started, 3)},
+        "trials": trials,
+    })
+    return 0 if held == len(trials) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

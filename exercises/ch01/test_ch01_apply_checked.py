@@ -1,0 +1,91 @@
+"""Grades exercise 01.1 (apply_checked.py)."""
+
+import json
+
+import pytest
+
+from crashcourse.effects import EffectConflict
+from crashcourse.store import count_rows, opened
+
+NOTE = {"sku": "oat-milk", "quantity": 24}
+
+
+@pytest.fixture
+def mod(answer):
+    return answer("ch01", "apply_checked")
+
+
+@pytest.fixture
+def db(tmp_path, mod):
+    path = tmp_path / "shop.db"
+    with opened(path) as conn:
+        mod.install(conn)
+        conn.execute("CREATE TABLE notes (text TEXT NOT NULL)")
+    return path
+
+
+class Poster:
+    """A mutation that counts how often it ran."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, conn):
+        self.calls += 1
+        conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
+        return {"note": self.calls}
+
+
+def test_first_call_applies_and_returns_the_result(mod, db):
+    post = Poster()
+    with opened(db) as conn:
+        assert mod.apply_checked(conn, "k-1", NOTE, post) == ("applied", {"note": 1})
+        assert count_rows(conn, "notes") == 1
+        assert count_rows(conn, "requests") == 1
+
+
+def test_a_replay_in_a_new_connection_returns_the_recorded_result(mod, db):
+    post = Poster()
+    with opened(db) as conn:
+        mod.apply_checked(conn, "k-1", NOTE, post)
+    with opened(db) as conn:  # as a replacement process would
+        again = mod.apply_checked(conn, "k-1", dict(reversed(NOTE.items())), post)
+        assert count_rows(conn, "notes") == 1
+    assert again == ("already_applied", {"note": 1})
+    assert post.calls == 1
+
+
+def test_a_changed_payload_is_refused_and_nothing_moves(mod, db):
+    post = Poster()
+    with opened(db) as conn:
+        mod.apply_checked(conn, "k-1", NOTE, post)
+        with pytest.raises(EffectConflict):
+            mod.apply_checked(conn, "k-1", {**NOTE, "quantity": 48}, post)
+        assert post.calls == 1
+        assert count_rows(conn, "notes") == 1
+        row = conn.execute("SELECT payload FROM requests").fetchone()
+        assert json.loads(row[0]) == NOTE
+        assert not conn.in_transaction
+
+
+def test_a_failing_mutation_leaves_no_request_row(mod, db):
+    def fail_halfway(conn):
+        conn.execute("INSERT INTO notes (text) VALUES ('half')")
+        raise RuntimeError("supplier catalogue unreachable")
+
+    with opened(db) as conn:
+        with pytest.raises(RuntimeError):
+            mod.apply_checked(conn, "k-2", NOTE, fail_halfway)
+        assert count_rows(conn, "requests") == 0
+        assert count_rows(conn, "notes") == 0
+        assert mod.apply_checked(conn, "k-2", NOTE, Poster())[0] == "applied"
+
+
+@pytest.mark.parametrize("key", ["", "  ", None, 42])
+def test_bad_keys_are_refused_before_anything_is_written(mod, db, key):
+    post = Poster()
+    with opened(db) as conn:
+        with pytest.raises(ValueError):
+            mod.apply_checked(conn, key, NOTE, post)
+        assert count_rows(conn, "requests") == 0
+    assert post.calls == 0

@@ -1,0 +1,98 @@
+"""Grades exercise 02.2 (grader.py): a double charge found from durable rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashcourse import payments
+from crashcourse.harness import Harness, kill_and_resume
+
+ORDER, AMOUNT, CURRENCY = "PO-1001", 4000, "USD"
+
+
+@pytest.fixture
+def mod(answer):
+    return answer("ch02", "grader")
+
+
+def service(path, approvals=((ORDER, AMOUNT, CURRENCY),)):
+    payments.initialize(path)
+    for approval in approvals:
+        payments.approve(path, *approval)
+    return path
+
+
+def run_worker(db, retry: str):
+    """Kill the worker after its payment and let a replacement run."""
+    args = ["-m", "crashcourse.workers.pay_invoice", "--db", str(db),
+            "--task", "restock-1", "--order", ORDER, "--amount", str(AMOUNT),
+            "--currency", CURRENCY, "--retry", retry]
+    with Harness() as harness:
+        trial = kill_and_resume(harness, args, "after_payment",
+                                lambda: None, timeout=10)
+    return trial
+
+
+def test_the_mutant_is_caught_although_it_exited_zero(mod, tmp_path):
+    db = service(tmp_path / "mutant.db")
+    trial = run_worker(db, "new-key")
+    assert trial.resumed_returncode == 0  # its own claim: success
+    assert mod.overcharged_orders(db) == {
+        ORDER: {"payments": 2, "charged_cents": 8000, "approved_cents": 4000}
+    }
+
+
+def test_the_reference_is_clean(mod, tmp_path):
+    db = service(tmp_path / "reference.db")
+    run_worker(db, "reuse-key")
+    assert mod.overcharged_orders(db) == {}
+
+
+def test_two_orders_paid_once_each_are_clean(mod, tmp_path):
+    db = service(tmp_path / "two.db", [(ORDER, AMOUNT, CURRENCY),
+                                       ("PO-1002", 1250, "USD")])
+    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+    payments.issue_payment(db, "k2", "PO-1002", 1250, "USD")
+    assert mod.overcharged_orders(db) == {}
+
+
+def test_only_the_overcharged_order_is_reported(mod, tmp_path):
+    db = service(tmp_path / "mixed.db", [(ORDER, AMOUNT, CURRENCY),
+                                         ("PO-1002", 1250, "USD")])
+    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+    for key in ("k2", "k3", "k4"):
+        payments.issue_payment(db, key, "PO-1002", 1250, "USD")
+    assert mod.overcharged_orders(db) == {
+        "PO-1002": {"payments": 3, "charged_cents": 3750, "approved_cents": 1250}
+    }
+
+
+def test_a_revoked_approval_still_covers_its_one_payment(mod, tmp_path):
+    db = service(tmp_path / "revoked.db")
+    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+    payments.revoke(db, ORDER)
+    assert mod.overcharged_orders(db) == {}
+
+
+def test_grading_writes_nothing(mod, tmp_path):
+    db = service(tmp_path / "read-only.db")
+    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+    payments.issue_payment(db, "k2", ORDER, AMOUNT, CURRENCY)
+    before = payments.snapshot(db)
+    assert mod.overcharged_orders(db)[ORDER]["payments"] == 2
+    assert payments.snapshot(db) == before
+
+
+def test_a_payment_without_any_approval_is_overcharged(mod, tmp_path):
+    from crashcourse.store import immediate, opened
+
+    db = service(tmp_path / "unapproved.db")
+    with opened(db) as conn, immediate(conn):  # a row imported from elsewhere
+        conn.execute(
+            "INSERT INTO payments (key, order_id, amount_cents, currency)"
+            " VALUES (:key, :order, :amount, :currency)",
+            {"key": "k9", "order": "PO-9999", "amount": 500, "currency": "USD"},
+        )
+    assert mod.overcharged_orders(db) == {
+        "PO-9999": {"payments": 1, "charged_cents": 500, "approved_cents": 0}
+    }

@@ -1,0 +1,50 @@
+"""Grades exercise 03.2 (terms.py)."""
+
+import time
+
+import pytest
+
+from crashcourse import payments
+
+ACTION = {"amount_cents": 4000, "currency": "USD"}
+
+
+def approval(**changes):
+    return {"amount_cents": 4000, "currency": "USD", "revoked": 0,
+            "expires_unix": None, "policy_version": 1, **changes}
+
+
+@pytest.fixture
+def mod(answer):
+    return answer("ch03", "terms")
+
+
+@pytest.mark.parametrize(
+    ("grant", "now", "policy", "reason"),
+    [(approval(), 100.0, 1, None),
+     (None, 100.0, 1, "not_approved"),
+     (approval(amount_cents=3000), 100.0, 1, "not_approved"),
+     (approval(revoked=1, expires_unix=50.0, policy_version=2), 100.0, 1,
+      "approval_revoked"),
+     (approval(expires_unix=100.0), 100.0, 1, "approval_expired"),  # at the instant
+     (approval(expires_unix=101.0), 100.0, 2, "policy_changed"),  # only policy
+     (approval(expires_unix=99.0), 100.0, 1, "approval_expired"),  # only expiry
+     (approval(expires_unix=99.0), 100.0, 2, "approval_expired")],
+)
+def test_why_refused(mod, grant, now, policy, reason):
+    assert mod.why_refused(grant, ACTION, now, policy) == reason
+
+
+def test_explain_survives_later_changes(mod, tmp_path):
+    db = tmp_path / "payments.db"
+    payments.initialize(db)
+    expires = time.time() + 3600
+    payments.approve(db, "PO-1", 4000, "USD", expires_unix=expires)
+    payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
+    payments.set_policy_version(db, 2)
+    payments.approve(db, "PO-1", 4000, "USD")  # re-granted under version 2
+    payments.revoke(db, "PO-1")
+    assert mod.explain(db, "k1") == {"order_id": "PO-1", "amount_cents": 4000,
+                                     "currency": "USD", "policy_version": 1,
+                                     "expires_unix": expires}
+    assert mod.explain(db, "missing") is None

@@ -1,0 +1,60 @@
+"""Solution 01.2: a supplier order placed once per key (chapter 01).
+
+See EXPLANATION.md.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse.effects import EffectConflict
+from crashcourse.store import ensure_schema, immediate
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS supplier_orders (
+    key      TEXT PRIMARY KEY,
+    sku      TEXT NOT NULL,
+    quantity INTEGER NOT NULL CHECK (quantity > 0)
+)
+"""
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Create the ``supplier_orders`` table (given)."""
+    ensure_schema(conn, SCHEMA)
+
+
+def check_order(key: object, sku: object, quantity: object) -> dict:
+    if not isinstance(key, str) or not key.strip():
+        raise ValueError("key must be a non-empty string")
+    if not isinstance(sku, str) or not sku.strip():
+        raise ValueError("sku must be a non-empty string")
+    if isinstance(quantity, bool) or not isinstance(quantity, int):
+        raise TypeError("quantity must be an int")
+    if quantity <= 0:
+        raise ValueError("quantity must be positive")
+    return {"sku": sku, "quantity": quantity}
+
+
+def place_order_once(
+    conn: sqlite3.Connection, key: str, sku: str, quantity: int
+) -> str:
+    """Record the order under ``key`` unless it is already recorded."""
+    offered = check_order(key, sku, quantity)
+    with immediate(conn):  # the write lock is ours before we look at anything
+        inserted = conn.execute(
+            "INSERT INTO supplier_orders (key, sku, quantity)"
+            " VALUES (:key, :sku, :quantity)"
+            " ON CONFLICT (key) DO NOTHING",
+            {"key": key, **offered},
+        ).rowcount
+        if inserted:
+            return "placed"
+        row = conn.execute(
+            "SELECT sku, quantity FROM supplier_orders WHERE key = :key",
+            {"key": key},
+        ).fetchone()
+    recorded = {"sku": row[0], "quantity": row[1]}
+    if recorded != offered:
+        raise EffectConflict(key, recorded, offered)
+    return "already_placed"

@@ -1,0 +1,35 @@
+"""Solution 02.2: a grader that finds a double charge from durable rows
+(chapter 02)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashcourse.store import opened
+
+OVERCHARGED = """
+SELECT p.order_id,
+       count(*)                       AS payments,
+       sum(p.amount_cents)            AS charged_cents,
+       coalesce(a.amount_cents, 0)    AS approved_cents
+  FROM payments AS p
+  LEFT JOIN approvals AS a            -- a payment nobody approved still counts
+         ON a.order_id = p.order_id
+ GROUP BY p.order_id
+HAVING sum(p.amount_cents) > coalesce(a.amount_cents, :nothing_approved)
+ ORDER BY p.order_id
+"""
+
+
+def overcharged_orders(db: str | Path) -> dict[str, dict[str, int]]:
+    """Every order whose committed payments add up to more than its approval."""
+    with opened(db) as conn:
+        found = conn.execute(OVERCHARGED, {"nothing_approved": 0}).fetchall()
+    return {
+        row["order_id"]: {
+            "payments": row["payments"],
+            "charged_cents": row["charged_cents"],
+            "approved_cents": row["approved_cents"],
+        }
+        for row in found
+    }

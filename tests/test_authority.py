@@ -1,0 +1,139 @@
+"""Chapter 03: authority for a new payment versus the history of an old one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from crashcourse import authority, payments
+
+ORDER, AMOUNT, CURRENCY = "restock-17", 4000, "USD"
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "payments.sqlite"
+    payments.initialize(path)
+    payments.approve(path, ORDER, AMOUNT, CURRENCY)
+    return path
+
+
+def pay(db, key="k1", amount=AMOUNT, currency=CURRENCY):
+    return payments.issue_payment(db, key, ORDER, amount, currency)
+
+
+def refusal(db, key="k1", **action) -> str:
+    with pytest.raises(payments.ApprovalRefused) as caught:
+        pay(db, key, **action)
+    assert isinstance(caught.value, PermissionError)
+    return caught.value.reason
+
+
+def count(db) -> int:
+    return len(payments.snapshot(db)["payments"])
+
+
+def test_revoke_before_payment_refuses_and_writes_nothing(db):
+    payments.revoke(db, ORDER)
+    assert refusal(db) == "approval_revoked"
+    assert count(db) == 0
+
+
+def test_revoke_after_payment_replays_without_restoring_approval(db):
+    assert pay(db) == "committed"
+    payments.revoke(db, ORDER)
+    assert pay(db) == "already_committed"
+    assert refusal(db, key="k2") == "approval_revoked"
+    assert count(db) == 1
+    assert payments.snapshot(db)["approvals"][0]["revoked"] == 1
+
+
+@pytest.mark.parametrize("change", [{"amount": 4100}, {"currency": "EUR"}])
+def test_key_cannot_be_repurposed(db, change):
+    assert pay(db) == "committed"
+    with pytest.raises(payments.PaymentConflict):
+        pay(db, **change)
+    assert payments.snapshot(db)["payments"][0]["amount_cents"] == AMOUNT
+    assert count(db) == 1
+
+
+def test_key_for_another_order_conflicts(db):
+    pay(db)
+    payments.approve(db, "restock-18", AMOUNT, CURRENCY)
+    with pytest.raises(payments.PaymentConflict):
+        payments.issue_payment(db, "k1", "restock-18", AMOUNT, CURRENCY)
+
+
+def test_unapproved_amount_is_not_approved(db):
+    assert refusal(db, amount=AMOUNT + 1) == "not_approved"
+
+
+def test_expiry_refuses_new_payment_but_not_replay(db):
+    assert pay(db) == "committed"
+    payments.set_expiry(db, ORDER, time.time() - 60)  # stored already past
+    assert pay(db) == "already_committed"
+    assert refusal(db, key="k2") == "approval_expired"
+
+
+def test_expiry_in_the_future_allows(db):
+    payments.set_expiry(db, ORDER, time.time() + 3600)
+    assert pay(db) == "committed"
+
+
+def test_policy_change_refuses_until_granted_again(db):
+    payments.set_policy_version(db, 2)
+    assert refusal(db) == "policy_changed"
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)  # re-granted under version 2
+    assert pay(db) == "committed"
+    assert payments.payment_history(db, "k1")["policy_version"] == 2
+
+
+def test_expiry_and_policy_change_independently(db):
+    payments.approve(db, ORDER, AMOUNT, CURRENCY, expires_unix=time.time() + 3600)
+    payments.set_policy_version(db, 3)
+    assert refusal(db) == "policy_changed"  # unexpired, but outdated
+    payments.approve(db, ORDER, AMOUNT, CURRENCY, expires_unix=time.time() - 1)
+    assert refusal(db) == "approval_expired"  # current policy, but expired
+
+
+def test_refusal_order_is_fixed():
+    action = {"amount_cents": 1, "currency": "USD"}
+    approval = {"amount_cents": 1, "currency": "USD", "revoked": 1,
+                "expires_unix": 0.0, "policy_version": 1}
+    assert authority.refusal_reason(approval, action, 10.0, 2) == "approval_revoked"
+    approval["revoked"] = 0
+    assert authority.refusal_reason(approval, action, 10.0, 2) == "approval_expired"
+    approval["expires_unix"] = None
+    assert authority.refusal_reason(approval, action, 10.0, 2) == "policy_changed"
+    assert authority.refusal_reason(approval, action, 10.0, 1) is None
+    assert authority.refusal_reason(None, action, 10.0, 1) == "not_approved"
+
+
+def test_history_keeps_the_terms_a_payment_was_allowed_under(db):
+    expires = time.time() + 3600
+    payments.approve(db, ORDER, AMOUNT, CURRENCY, expires_unix=expires)
+    pay(db)
+    payments.revoke(db, ORDER)
+    payments.set_policy_version(db, 5)
+    history = payments.payment_history(db, "k1")
+    assert (history["policy_version"], history["expires_unix"]) == (1, expires)
+    assert payments.payment_history(db, "missing") is None
+
+
+@pytest.mark.parametrize(
+    "terms",
+    [{"expires_unix": True}, {"expires_unix": float("nan")}, {"expires_unix": "soon"},
+     {"policy_version": 0}, {"policy_version": 1.5}, {"policy_version": False}],
+)
+def test_bad_terms_are_refused_with_nothing_written(tmp_path, terms):
+    path = tmp_path / "payments.sqlite"
+    payments.initialize(path)
+    with pytest.raises((TypeError, ValueError)):
+        payments.approve(path, ORDER, AMOUNT, CURRENCY, **terms)
+    assert payments.snapshot(path)["approvals"] == []
+
+
+def test_bad_policy_version_is_refused(db):
+    with pytest.raises(ValueError):
+        payments.set_policy_version(db, 0)

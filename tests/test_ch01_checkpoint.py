@@ -1,0 +1,94 @@
+"""checkpoints/ch01_operation_ids.py: evidence that agrees with its own rows."""
+
+import copy
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "checkpoints" / "ch01_operation_ids.py"
+
+
+def load_checkpoint():
+    spec = importlib.util.spec_from_file_location("ch01_operation_ids", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    output = tmp_path_factory.mktemp("ch01") / "evidence.json"
+    done = run("--quick", "--output", str(output))
+    return done, json.loads(output.read_text())
+
+
+def test_quick_run_exits_0_and_every_trial_holds(quick_run):
+    done, document = quick_run
+    assert done.returncode == 0, done.stderr
+    assert document["schema"] == "crashcourse.ch01.operation_ids/1"
+    assert "script/ch01_operation_ids.py" in document["manifest"]["sources_sha256"]
+    names = [trial["intervention"] for trial in document["trials"]]
+    assert names == list(load_checkpoint().INTERVENTIONS)
+    assert all(trial["passed"] for trial in document["trials"])
+
+
+def test_counts_in_the_evidence_are_the_counts_of_its_snapshots(quick_run):
+    _, document = quick_run
+    for trial in document["trials"]:
+        rows = trial["final_snapshot"]
+        assert trial["final_counts"]["restock_notes"] == len(rows["restock_notes"])
+        assert trial["final_counts"]["effect_ledger"] == len(rows["effect_ledger"])
+        if trial["boundary"] is not None:
+            assert trial["interrupted_returncode"] == -9
+            assert trial["interrupted_pid"] not in trial["resumed_pids"]
+    per = document["summary"]["per_intervention"]
+    assert per["naive_kill_after_commit"]["final_notes"] == [2]
+    assert per["kill_after_commit"]["final_notes"] == [1]
+
+
+def test_the_judge_fails_a_duplicate_note(quick_run):
+    _, document = quick_run
+    checkpoint = load_checkpoint()
+    naive = next(t for t in document["trials"]
+                 if t["intervention"] == "naive_kill_after_commit")
+    relabelled = copy.deepcopy(naive)  # two notes, as if the reference had made them
+    assert not checkpoint.judge("kill_after_commit", relabelled)
+
+
+def test_the_judge_fails_a_conflict_that_moved_a_row(quick_run):
+    _, document = quick_run
+    checkpoint = load_checkpoint()
+    refused = next(t for t in document["trials"]
+                   if t["intervention"] == "changed_payload_after_commit")
+    moved = copy.deepcopy(refused)
+    moved["final_snapshot"]["restock_notes"][0]["text"] = "48 cartons"
+    assert checkpoint.judge("changed_payload_after_commit", refused)
+    assert not checkpoint.judge("changed_payload_after_commit", moved)
+
+
+def test_an_existing_output_is_refused_before_anything_runs(tmp_path):
+    output = tmp_path / "evidence.json"
+    output.write_text("earlier evidence\n")
+    done = run("--quick", "--output", str(output))
+    assert done.returncode == 2
+    assert "never overwritten" in done.stderr
+    assert "holds" not in done.stderr  # no trial ran
+    assert output.read_text() == "earlier evidence\n"
+
+
+@pytest.mark.parametrize("repetitions", ["0", "21"])
+def test_repetitions_outside_1_to_20_are_refused(tmp_path, repetitions):
+    output = tmp_path / "evidence.json"
+    done = run("--repetitions", repetitions, "--output", str(output))
+    assert done.returncode == 2
+    assert not output.exists()

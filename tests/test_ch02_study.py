@@ -1,0 +1,161 @@
+"""The chapter 02 recovery study: its evidence, its grader and its refusals."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import io
+import json
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "checkpoints" / "ch02_recovery_study.py"
+EXPECTED = {
+    "uninterrupted": 1,
+    "kill_before_payment": 1,
+    "kill_after_payment": 1,
+    "kill_after_checkpoint": 1,
+    "mutant_new_key_after_payment": 2,
+    "revoked_before_payment": 0,
+    "revoked_after_payment": 1,
+}
+TRIAL_FIELDS = {
+    "intervention", "repetition", "boundary", "interrupted_pid",
+    "interrupted_returncode", "snapshot_at_interruption", "resumed_pid",
+    "resumed_returncode", "final_snapshot", "expected_payments", "passed",
+}
+
+
+def load_study():
+    spec = importlib.util.spec_from_file_location("ch02_recovery_study", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+study = load_study()
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Ran:
+    """The script's ``main`` in this process (its workers are real processes);
+    tests/test_checkpoints_quick.py runs it as a command line too."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = study.main(list(args))
+        except SystemExit as exit:  # argparse refusing the arguments
+            code = exit.code
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    output = tmp_path_factory.mktemp("ch02") / "study.json"
+    done = run("--quick", "--output", str(output))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done, json.loads(output.read_text())
+
+
+def by_name(evidence: dict) -> dict[str, dict]:
+    return {t["intervention"]: t for t in evidence["trials"]}
+
+
+def test_seven_interventions_with_the_expected_payments(quick):
+    _, evidence = quick
+    trials = by_name(evidence)
+    assert len(evidence["trials"]) == 7
+    observed = {name: t["final_snapshot"]["payments"] for name, t in trials.items()}
+    assert observed == EXPECTED
+    assert all(TRIAL_FIELDS <= set(t) for t in evidence["trials"])
+    assert all(t["passed"] for t in evidence["trials"])
+
+
+def test_counts_are_the_rows(quick):
+    _, evidence = quick
+    for trial in evidence["trials"]:
+        for snap in (trial["final_snapshot"], trial["snapshot_at_interruption"]):
+            if snap is None:
+                continue
+            assert snap["payments"] == len(snap["rows"]["payments"])
+            assert snap["checkpoints"] == len(snap["rows"]["checkpoints"])
+
+
+def test_kills_were_real_and_replacements_are_new_processes(quick):
+    _, evidence = quick
+    for trial in evidence["trials"]:
+        if trial["boundary"] is None:
+            assert trial["interrupted_pid"] is None
+            continue
+        assert trial["interrupted_returncode"] == -9
+        assert trial["resumed_pid"] != trial["interrupted_pid"]
+
+
+def test_the_crash_gap_one_payment_no_checkpoint(quick):
+    _, evidence = quick
+    gap = by_name(evidence)["kill_after_payment"]["snapshot_at_interruption"]
+    assert (gap["payments"], gap["checkpoints"]) == (1, 0)
+
+
+def test_mutant_exits_zero_yet_is_detected_from_rows(quick):
+    _, evidence = quick
+    mutant = by_name(evidence)["mutant_new_key_after_payment"]
+    assert mutant["resumed_returncode"] == 0
+    keys = {p["key"] for p in mutant["final_snapshot"]["rows"]["payments"]}
+    assert len(keys) == 2 and mutant["detected"]
+    assert evidence["summary"]["mutant_detected"] == 1
+
+
+def test_the_grader_fails_a_mutant_passed_off_as_reference(quick):
+    _, evidence = quick
+    mutant = copy.deepcopy(by_name(evidence)["mutant_new_key_after_payment"])
+    reference = next(s for s in study.INTERVENTIONS if s.name == "kill_after_payment")
+    assert study.grade(reference, mutant)["passed"] is False
+
+
+def test_the_grader_fails_a_reference_without_its_checkpoint(quick):
+    _, evidence = quick
+    trial = copy.deepcopy(by_name(evidence)["kill_after_payment"])
+    trial["final_snapshot"]["rows"]["checkpoints"] = []
+    trial["final_snapshot"]["checkpoints"] = 0
+    spec = next(s for s in study.INTERVENTIONS if s.name == "kill_after_payment")
+    assert study.grade(spec, trial)["passed"] is False
+
+
+def test_progress_goes_to_stderr(quick):
+    done, _ = quick
+    assert done.stdout == ""
+    assert done.stderr.count("passed=True") == 7
+
+
+@pytest.mark.parametrize("value", ["0", "21", "two"])
+def test_repetitions_outside_range_are_refused(value, tmp_path):
+    output = tmp_path / "never.json"
+    done = run("--repetitions", value, "--output", str(output))
+    assert done.returncode == 2 and "--repetitions" in done.stderr
+    assert not output.exists()
+
+
+def test_output_is_required(tmp_path):
+    assert run("--quick").returncode == 2
+
+
+def test_existing_output_refused_before_any_trial(tmp_path):
+    output = tmp_path / "kept.json"
+    output.write_text("earlier evidence\n")
+    done = run("--quick", "--output", str(output))
+    assert done.returncode == 2 and "refused" in done.stderr
+    assert "payments=" not in done.stderr  # no trial ran
+    assert output.read_text() == "earlier evidence\n"

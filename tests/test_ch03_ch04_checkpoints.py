@@ -1,0 +1,83 @@
+"""The chapter 03 and 04 checkpoints: what their evidence must say, from rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CH03 = ROOT / "checkpoints" / "ch03_authority.py"
+CH04 = ROOT / "checkpoints" / "ch04_budget_race.py"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def ch03(tmp_path_factory):
+    output = tmp_path_factory.mktemp("ch03") / "evidence.json"
+    done = run(CH03, "--quick", "--output", output)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(output.read_text())
+
+
+@pytest.fixture(scope="module")
+def ch04(tmp_path_factory):
+    output = tmp_path_factory.mktemp("ch04") / "evidence.json"
+    done = run(CH04, "--quick", "--output", output)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(output.read_text())
+
+
+def test_ch03_revocation_before_and_after_payment(ch03):
+    trials = {t["case"]: t for t in ch03["trials"]}
+    before, after = trials["revoke_before_payment"], trials["revoke_after_payment"]
+    assert before["final"]["payments"] == 0
+    assert before["resumed_report"]["reason"] == "approval_revoked"
+    assert after["final"]["payments"] == 1
+    assert after["resumed_report"]["outcome"] == "already_committed"
+    assert after["fresh_key_report"]["reason"] == "approval_revoked"
+    assert after["final"]["rows"]["approvals"][0]["revoked"] == 1  # not restored
+
+
+def test_ch03_every_case_was_killed_and_holds(ch03):
+    assert all(t["interrupted_returncode"] == -9 for t in ch03["trials"])
+    assert ch03["summary"]["held"] == len(ch03["trials"]) >= 4
+    for trial in ch03["trials"]:
+        rows = trial["final"]["rows"]["payments"]
+        assert trial["final"]["payments"] == len(rows)
+
+
+def test_ch04_race_has_one_winner_per_repetition(ch04):
+    races = [t for t in ch04["trials"] if t["trial"] == "race"]
+    assert len(races) == ch04["summary"]["race_repetitions"] >= 1
+    for race in races:
+        keys = race["final"]["keys"]
+        assert race["committed"] == 1 and race["refused"] == 1
+        assert [f"pay-{w}" for w in race["winner"]] == [k for k in keys if "racer" in k]
+        assert race["final"]["budget"]["charged_actions"] == len(keys) == 2
+
+
+def test_ch04_kill_points(ch04):
+    trials = {t["trial"]: t for t in ch04["trials"]}
+    before, after = trials["kill_before_commit"], trials["kill_after_commit"]
+    assert before["at_kill"]["keys"] == [] and after["at_kill"]["keys"] == ["pay-4101"]
+    assert before["at_kill"]["budget"]["charged_actions"] == 0
+    assert after["at_kill"]["budget"]["charged_actions"] == 1
+    for trial in (before, after):
+        assert trial["interrupted_returncode"] == -9
+        assert trial["final"]["budget"]["remaining_actions"] == 0
+        assert trial["final"]["keys"] == ["pay-4101"]
+
+
+@pytest.mark.parametrize("value", ["0", "51", "many"])
+def test_ch04_repetitions_out_of_range_are_refused(tmp_path, value):
+    output = tmp_path / "evidence.json"
+    done = run(CH04, "--repetitions", value, "--output", output)
+    assert done.returncode == 2 and not output.exists()

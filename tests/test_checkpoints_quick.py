@@ -1,0 +1,63 @@
+"""Every checkpoint runs in quick mode, writes honest evidence, refuses to overwrite.
+
+Checkpoint-specific contents are checked in each chapter's own test file; this
+one holds every script to the shared contract in CONTRIBUTING.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = sorted((ROOT / "checkpoints").glob("ch[0-9][0-9]_*.py"))
+TIMEOUT = 240
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=TIMEOUT
+    )
+
+
+@pytest.fixture(scope="module", params=SCRIPTS, ids=lambda p: p.stem)
+def quick_run(request, tmp_path_factory):
+    script = request.param
+    output = tmp_path_factory.mktemp(script.stem) / "evidence.json"
+    done = run(str(script), "--quick", "--output", str(output))
+    return script, output, done
+
+
+def test_quick_mode_holds(quick_run):
+    script, output, done = quick_run
+    assert done.returncode == 0, done.stderr[-2000:]
+    evidence = json.loads(output.read_text())
+    assert {"schema", "manifest", "summary", "trials"} <= set(evidence)
+    assert evidence["trials"], "a checkpoint with no trials proves nothing"
+
+
+def test_manifest_hashes_the_script_that_ran(quick_run):
+    script, output, _ = quick_run
+    hashes = json.loads(output.read_text())["manifest"]["sources_sha256"]
+    assert hashes[f"script/{script.name}"] == hashlib.sha256(
+        script.read_bytes()
+    ).hexdigest()
+
+
+def test_existing_output_is_refused_and_left_alone(quick_run):
+    script, output, _ = quick_run
+    before = output.read_bytes()
+    again = run(str(script), "--quick", "--output", str(output))
+    assert again.returncode != 0
+    assert output.read_bytes() == before
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_help_explains(script):
+    done = run(str(script), "--help")
+    assert done.returncode == 0 and "--output" in done.stdout

@@ -1,0 +1,134 @@
+"""effects (chapter 01): operation keys and the apply-once boundary."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from crashcourse import effects
+from crashcourse.harness import Harness
+from crashcourse.store import count_rows, opened
+from crashcourse.workers import restock_note
+
+NOTE = {"sku": "oat-milk", "quantity": 24, "text": "24 cartons of oat milk"}
+
+
+@pytest.fixture
+def conn(tmp_path):
+    with opened(tmp_path / "shop.db") as conn:
+        effects.install(conn)
+        conn.execute("CREATE TABLE notes (text TEXT NOT NULL)")
+        yield conn
+
+
+def post(conn, text):
+    conn.execute("INSERT INTO notes (text) VALUES (:text)", {"text": text})
+    return {"notes": count_rows(conn, "notes")}
+
+
+def test_operation_key_is_the_same_in_another_process():
+    args = {"sku": "oat-milk", "quantity": 24}
+    code = (
+        "from crashcourse.effects import operation_key;"
+        "print(operation_key('restock-7', 1, 'order', "
+        "{'quantity': 24, 'sku': 'oat-milk'}))"
+    )
+    there = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+        check=True,
+    )
+    assert there.stdout.strip() == effects.operation_key("restock-7", 1, "order", args)
+
+
+def test_operation_key_changes_with_every_part():
+    base = effects.operation_key("restock-7", 1, "order", {"sku": "oat-milk"})
+    others = {
+        effects.operation_key("restock-8", 1, "order", {"sku": "oat-milk"}),
+        effects.operation_key("restock-7", 2, "order", {"sku": "oat-milk"}),
+        effects.operation_key("restock-7", 1, "mail", {"sku": "oat-milk"}),
+        effects.operation_key("restock-7", 1, "order", {"sku": "rye-bread"}),
+    }
+    assert base not in others and len(others) == 4
+
+
+@pytest.mark.parametrize(
+    ("task", "action", "args"),
+    [("", "order", {}), ("t", "", {}), (None, "order", {}),
+     ("t", "order", {"x": float("nan")}), ("t", "order", {"x": object()})],
+)
+def test_operation_key_refuses_parts_that_cannot_name_an_action(task, action, args):
+    with pytest.raises((ValueError, TypeError)):
+        effects.operation_key(task, 1, action, args)
+
+
+def test_first_call_applies_and_a_replay_returns_the_recorded_result(conn):
+    key = effects.operation_key("restock-7", 1, "note", {"sku": "oat-milk"})
+    first = effects.apply_once(conn, key, NOTE, lambda c: post(c, NOTE["text"]))
+    again = effects.apply_once(conn, key, NOTE, lambda c: post(c, NOTE["text"]))
+    assert first == ("applied", {"notes": 1})
+    assert again == ("already_applied", {"notes": 1})
+    assert count_rows(conn, "notes") == 1
+
+
+def test_a_changed_payload_is_a_conflict_and_writes_nothing(conn):
+    effects.apply_once(conn, "k-1", NOTE, lambda c: post(c, NOTE["text"]))
+    changed = {**NOTE, "quantity": 48}
+    ran = []
+    with pytest.raises(effects.EffectConflict) as raised:
+        effects.apply_once(conn, "k-1", changed, lambda c: ran.append(post(c, "x")))
+    assert (raised.value.recorded, raised.value.offered) == (NOTE, changed)
+    assert ran == []
+    assert count_rows(conn, "notes") == 1
+    row = conn.execute("SELECT payload FROM effect_ledger").fetchone()
+    assert json.loads(row["payload"]) == NOTE
+
+
+def test_a_failing_mutation_leaves_no_ledger_row(conn):
+    def half_then_fail(c):
+        post(c, "half")
+        raise RuntimeError("supplier catalogue unreachable")
+
+    with pytest.raises(RuntimeError):
+        effects.apply_once(conn, "k-2", NOTE, half_then_fail)
+    assert count_rows(conn, "effect_ledger") == 0
+    assert count_rows(conn, "notes") == 0
+    assert effects.apply_once(conn, "k-2", NOTE, lambda c: post(c, "ok")).status == (
+        "applied"
+    )
+
+
+@pytest.mark.parametrize("key", ["", "   ", None, 7, b"k"])
+def test_bad_keys_are_refused_and_nothing_is_written(conn, key):
+    with pytest.raises(ValueError):
+        effects.apply_once(conn, key, NOTE, lambda c: post(c, "x"))
+    assert count_rows(conn, "effect_ledger") == 0
+    assert count_rows(conn, "notes") == 0
+
+
+def test_a_payload_that_is_not_json_is_refused_before_the_transaction(conn):
+    with pytest.raises((ValueError, TypeError)):
+        effects.apply_once(conn, "k-3", {"q": float("inf")}, lambda c: post(c, "x"))
+    assert not conn.in_transaction
+    assert count_rows(conn, "effect_ledger") == 0
+
+
+def test_two_processes_racing_for_one_key_apply_it_exactly_once(tmp_path):
+    db = tmp_path / "shop.db"
+    restock_note.initialize(db)
+    args = ["-m", "crashcourse.workers.restock_note", "--db", str(db),
+            "--task", "restock-7", "--sku", "oat-milk", "--quantity", "24"]
+    with Harness() as harness:
+        racers = [harness.start(args, stop_at="before_apply") for _ in range(2)]
+        for racer in racers:
+            racer.wait_for_boundary()
+        for racer in racers:  # both leave the starting line together
+            racer.release()
+        finished = [racer.finish() for racer in racers]
+    assert [f.returncode for f in finished] == [0, 0]
+    statuses = sorted(json.loads(f.stdout)["status"] for f in finished)
+    assert statuses == ["already_applied", "applied"]
+    rows = restock_note.snapshot(db)
+    assert len(rows["restock_notes"]) == 1
+    assert len(rows["effect_ledger"]) == 1
+    assert rows["stock"] == [{"sku": "oat-milk", "on_order": 24}]

@@ -1,0 +1,78 @@
+"""Evidence artifacts (chapter 02): never overwritten, hashes that are real."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sqlite3
+
+import pytest
+
+from crashcourse import evidence
+
+
+def test_write_exclusive_writes_a_new_file(tmp_path):
+    path = evidence.write_exclusive(tmp_path / "runs" / "a.json", {"trials": [1]})
+    assert json.loads(path.read_text()) == {"trials": [1]}
+
+
+def test_write_exclusive_refuses_an_existing_path_and_leaves_it(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'{"earlier": true}\n')
+    with pytest.raises(evidence.EvidenceExists):
+        evidence.write_exclusive(path, {"later": True})
+    assert path.read_bytes() == b'{"earlier": true}\n'
+
+
+def test_refuse_existing_fails_early(tmp_path):
+    path = tmp_path / "a.json"
+    assert evidence.refuse_existing(path) == path
+    path.write_text("x")
+    with pytest.raises(FileExistsError):
+        evidence.refuse_existing(path)
+    assert path.read_text() == "x"
+
+
+def test_nan_is_refused_and_no_file_is_left(tmp_path):
+    path = tmp_path / "a.json"
+    with pytest.raises(ValueError):
+        evidence.write_exclusive(path, {"elapsed_ms": float("nan")})
+    assert not path.exists()
+
+
+def test_manifest_hashes_are_sha256_of_the_files(tmp_path):
+    script = tmp_path / "ch99_probe.py"
+    script.write_text("print('probe')\n")
+    manifest = evidence.manifest(script, argv=["ch99_probe.py", "--quick"])
+    hashes = manifest["sources_sha256"]
+    assert hashes["script/ch99_probe.py"] == hashlib.sha256(
+        b"print('probe')\n").hexdigest()
+    modules = {name: digest for name, digest in hashes.items()
+               if name.startswith("crashcourse/")}
+    assert "crashcourse/payments.py" in modules
+    for name, digest in modules.items():
+        source = evidence.PACKAGE_DIR / name.removeprefix("crashcourse/")
+        assert digest == hashlib.sha256(source.read_bytes()).hexdigest(), name
+    assert manifest["argv"] == ["ch99_probe.py", "--quick"]
+
+
+def test_a_changed_script_changes_its_hash(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text("a = 1\n")
+    before = evidence.source_hashes(script)["script/probe.py"]
+    script.write_text("a = 2\n")
+    assert evidence.source_hashes(script)["script/probe.py"] != before
+
+
+def test_versions_are_asked_of_this_interpreter():
+    found = evidence.versions()
+    assert found["python"] == platform.python_version()
+    assert found["sqlite"] == sqlite3.sqlite_version
+
+
+def test_new_run_path_never_names_an_existing_file(tmp_path):
+    first = evidence.new_run_path(tmp_path, "ch02")
+    first.write_text("{}")
+    second = evidence.new_run_path(tmp_path, "ch02")
+    assert second != first and not second.exists()

@@ -1,0 +1,144 @@
+"""The payment service (chapters 01-02): replay, conflict, authority, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashcourse import payments
+from crashcourse.effects import EffectConflict
+
+ORDER, AMOUNT, CURRENCY = "SUP-0042", 4000, "USD"
+KEY = "restock-0042/1/pay_invoice"
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "payments.sqlite"
+    payments.initialize(path)
+    payments.approve(path, ORDER, AMOUNT, CURRENCY)
+    return path
+
+
+def paid(db) -> list[dict]:
+    return payments.snapshot(db)["payments"]
+
+
+def test_first_call_commits_and_the_same_call_replays(db):
+    assert payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY) == "committed"
+    again = payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+    assert again == "already_committed"
+    assert [p["key"] for p in paid(db)] == [KEY]
+
+
+def test_a_new_key_is_a_new_payment(db):
+    payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+    payments.issue_payment(db, KEY + "#again", ORDER, AMOUNT, CURRENCY)
+    assert len(paid(db)) == 2  # the service cannot tell: identity is the key
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [("SUP-0043", AMOUNT, CURRENCY), (ORDER, 4001, CURRENCY), (ORDER, AMOUNT, "EUR")],
+    ids=["order", "amount", "currency"],
+)
+def test_changed_payload_under_a_used_key_conflicts(db, changed):
+    payments.approve(db, "SUP-0043", AMOUNT, CURRENCY)
+    payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+    before = payments.snapshot(db)
+    with pytest.raises(payments.PaymentConflict) as raised:
+        payments.issue_payment(db, KEY, *changed)
+    assert isinstance(raised.value, EffectConflict)
+    assert payments.snapshot(db) == before
+
+
+def test_no_approval_refuses_a_new_payment(tmp_path):
+    path = tmp_path / "payments.sqlite"
+    payments.initialize(path)
+    with pytest.raises(payments.ApprovalRefused) as raised:
+        payments.issue_payment(path, KEY, ORDER, AMOUNT, CURRENCY)
+    assert isinstance(raised.value, PermissionError)
+    assert raised.value.reason == "not_approved"
+    assert paid(path) == []
+
+
+def test_approval_for_another_amount_is_no_approval(db):
+    with pytest.raises(payments.ApprovalRefused):
+        payments.issue_payment(db, KEY, ORDER, AMOUNT + 1, CURRENCY)
+    assert paid(db) == []
+
+
+def test_revoked_before_payment_refuses_and_writes_nothing(db):
+    payments.revoke(db, ORDER)
+    with pytest.raises(payments.ApprovalRefused) as raised:
+        payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+    assert raised.value.reason == "approval_revoked"
+    assert paid(db) == []
+
+
+def test_replay_is_checked_before_authority(db):
+    payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+    payments.revoke(db, ORDER)
+    # History needs no current approval ...
+    assert payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY) == (
+        "already_committed"
+    )
+    # ... a NEW effect always does.
+    with pytest.raises(payments.ApprovalRefused):
+        payments.issue_payment(db, KEY + "#new", ORDER, AMOUNT, CURRENCY)
+    assert len(paid(db)) == 1
+
+
+def test_checkpoint_is_a_separate_record(db):
+    assert payments.load_checkpoint(db, "restock-0042") is None
+    payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+    assert payments.load_checkpoint(db, "restock-0042") is None  # the gap
+    payments.save_checkpoint(db, "restock-0042", KEY, "committed")
+    saved = payments.load_checkpoint(db, "restock-0042")
+    assert (saved["key"], saved["outcome"]) == (KEY, "committed")
+    assert len(paid(db)) == 1
+
+
+BAD_AMOUNTS = [True, False, 40.0, float("nan"), float("inf"), -4000, 0, "4000", None]
+
+
+@pytest.mark.parametrize("amount", BAD_AMOUNTS, ids=repr)
+def test_bad_amount_is_a_typed_error_and_no_row(db, amount):
+    with pytest.raises((TypeError, ValueError)):
+        payments.issue_payment(db, KEY, ORDER, amount, CURRENCY)
+    assert paid(db) == []
+
+
+def test_overflow_sized_amount_is_refused(db):
+    with pytest.raises(ValueError):
+        payments.issue_payment(db, KEY, ORDER, 10**30, CURRENCY)
+    assert paid(db) == []
+
+
+@pytest.mark.parametrize("currency", ["usd", "US", "USDX", "", " USD", 840, None])
+def test_malformed_currency_is_refused_and_no_row(db, currency):
+    with pytest.raises(ValueError):
+        payments.issue_payment(db, KEY, ORDER, AMOUNT, currency)
+    assert paid(db) == []
+
+
+@pytest.mark.parametrize("key", ["", "   ", None, 7])
+def test_empty_key_is_refused_and_no_row(db, key):
+    with pytest.raises(ValueError):
+        payments.issue_payment(db, key, ORDER, AMOUNT, CURRENCY)
+    assert paid(db) == []
+
+
+@pytest.mark.parametrize("order", ["", "  ", None])
+def test_empty_order_is_refused_and_no_row(db, order):
+    with pytest.raises(ValueError):
+        payments.issue_payment(db, KEY, order, AMOUNT, CURRENCY)
+    assert paid(db) == []
+
+
+@pytest.mark.parametrize("amount", [0, -1, 2.5, True])
+def test_bad_approval_writes_no_approval(tmp_path, amount):
+    path = tmp_path / "payments.sqlite"
+    payments.initialize(path)
+    with pytest.raises((TypeError, ValueError)):
+        payments.approve(path, ORDER, amount, CURRENCY)
+    assert payments.snapshot(path)["approvals"] == []
