@@ -1,0 +1,28 @@
+"""Exercise 06.2 answer: remove one fence from a copy, then put it back."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from crashcourse import fence
+from crashcourse.claims import Claim
+
+INSERT = ("INSERT INTO transcript (work_id, generation, message)"
+          " VALUES (:work_id, :generation, :message)")
+
+
+def params(held: Claim, message: dict) -> dict:
+    return {"work_id": held.id, "generation": held.generation,
+            "message": json.dumps(message, sort_keys=True, allow_nan=False)}
+
+
+def observe_unfenced(conn: sqlite3.Connection, held: Claim, message: dict) -> int:
+    """The broken copy: nobody asks whether ``held`` is still the holder."""
+    return conn.execute(INSERT, params(held, message)).lastrowid
+
+
+def observe_restored(conn: sqlite3.Connection, held: Claim, message: dict) -> int:
+    """The check and the insert in one fenced transaction."""
+    with fence.fenced(conn, held, "observe"):
+        return conn.execute(INSERT, params(held, message)).lastrowid

@@ -1,0 +1,247 @@
+"""Durable assignments, claims, leases and generations (chapter 05).
+
+A row of ``work`` is an *assignment*: what to do (origin, session, prompt,
+subject, role), fixed when it is queued; a trigger refuses any change to those
+fields. The *holder* fields (status, owner, generation, expires,
+available_after) say who may act on it now.
+
+``claim`` hands out a holding in one ``BEGIN IMMEDIATE`` transaction and bumps
+the generation every time, also when the owner label is reused. The fence that
+later writes must pass, ``assert_current``, lives in ``crashcourse.fence``
+(chapter 06). Leases are wall-clock (``time.time``) because another process
+must read them after a restart; a local budget uses ``time.monotonic``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from crashcourse.store import ensure_schema, immediate
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS work (
+    id              TEXT PRIMARY KEY,
+    origin          TEXT NOT NULL UNIQUE,  -- where the request came from: dedupes
+    session         TEXT NOT NULL,
+    prompt          TEXT NOT NULL,
+    subject         TEXT NOT NULL,
+    role            TEXT NOT NULL,
+    control         INTEGER NOT NULL DEFAULT 0 CHECK (control IN (0, 1)),
+    created         REAL NOT NULL,
+    status          TEXT NOT NULL DEFAULT 'READY' CHECK (status IN
+                    ('READY', 'RUNNING', 'DONE', 'BLOCKED', 'CANCELLED')),
+    owner           TEXT,
+    generation      INTEGER NOT NULL DEFAULT 0,
+    expires         REAL,
+    available_after REAL NOT NULL DEFAULT 0,
+    finished        REAL,
+    result          TEXT
+);
+-- the claim query walks open work in its ORDER BY and stops at the first fit;
+-- the session rule looks up live work in one session
+CREATE INDEX IF NOT EXISTS work_open_in_order ON work (control DESC, created)
+    WHERE status IN ('READY', 'RUNNING');
+CREATE INDEX IF NOT EXISTS work_live_in_session ON work (session, status, expires);
+CREATE TABLE IF NOT EXISTS holdings (
+    work_id    TEXT NOT NULL REFERENCES work (id),
+    generation INTEGER NOT NULL,
+    owner      TEXT NOT NULL,
+    claimed_at REAL NOT NULL,
+    expires    REAL NOT NULL,
+    PRIMARY KEY (work_id, generation)
+);
+CREATE TABLE IF NOT EXISTS runtime_control (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+    epoch  TEXT NOT NULL
+);
+INSERT OR IGNORE INTO runtime_control (id, paused, epoch) VALUES (1, 0, 'epoch-1')
+"""
+
+# Its body holds a ';', so it is created on its own (ensure_schema splits on ';').
+FIXED_ASSIGNMENT = """
+CREATE TRIGGER IF NOT EXISTS work_assignment_is_fixed
+BEFORE UPDATE OF id, origin, session, prompt, subject, role ON work
+BEGIN SELECT RAISE(ABORT, 'assignment fields are immutable'); END
+"""
+MAX_TTL = 3600.0
+ASSIGNMENT = ("session", "prompt", "subject", "role")
+
+
+class AssignmentConflict(ValueError):
+    """The origin is already queued with other content (chapter 05)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a holder presents at every fenced write (chapter 05)."""
+
+    id: str
+    session: str
+    prompt: str
+    subject: str
+    role: str
+    owner: str
+    generation: int
+    expires: float
+    epoch: str
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Create the work, holdings and runtime-control tables (chapter 05)."""
+    ensure_schema(conn, SCHEMA)
+    with immediate(conn):
+        conn.execute(FIXED_ASSIGNMENT)
+
+
+def work_id_for(origin: str) -> str:
+    """A stable id for an origin: the same request always names the same work.
+
+    Introduced in chapter 05."""
+    return "work-" + hashlib.sha256(origin.encode()).hexdigest()[:12]
+
+
+def check_text(name: str, value: object, *, empty_ok: bool = False) -> str:
+    """A string, non-blank unless ``empty_ok`` (chapter 05)."""
+    if not isinstance(value, str) or (not empty_ok and not value.strip()):
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_lease(owner: object, ttl: object) -> float:
+    """A non-empty owner and a finite lease, 0 < ttl <= 3600 s (chapter 05)."""
+    check_text("owner", owner)
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        raise TypeError(f"ttl must be a number of seconds, got {ttl!r}")
+    if not math.isfinite(ttl) or not 0 < ttl <= MAX_TTL:
+        raise ValueError(f"ttl must be finite and in (0, {MAX_TTL:.0f}], got {ttl!r}")
+    return float(ttl)
+
+
+def clock(now: float | None) -> float:
+    """``now`` if given (a test's injected instant), else the wall clock.
+
+    Introduced in chapter 05."""
+    if now is None:
+        return time.time()
+    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(
+        now
+    ):
+        raise ValueError(f"now must be a finite number, got {now!r}")
+    return float(now)
+
+
+def enqueue(
+    conn: sqlite3.Connection, origin: str, session: str, prompt: str,
+    *, subject: str = "", role: str = "shop", control: bool = False,
+) -> str:
+    """Queue an assignment once per origin; its id (chapter 05)."""
+    fields = {"origin": check_text("origin", origin),
+              "session": check_text("session", session),
+              "prompt": check_text("prompt", prompt),
+              "subject": check_text("subject", subject, empty_ok=True),
+              "role": check_text("role", role)}
+    fields |= {"id": work_id_for(origin), "control": int(bool(control))}
+    with immediate(conn):
+        existing = conn.execute(
+            "SELECT * FROM work WHERE origin = :origin", fields
+        ).fetchone()
+        if existing is None:
+            conn.execute(
+                "INSERT INTO work (id, origin, session, prompt, subject, role,"
+                " control, created) VALUES (:id, :origin, :session, :prompt,"
+                " :subject, :role, :control, :created)",
+                fields | {"created": time.time()},
+            )
+        elif any(existing[name] != fields[name] for name in (*ASSIGNMENT, "control")):
+            raise AssignmentConflict(f"origin {origin!r} is queued with other content")
+    return fields["id"]
+
+
+# Read the predicates by responsibility; each block is one rule.
+PICK = """
+SELECT item.* FROM work AS item
+WHERE
+    -- which work this pass may look at
+        item.role = :role
+    AND (:work_id IS NULL OR item.id = :work_id)
+    AND (:control_only = 0 OR item.control = 1)
+    -- its retry delay has passed
+    AND item.available_after <= :now
+    -- eligible: {eligible}
+    -- one live holder per session: a turn waits for the one before it
+    AND NOT EXISTS (
+        SELECT 1 FROM work AS other
+        WHERE other.session = item.session
+          AND other.id != item.id
+          AND other.status = 'RUNNING'
+          AND other.expires > :now)
+-- operator control work first, then the oldest
+ORDER BY item.control DESC, item.created ASC, item.rowid ASC
+LIMIT 1
+"""
+ORDINARY = """queued, or held under a lease that has run out
+    AND item.status IN ('READY', 'RUNNING')  -- lets SQLite walk work_open_in_order
+    AND (item.status = 'READY' OR item.expires <= :now)"""
+# Recovery pass: only work whose supplier order may have gone out (chapter 06).
+RECOVERY = """an order whose fate is uncertain, and no live holder
+    AND (item.status IN ('READY', 'BLOCKED')  -- a cancel is not permission
+         OR (item.status = 'RUNNING' AND item.expires <= :now))
+    AND EXISTS (
+        SELECT 1 FROM orders AS placed
+        WHERE placed.work_id = item.id
+          AND placed.status IN ('SENDING', 'UNKNOWN'))"""
+
+
+def claim(
+    conn: sqlite3.Connection, owner: str, *, ttl: float, now: float | None = None,
+    role: str = "shop", work_id: str | None = None, control_only: bool = False,
+    recovery_only: bool = False,
+) -> Claim | None:
+    """Take the next eligible assignment for ``ttl`` seconds, or None (chapter 05)."""
+    ttl = check_lease(owner, ttl)
+    query = PICK.format(eligible=RECOVERY if recovery_only else ORDINARY)
+    with immediate(conn):
+        now = clock(now)  # read under the write lock: holdings never interleave
+        control = conn.execute("SELECT * FROM runtime_control").fetchone()
+        if control["paused"]:
+            return None
+        row = conn.execute(query, {
+            "role": role, "work_id": work_id, "control_only": int(control_only),
+            "now": now,
+        }).fetchone()
+        if row is None:
+            return None
+        holding = {"work_id": row["id"], "generation": row["generation"] + 1,
+                   "owner": owner, "claimed_at": now, "expires": now + ttl}
+        conn.execute(
+            "UPDATE work SET status = 'RUNNING', owner = :owner,"
+            " generation = :generation, expires = :expires WHERE id = :work_id",
+            holding,
+        )
+        conn.execute(
+            "INSERT INTO holdings (work_id, generation, owner, claimed_at, expires)"
+            " VALUES (:work_id, :generation, :owner, :claimed_at, :expires)",
+            holding,
+        )
+    return Claim(row["id"], row["session"], row["prompt"], row["subject"],
+                 row["role"], owner, holding["generation"], holding["expires"],
+                 control["epoch"])
+
+
+def set_paused(conn: sqlite3.Connection, paused: bool) -> None:
+    """The in-band pause flag: no claim and no fenced write while set (chapter 05)."""
+    with immediate(conn):
+        conn.execute("UPDATE runtime_control SET paused = :p", {"p": int(paused)})
+
+
+def work_row(conn: sqlite3.Connection, work_id: str) -> dict:
+    """The assignment and its holder fields as a plain dict (chapter 05)."""
+    row = conn.execute("SELECT * FROM work WHERE id = :id", {"id": work_id}).fetchone()
+    if row is None:
+        raise KeyError(f"no work {work_id!r}")
+    return dict(row)

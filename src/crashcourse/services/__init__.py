@@ -1,0 +1,50 @@
+"""The outside world of the shop assistant: services with their own stores.
+
+``supplier`` (chapter 06) is a real HTTP server process with its own SQLite
+file; later chapters add mail and a drive. ``start_supplier`` is the parent
+side: it starts the server as an owned child of a ``Harness`` and waits,
+bounded, for its ready file.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+from dataclasses import dataclass
+
+READY_TIMEOUT = 10.0
+
+
+@dataclass
+class RunningSupplier:
+    """A supplier process the caller's harness owns (chapter 06)."""
+
+    url: str
+    db: pathlib.Path
+    worker: object  # crashcourse.harness.Worker
+
+    def stop(self) -> None:
+        """Kill and reap the server (its committed rows stay in ``db``)."""
+        if self.worker.alive():
+            self.worker.kill(expect_sigkill=False)
+
+
+def start_supplier(harness, db: str | pathlib.Path, *flags: str,
+                   timeout: float = READY_TIMEOUT) -> RunningSupplier:
+    """Start ``crashcourse.services.supplier`` on ``db`` and wait for its port.
+
+    Introduced in chapter 06."""
+    db = pathlib.Path(db)
+    ready = db.with_name(db.name + ".ready")
+    ready.unlink(missing_ok=True)
+    worker = harness.start(["-m", "crashcourse.services.supplier", "--db", str(db),
+                            "--ready", str(ready), *flags])
+    deadline = time.monotonic() + timeout
+    while not ready.exists():
+        if not worker.alive() or time.monotonic() > deadline:
+            worker.kill(expect_sigkill=False)
+            raise RuntimeError(f"supplier did not become ready within {timeout} s")
+        time.sleep(0.02)
+    port = json.loads(ready.read_text())["port"]
+    return RunningSupplier(f"http://127.0.0.1:{port}", db, worker)

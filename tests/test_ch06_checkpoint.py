@@ -1,0 +1,74 @@
+"""The chapter 06 checkpoint: every case holds, and its counts match its rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "checkpoints" / "ch06_worker_recovery.py"
+
+
+def run_checkpoint(output: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", *extra, "--output", str(output)],
+        capture_output=True, text=True, timeout=240)
+
+
+def test_checkpoint_holds_and_its_counts_are_its_rows(tmp_path):
+    """One run (the checkpoint is the expensive part), every case checked."""
+    output = tmp_path / "evidence.json"
+    done = run_checkpoint(output, "--evidence")
+    assert done.returncode == 0, done.stderr[-3000:]
+    trials = {t["case"]: t for t in json.loads(output.read_text())["trials"]}
+    assert list(trials) == ["killed_holder", "live_stale_holder", "lost_ack",
+                            "fenced_at_supplier"]
+    for trial in trials.values():
+        assert trial["holds"], trial["case"]
+        counts_match_rows(trial)
+    killed_holder(trials["killed_holder"])
+    live_stale_holder(trials["live_stale_holder"])
+    lost_ack(trials["lost_ack"])
+    fenced_at_supplier(trials["fenced_at_supplier"])
+    before = output.read_bytes()
+    again = run_checkpoint(output)
+    assert again.returncode == 2 and output.read_bytes() == before
+
+
+def counts_match_rows(trial):
+    rows = trial["rows"]
+    assert trial["supplier_orders"] == len(rows["supplier"]["orders"]) == 1
+    work = rows["agent"]["work"][0]
+    assert trial["work_status"] == work["status"] == "DONE"
+    refused = sorted(r["action"] for r in rows["agent"]["refusals"])
+    assert trial["refused_actions_gen1"] == refused
+
+
+def killed_holder(trial):
+    first, second = trial["rows"]["agent"]["holdings"]
+    assert trial["child_exit"] == -9 and trial["competing_claim"] is None
+    assert second["claimed_at"] >= first["expires"]
+    assert (first["generation"], second["generation"]) == (1, 2)
+    assert [o["generation"] for o in trial["rows"]["supplier"]["orders"]] == [2]
+
+
+def live_stale_holder(trial):
+    assert trial["child_alive_during_replacement"] and trial["child_exit"] == 0
+    transcript = trial["rows"]["agent"]["transcript"]
+    assert [t["generation"] for t in transcript if "late" in t["message"]] == []
+    assert trial["refused_actions_gen1"] == ["finish", "observe", "send"]
+
+
+def lost_ack(trial):
+    assert trial["agent_order_at_kill"] == "SENDING"
+    assert trial["claims_after_kill"] == ["restock", "unrelated"]
+    requests = trial["rows"]["supplier"]["requests"]
+    assert [r["method"] for r in requests] == ["POST", "GET"]
+
+
+def fenced_at_supplier(trial):
+    requests = trial["rows"]["supplier"]["requests"]
+    posts = [(r["generation"], r["answer"]) for r in requests if r["method"] == "POST"]
+    assert posts == [(2, 201), (1, 412)]

@@ -1,0 +1,169 @@
+"""Claims, leases, generations and the fence (chapters 05-06), in one process."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import pytest
+
+from crashcourse import claims, fence
+from crashcourse.store import count_rows, opened
+
+T0 = 1_000_000.0
+
+
+@pytest.fixture
+def conn(tmp_path):
+    with opened(tmp_path / "agent.db") as conn:
+        fence.install(conn)
+        yield conn
+
+
+def queue(conn, n=1, session="s1"):
+    return [claims.enqueue(conn, f"phone:{session}:{i}", session, f"restock {i}")
+            for i in range(n)]
+
+
+def test_enqueue_dedupes_by_origin_and_refuses_other_content(conn):
+    first = claims.enqueue(conn, "phone:1", "s1", "restock flour")
+    assert claims.enqueue(conn, "phone:1", "s1", "restock flour") == first
+    with pytest.raises(claims.AssignmentConflict):
+        claims.enqueue(conn, "phone:1", "s1", "restock sugar")
+    assert count_rows(conn, "work") == 1
+
+
+def test_assignment_fields_are_immutable(conn):
+    (work,) = queue(conn)
+    with pytest.raises(sqlite3.IntegrityError, match="immutable"):
+        conn.execute("UPDATE work SET prompt = 'other' WHERE id = :id", {"id": work})
+    assert claims.work_row(conn, work)["prompt"] == "restock 0"
+
+
+def test_claim_is_exclusive_until_the_lease_runs_out(conn):
+    (work,) = queue(conn)
+    first = claims.claim(conn, "w1", ttl=10, now=T0)
+    assert (first.id, first.generation) == (work, 1)
+    assert claims.claim(conn, "w2", ttl=10, now=T0 + 9.9) is None
+    second = claims.claim(conn, "w2", ttl=10, now=T0 + 10)
+    assert (second.id, second.generation, second.owner) == (work, 2, "w2")
+    assert count_rows(conn, "holdings") == 2
+
+
+def test_reused_owner_label_still_gets_a_new_generation(conn):
+    queue(conn)
+    old = claims.claim(conn, "shop", ttl=1, now=T0)
+    new = claims.claim(conn, "shop", ttl=1, now=T0 + 2)
+    assert old.owner == new.owner and new.generation == old.generation + 1
+    with pytest.raises(fence.StaleClaim) as refused:
+        fence.finish(conn, old, "DONE", "stale", now=T0 + 2.5)
+    assert refused.value.reason == "superseded"
+    assert claims.work_row(conn, new.id)["result"] is None
+
+
+def test_one_live_holder_per_session_and_sessions_are_independent(conn):
+    a1, a2 = queue(conn, 2, "a")
+    (b1,) = queue(conn, 1, "b")
+    assert claims.claim(conn, "w1", ttl=5, now=T0).id == a1
+    assert claims.claim(conn, "w2", ttl=5, now=T0).id == b1  # a2 must wait
+    assert claims.claim(conn, "w3", ttl=5, now=T0) is None
+    held = claims.claim(conn, "w4", ttl=5, now=T0 + 6)  # a1's lease ran out
+    assert held.id in (a1, b1) and held.generation == 2
+
+
+def test_control_work_first_then_oldest(conn):
+    claims.enqueue(conn, "phone:old", "s1", "restock")
+    urgent = claims.enqueue(conn, "operator:stop", "s2", "stop", control=True)
+    assert claims.claim(conn, "w", ttl=5, now=T0).id == urgent
+
+
+def test_blocked_work_waits_for_its_retry_delay(conn):
+    queue(conn)
+    held = claims.claim(conn, "w", ttl=5, now=T0)
+    fence.finish(conn, held, "BLOCKED", "no approval", now=T0)
+    conn.execute("UPDATE work SET status = 'READY'")  # made ready, delay still applies
+    delay = fence.retry_delay(held.generation)
+    assert claims.claim(conn, "w", ttl=5, now=T0 + delay - 0.1) is None
+    assert claims.claim(conn, "w", ttl=5, now=T0 + delay).generation == 2
+
+
+def test_retry_delay_is_bounded():
+    assert [fence.retry_delay(g) for g in (1, 2, 6, 40)] == [2.0, 4.0, 60.0, 60.0]
+
+
+@pytest.mark.parametrize("ttl", [math.nan, math.inf, -1, 0, 3600.5, "5", True])
+def test_bad_lease_is_refused_and_nothing_written(conn, ttl):
+    queue(conn)
+    with pytest.raises((ValueError, TypeError)):
+        claims.claim(conn, "w", ttl=ttl)
+    assert count_rows(conn, "holdings") == 0
+
+
+@pytest.mark.parametrize("owner", ["", "   ", None])
+def test_empty_owner_is_refused(conn, owner):
+    queue(conn)
+    with pytest.raises(ValueError, match="owner"):
+        claims.claim(conn, owner, ttl=5)
+    assert claims.work_row(conn, claims.work_id_for("phone:s1:0"))["status"] == "READY"
+
+
+def test_unknown_terminal_status_is_refused_before_writing(conn):
+    queue(conn)
+    held = claims.claim(conn, "w", ttl=5)
+    with pytest.raises(ValueError, match="status"):
+        fence.finish(conn, held, "FINISHED", "x")
+    assert claims.work_row(conn, held.id)["status"] == "RUNNING"
+
+
+def test_stale_observation_leaves_no_row_and_is_audited(conn):
+    queue(conn)
+    old = claims.claim(conn, "w1", ttl=1, now=T0)
+    new = claims.claim(conn, "w2", ttl=5, now=T0 + 1)
+    fence.observe(conn, new, {"text": "current"}, now=T0 + 1.5)
+    with pytest.raises(fence.StaleClaim):
+        fence.observe(conn, old, {"text": "late"}, now=T0 + 1.5)
+    assert fence.transcript(conn, new.id) == [{"generation": 2, "text": "current"}]
+    refusal = conn.execute("SELECT * FROM refusals").fetchone()
+    assert (refusal["generation"], refusal["action"]) == (1, "observe")
+
+
+def test_expired_lease_refuses_even_without_a_replacement(conn):
+    queue(conn)
+    held = claims.claim(conn, "w", ttl=1, now=T0)
+    with pytest.raises(fence.StaleClaim, match="lease expired"):
+        fence.observe(conn, held, {"text": "late"}, now=T0 + 1)
+
+
+def test_forged_claim_with_other_prompt_is_refused(conn):
+    queue(conn)
+    held = claims.claim(conn, "w", ttl=5)
+    forged = claims.Claim(**{**held.__dict__, "prompt": "buy 600 crates"})
+    with pytest.raises(fence.StaleClaim, match="assignment"):
+        fence.observe(conn, forged, {"text": "x"})
+
+
+def test_pause_stops_claims_and_fenced_writes(conn):
+    queue(conn, 2, "a")
+    held = claims.claim(conn, "w", ttl=5)
+    claims.set_paused(conn, True)
+    assert claims.claim(conn, "w2", ttl=5) is None
+    with pytest.raises(fence.StaleClaim, match="paused"):
+        fence.finish(conn, held, "DONE", "x")
+
+
+def test_replaced_epoch_refuses_an_old_claim(conn):
+    queue(conn)
+    held = claims.claim(conn, "w", ttl=5)
+    conn.execute("UPDATE runtime_control SET epoch = 'epoch-2'")
+    with pytest.raises(fence.StaleClaim, match="epoch"):
+        fence.observe(conn, held, {"text": "x"})
+
+
+def test_operator_cancel_makes_every_holding_stale(conn):
+    queue(conn)
+    held = claims.claim(conn, "w", ttl=5)
+    assert fence.cancel(conn, held.id) == held.generation + 1
+    with pytest.raises(fence.StaleClaim):
+        fence.finish(conn, held, "DONE", "too late")
+    assert claims.work_row(conn, held.id)["status"] == "CANCELLED"
+    assert claims.claim(conn, "w2", ttl=5) is None

@@ -1,0 +1,131 @@
+"""The supplier is a real HTTP server process with its own database (chapter 06)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from crashcourse.harness import Harness
+from crashcourse.services import start_supplier
+from crashcourse.store import count_rows, opened
+
+FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
+
+
+@pytest.fixture(scope="module")
+def supplier(tmp_path_factory):
+    with Harness() as harness:
+        running = start_supplier(harness, tmp_path_factory.mktemp("s") / "sup.db")
+        yield running
+        running.stop()
+
+
+def post(url, body, key="op-1", work="work-a", generation="1", raw=None):
+    headers = {"Content-Type": "application/json", "Idempotency-Key": key,
+               "X-Work-Id": work, "X-Generation": generation}
+    data = raw if raw is not None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{url}/orders", data=data, headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as answered:
+        return answered.code, json.loads(answered.read())
+
+
+def get(url, key):
+    try:
+        with urllib.request.urlopen(f"{url}/orders/{key}", timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as answered:
+        return answered.code, json.loads(answered.read())
+
+
+def orders_in(db):
+    with opened(db) as conn:
+        return count_rows(conn, "orders")
+
+
+def test_same_key_same_proposal_replays_the_receipt(supplier):
+    first = post(supplier.url, FLOUR, key="replay")
+    again = post(supplier.url, FLOUR, key="replay")
+    assert first[0] == 201 and again[0] == 200
+    assert again[1]["receipt"] == first[1]["receipt"]
+    assert get(supplier.url, "replay") == (200, first[1])
+
+
+def test_same_key_other_proposal_is_a_conflict(supplier):
+    post(supplier.url, FLOUR, key="conflict")
+    before = orders_in(supplier.db)
+    status, body = post(supplier.url, {**FLOUR, "quantity": 60}, key="conflict")
+    assert (status, body["error"]) == (409, "conflict")
+    assert orders_in(supplier.db) == before
+
+
+def test_unknown_operation_lookup_is_404(supplier):
+    assert get(supplier.url, "never-sent")[0] == 404
+
+
+@pytest.mark.parametrize("body, raw, generation", [
+    ({**FLOUR, "quantity": 0}, None, "1"),
+    ({**FLOUR, "quantity": True}, None, "1"),
+    ({**FLOUR, "unit_cents": 2.5}, None, "1"),
+    ({"sku": "flour"}, None, "1"),
+    ({**FLOUR, "extra": 1}, None, "1"),
+    ({**FLOUR, "sku": " "}, None, "1"),
+    (None, b"{not json", "1"),
+    (None, b"[1, 2]", "1"),
+    (FLOUR, None, "0"),
+    (FLOUR, None, "-3"),
+    (FLOUR, None, "two"),
+])
+def test_malformed_input_is_400_and_nothing_stored(supplier, body, raw, generation):
+    before = orders_in(supplier.db)
+    with opened(supplier.db) as conn:
+        requests_before = count_rows(conn, "requests")
+    status, answer = post(supplier.url, body, key="bad", raw=raw,
+                          generation=generation)
+    assert (status, answer["error"]) == (400, "bad_request")
+    assert orders_in(supplier.db) == before
+    with opened(supplier.db) as conn:
+        assert count_rows(conn, "requests") == requests_before
+
+
+def test_lower_generation_is_refused_at_the_resource(supplier):
+    assert post(supplier.url, FLOUR, key="g2", work="work-f", generation="2")[0] == 201
+    status, body = post(supplier.url, {**FLOUR, "quantity": 7}, key="g1",
+                        work="work-f", generation="1")
+    assert (status, body["error"], body["highest"]) == (412, "stale_generation", 2)
+    assert get(supplier.url, "g1")[0] == 404
+
+
+def test_the_no_fence_mutant_accepts_the_stale_generation(tmp_path):
+    with Harness() as harness:
+        mutant = start_supplier(harness, tmp_path / "sup.db", "--no-fence")
+        post(mutant.url, FLOUR, key="g2", work="w", generation="2")
+        status, _ = post(mutant.url, {**FLOUR, "quantity": 7}, key="g1", work="w",
+                         generation="1")
+        mutant.stop()
+    assert status == 201 and orders_in(mutant.db) == 2
+
+
+def test_dropped_response_still_commits(tmp_path):
+    with Harness() as harness:
+        dropping = start_supplier(harness, tmp_path / "sup.db", "--drop-first-response")
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            post(dropping.url, FLOUR, key="lost")
+        assert get(dropping.url, "lost")[0] == 200
+        assert post(dropping.url, FLOUR, key="lost")[0] == 200  # the replay answers
+        dropping.stop()
+    assert orders_in(dropping.db) == 1
+
+
+def test_reject_switch_stores_no_order(tmp_path):
+    with Harness() as harness:
+        rejecting = start_supplier(harness, tmp_path / "sup.db", "--reject")
+        assert post(rejecting.url, FLOUR, key="r")[0] == 422
+        rejecting.stop()
+    assert orders_in(rejecting.db) == 0
