@@ -44,7 +44,7 @@ lint: $(STAMP)
 
 # Unit, process, pair-check and quick-checkpoint tests.
 test: $(STAMP)
-	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 tests
+	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 --durations=10 tests
 
 nbval: $(STAMP)
 	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 --dist loadfile \

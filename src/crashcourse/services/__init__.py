@@ -9,20 +9,19 @@ bounded, for its ready file.
 from __future__ import annotations
 
 import json
-import pathlib
 import time
-from dataclasses import dataclass
 
 READY_TIMEOUT = 10.0
 
+# No dataclasses or pathlib at import time: every chapter 07 worker imports this
+# package for drive and mail, and start-up time is the cost of each trial.
 
-@dataclass
+
 class RunningSupplier:
     """A supplier process the caller's harness owns (chapter 06)."""
 
-    url: str
-    db: pathlib.Path
-    worker: object  # crashcourse.harness.Worker
+    def __init__(self, url: str, db, worker) -> None:
+        self.url, self.db, self.worker = url, db, worker  # worker: harness.Worker
 
     def stop(self) -> None:
         """Kill and reap the server (its committed rows stay in ``db``)."""
@@ -30,11 +29,13 @@ class RunningSupplier:
             self.worker.kill(expect_sigkill=False)
 
 
-def start_supplier(harness, db: str | pathlib.Path, *flags: str,
+def start_supplier(harness, db, *flags: str,
                    timeout: float = READY_TIMEOUT) -> RunningSupplier:
     """Start ``crashcourse.services.supplier`` on ``db`` and wait for its port.
 
     Introduced in chapter 06."""
+    import pathlib
+
     db = pathlib.Path(db)
     ready = db.with_name(db.name + ".ready")
     ready.unlink(missing_ok=True)

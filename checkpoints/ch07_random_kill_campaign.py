@@ -1,0 +1,283 @@
+"""Chapter 07 checkpoint: kill the journal worker at random, resume, compare.
+
+    python checkpoints/ch07_random_kill_campaign.py --output PATH \\
+        [--trials N] [--seed S] [--probe correct|filename-only] [--quick]
+
+Each trial builds a fresh world (40 scans on the drive, an empty mail
+provider, the 42-step restock plan stored in the journal), starts the worker,
+SIGKILLs it at a uniformly random (step, boundary) and, while it is down, lets
+the supplier file its own document under the very name the interrupted step
+was giving. A new process resumes; the mail provider delivers. The trial holds
+when the end state equals an uninterrupted run's, the services' own records
+show no action performed twice, and the journal at the kill held at most one
+step in doubt, where the kill point says it should be.
+
+With ``--probe filename-only`` the resumed run trusts any file carrying the
+name, and the campaign must find the trials where that lie was believed.
+Exit 0 only when every trial holds; 1 names the failed trials; 2: bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import crashcourse
+from crashcourse import evidence, journal
+from crashcourse.harness import Harness
+from crashcourse.plan import restock_plan, save_plan, scan_files
+from crashcourse.services import drive, mail
+from crashcourse.store import opened
+from crashcourse.workers.journal_worker import paths
+
+SCHEMA = "crashcourse.ch07.random_kill_campaign/1"
+QUICK_TRIALS = 4
+MAILS = 2  # the plan's irreversible steps
+BOUND = 120.0  # seconds: a busy machine is slow, a hung worker is still caught
+PLAN = restock_plan()
+SRC = str(Path(crashcourse.__file__).resolve().parent.parent)
+# -S skips site-packages: the worker needs only the stdlib and src/ (PYTHONPATH)
+WORKER = ["-S", "-m", "crashcourse.workers.journal_worker"]
+
+
+def build_world(directory: str) -> str:
+    """Fresh drive, mail provider and stored plan in ``directory``; the task."""
+    where = paths(directory)
+    with opened(where["drive"]) as conn:
+        drive.initialize(conn, scan_files())
+    with opened(where["mail"]) as conn:
+        mail.initialize(conn)
+    with opened(where["journal"]) as conn:
+        task = save_plan(conn, PLAN)
+        journal.install(conn)
+    return task
+
+
+def end_state(directory: str) -> dict:
+    """The shop's files and the provider's messages, read from their files."""
+    where = paths(directory)
+    with opened(where["drive"]) as conn:
+        files = drive.names(conn, owner="shop")
+        renames = drive.duplicate_requests(conn)
+    with opened(where["mail"]) as conn:
+        mail.tick(conn)  # the provider's later delivery
+        messages = [[m["recipient"], m["subject"], m["op_key"], m["status"]]
+                    for m in mail.messages(conn)]
+        sent_twice = mail.duplicate_messages(conn)
+    state = {"files": files, "messages": messages}
+    return {"state": state, "duplicates": {"renames": renames, "mails": sent_twice}}
+
+
+def journal_view(directory: str, task: str) -> dict:
+    """What the journal says, counted from its rows."""
+    with opened(paths(directory)["journal"]) as conn:
+        status = journal.journal_status(conn, task, PLAN)
+        return {**status.summary(), "last_row": status.last_row,
+                "irreversible_not_started": list(status.irreversible_not_started),
+                "resolved_by": journal.resolutions(conn, task)}
+
+
+def expected_position(step: int, phase: str) -> dict:
+    """Where the journal must stand after a kill at (step, phase)."""
+    done = step - 1 + (phase == "after_outcome")
+    doubt = int(phase in ("after_intent", "after_action"))
+    return {"confirmed": done, "in_doubt": doubt}
+
+
+def inject_collision(directory: str, step: int) -> dict | None:
+    """The supplier files its own document under the interrupted step's name."""
+    args = PLAN.steps[step - 1].args
+    if "file_id" not in args:
+        return None
+    with opened(paths(directory)["drive"]) as conn:
+        drive.initialize(conn, {f"supplier-{step:03d}": args["name"]}, "supplier")
+    return {"name": args["name"]}
+
+
+def copy_world(template: str, directory: str) -> None:
+    """A trial's fresh world: copies of the template's closed SQLite files."""
+    for source, target in zip(paths(template).values(), paths(directory).values(),
+                              strict=True):
+        shutil.copyfile(source, target)
+
+
+def kill_at(harness, args, directory: str, task: str, step: int, phase: str):
+    """Start (or resume) the worker, SIGKILL it at (step, phase), look around."""
+    worker = harness.start(args, stop_at=f"step-{step}:{phase}")
+    worker.wait_for_boundary(timeout=BOUND)
+    killed = worker.kill()
+    at_kill = journal_view(directory, task)
+    with opened(paths(directory)["mail"]) as conn:
+        mails = len(mail.messages(conn))
+    want = expected_position(step, phase)
+    unsent = len(at_kill["irreversible_not_started"])
+    checks = {
+        "killed_by_sigkill": killed.returncode == -9,
+        "at_most_one_in_doubt": at_kill["in_doubt"] <= 1,
+        "journal_where_killed": all(at_kill[k] == v for k, v in want.items()),
+        # the journal's proof "not sent" must agree with the provider's rows
+        "unsent_proof_agrees": mails <= MAILS - unsent,
+    }
+    return {"step": step, "boundary": phase, "returncode": killed.returncode,
+            "journal": at_kill, "mails_at_kill": mails, "checks": checks,
+            "injected": inject_collision(directory, step)}
+
+
+def run_trial(number: int, points: list, probe: str, world: dict) -> dict:
+    """Kill at each point in turn, resume to the end, check from durable rows."""
+    with tempfile.TemporaryDirectory() as directory, Harness(
+        env={"PYTHONPATH": SRC}
+    ) as harness:
+        copy_world(world["template"], directory)
+        task = world["task"]
+        args = [*WORKER, "--dir", directory, "--task", task, "--probe", probe]
+        kills = [kill_at(harness, args, directory, task, step, phase)
+                 for step, phase in points]
+        resumed = harness.run(args, timeout=BOUND)
+        final = end_state(directory)
+        after = journal_view(directory, task)
+    return judge(number, kills, resumed.returncode, final, after, world["reference"])
+
+
+def judge(number, kills, resumed_rc, final, after, reference) -> dict:
+    """Each check as a named boolean; the trial holds when all are true."""
+    checks = {name: all(k["checks"][name] for k in kills)
+              for name in kills[0]["checks"]}
+    checks |= {
+        "resumed_exit_0": resumed_rc == 0,
+        "all_confirmed": after["confirmed"] == len(PLAN.steps),
+        "end_state_equal": final["state"] == reference,
+        "no_duplicates": sum(final["duplicates"].values()) == 0,
+    }
+    differs = sorted(fid for fid, name in reference["files"].items()
+                     if final["state"]["files"].get(fid) != name)
+    return {"trial": number, "held": all(checks.values()), "checks": checks,
+            "kills": kills, "resumed_returncode": resumed_rc,
+            "journal_after": after, "duplicates": final["duplicates"],
+            "files_differing": differs}
+
+
+def reference_run(template: str) -> dict:
+    """The end state of one uninterrupted run, in a worker process too."""
+    with tempfile.TemporaryDirectory() as directory, Harness(
+        env={"PYTHONPATH": SRC}
+    ) as harness:
+        copy_world(template, directory)
+        task = PLAN.task
+        done = harness.run([*WORKER, "--dir", directory, "--task", task], BOUND)
+        if done.returncode != 0:
+            raise RuntimeError(f"uninterrupted run failed: {done.stderr}")
+        return end_state(directory)["state"]
+
+
+def kill_points(trials: int, kills: int, seed: int) -> list[list[tuple[int, str]]]:
+    """Per trial, ``kills`` (step, boundary) pairs, fixed by ``seed``.
+
+    Steps are drawn uniformly without replacement and visited in order (each
+    resumed run is killed again later in the plan); each boundary is uniform.
+    """
+    rng = random.Random(seed)
+    numbers = range(1, len(PLAN.steps) + 1)
+    return [[(step, rng.choice(journal.PHASES))
+             for step in sorted(rng.sample(numbers, kills))]
+            for _ in range(trials)]
+
+
+def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int) -> dict:
+    """Build the template world, run the reference, then every trial."""
+    with tempfile.TemporaryDirectory() as template:
+        world = {"template": template, "task": build_world(template)}
+        world["reference"] = reference_run(template)
+        return run_trials(kill_points(trials, kills, seed), probe, jobs, world)
+
+
+def run_trials(points, probe: str, jobs: int, world: dict) -> dict:
+    trials = len(points)
+
+    def one(item):
+        number, kills = item
+        result = run_trial(number, kills, probe, world)
+        verdict = "held" if result["held"] else "FAILED"
+        where = ", ".join(f"step {step} {phase}" for step, phase in kills)
+        print(f"trial {number}/{trials} killed at {where}: {verdict}",
+              file=sys.stderr, flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(one, enumerate(points, start=1)))
+    return {"reference": world["reference"], "trials": results}
+
+
+def summarize(results: list[dict]) -> dict:
+    """Aggregate counts, every one summed from the per-trial records."""
+    kills = [kill for r in results for kill in r["kills"]]
+    return {
+        "trials": len(results),
+        "kills": sum(kill["returncode"] == -9 for kill in kills),
+        "held": sum(r["held"] for r in results),
+        "failed_trials": [r["trial"] for r in results if not r["held"]],
+        "duplicates": sum(sum(r["duplicates"].values()) for r in results),
+        "end_state_differs": sum(not r["checks"]["end_state_equal"] for r in results),
+        "resolved_by_probe": sum(r["journal_after"]["resolved_by"]["probe"]
+                                 for r in results),
+        "max_in_doubt_at_kill": max(kill["journal"]["in_doubt"] for kill in kills),
+        "kills_by_boundary": {phase: sum(k["boundary"] == phase for k in kills)
+                              for phase in journal.PHASES},
+    }
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", required=True, help="new JSON evidence file")
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--kills", type=int, default=1,
+                        help="kills per trial, each later in the plan (default 1)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--probe", choices=("correct", "filename-only"),
+                        default="correct")
+    parser.add_argument("--jobs", type=int, default=2, help="trials at a time")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_TRIALS} trials of 2 kills (the test suite's)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.trials, args.kills = QUICK_TRIALS, 2
+    if args.trials < 1 or args.jobs < 1:
+        parser.error("--trials and --jobs must be at least 1")
+    if not 1 <= args.kills <= len(PLAN.steps):
+        parser.error(f"--kills must be between 1 and {len(PLAN.steps)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        output = evidence.refuse_existing(args.output)
+    except evidence.EvidenceExists as refused:
+        print(refused, file=sys.stderr)
+        return 2
+    run = campaign(args.trials, args.kills, args.seed, args.probe, args.jobs)
+    summary = summarize(run["trials"])
+    evidence.write_exclusive(output, {
+        "schema": SCHEMA,
+        "manifest": evidence.manifest(__file__),
+        "parameters": {"trials": args.trials, "kills": args.kills, "seed": args.seed,
+                       "probe": args.probe, "jobs": args.jobs},
+        "summary": summary, "reference": run["reference"], "trials": run["trials"],
+    })
+    for number in summary["failed_trials"]:
+        bad = run["trials"][number - 1]
+        failing = [name for name, ok in bad["checks"].items() if not ok]
+        where = ", ".join(f"step {k['step']} {k['boundary']}" for k in bad["kills"])
+        print(f"FAILED trial {number} (killed at {where}): {', '.join(failing)}",
+              file=sys.stderr)
+    print(f"{summary['held']}/{summary['trials']} trials held", file=sys.stderr)
+    return 0 if not summary["failed_trials"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

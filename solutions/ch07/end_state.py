@@ -1,0 +1,17 @@
+"""Exercise 07.4, answered: from a delta to an end state (chapter 07)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse.plan import Step
+from crashcourse.services import drive
+
+
+def suffix_step(drive_conn: sqlite3.Connection, number: int, file_id: str,
+                suffix: str):
+    """Read the name once, at planning time, and state the full new name."""
+    current = drive.lookup(drive_conn, file_id)["name"]
+    stem, dot, extension = current.rpartition(".")
+    new_name = f"{stem}{suffix}.{extension}" if dot else f"{current}{suffix}"
+    return Step(number, "rename", {"file_id": file_id, "name": new_name})

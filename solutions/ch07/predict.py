@@ -1,0 +1,17 @@
+"""Exercise 07.3, answered: predict the journal after a kill (chapter 07)."""
+
+from __future__ import annotations
+
+
+def predict(k: int, boundary: str, plan) -> dict:
+    """Steps before k are confirmed; step k's row depends on the boundary."""
+    confirmed = k - 1 + (boundary == "after_outcome")
+    in_doubt = int(boundary in ("after_intent", "after_action"))
+    last_row = confirmed + in_doubt
+    return {
+        "confirmed": confirmed,
+        "in_doubt": in_doubt,
+        "not_started": len(plan.steps) - last_row,
+        "irreversible_not_started": tuple(
+            s.number for s in plan.steps if s.irreversible and s.number > last_row),
+    }

@@ -1,0 +1,125 @@
+"""The drive: files with stable ids that the plan renames (chapter 07).
+
+A file keeps its id for life; its name is just a property. The only change the
+shop assistant asks of the drive is an END STATE, ``rename_to(file, name)``:
+"file F is called X". Asking twice changes nothing the second time, so a
+repeated request is harmless, but the drive still logs every request it gets
+(``rename_requests``): the campaign counts duplicates from that log, never from
+the worker's memory.
+
+Two probes answer "did the rename happen?":
+
+* ``probe_rename`` looks the file up BY ID: is file F called X now?
+* ``probe_rename_by_name`` is the deliberately wrong one kept for the campaign:
+  it asks "is ANY file called X?", so a file someone else gave that name
+  looks like proof that our rename happened.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse.store import ensure_schema, immediate
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    file_id TEXT PRIMARY KEY,          -- stable: never changes, never reused
+    name    TEXT NOT NULL,             -- names may repeat, as on real drives
+    owner   TEXT NOT NULL DEFAULT 'shop'
+);
+CREATE TABLE IF NOT EXISTS rename_requests (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    file_id   TEXT NOT NULL REFERENCES files (file_id),
+    name      TEXT NOT NULL,
+    requester TEXT NOT NULL,           -- 'assistant' or someone else
+    changed   INTEGER NOT NULL         -- 0 when the file already had the name
+)
+"""
+
+
+class UnknownFile(LookupError):
+    """No file with that id exists on the drive (chapter 07)."""
+
+
+def initialize(conn, files: dict[str, str] | None = None, owner: str = "shop"):
+    """Create the drive's tables and add ``files`` ({file_id: name}) (chapter 07)."""
+    ensure_schema(conn, SCHEMA)
+    with immediate(conn):
+        for file_id, name in (files or {}).items():
+            conn.execute(
+                "INSERT INTO files (file_id, name, owner)"
+                " VALUES (:file_id, :name, :owner)",
+                {"file_id": file_id, "name": name, "owner": owner},
+            )
+
+
+def lookup(conn: sqlite3.Connection, file_id: str) -> dict:
+    """The file's current id and name; ``UnknownFile`` if there is none."""
+    row = conn.execute(
+        "SELECT file_id, name FROM files WHERE file_id = :file_id",
+        {"file_id": file_id},
+    ).fetchone()
+    if row is None:
+        raise UnknownFile(file_id)
+    return dict(row)
+
+
+def rename_to(conn, file_id: str, name: str, requester: str = "assistant") -> dict:
+    """Make file ``file_id`` be called ``name`` (an end state) (chapter 07)."""
+    if not isinstance(name, str) or not name.strip() or "/" in name:
+        raise ValueError(f"not a file name: {name!r}")
+    with immediate(conn):
+        before = lookup(conn, file_id)
+        changed = before["name"] != name
+        conn.execute(
+            "UPDATE files SET name = :name WHERE file_id = :file_id",
+            {"file_id": file_id, "name": name},
+        )
+        conn.execute(
+            "INSERT INTO rename_requests (file_id, name, requester, changed)"
+            " VALUES (:file_id, :name, :requester, :changed)",
+            {"file_id": file_id, "name": name, "requester": requester,
+             "changed": int(changed)},
+        )
+    return {"file_id": file_id, "name": name, "was": before["name"]}
+
+
+def probe_rename(conn, file_id: str, name: str) -> tuple[bool, dict]:
+    """Ask the drive by id: is file ``file_id`` called ``name``? (chapter 07)
+
+    Returns ``(done, observed)``; ``observed`` is the file as it is now, which
+    the journal also keeps as the step's ``before_state``.
+    """
+    observed = lookup(conn, file_id)
+    return observed["name"] == name, observed
+
+
+def probe_rename_by_name(conn, file_id: str, name: str) -> tuple[bool, dict]:
+    """The WRONG probe (chapter 07): any file called ``name`` counts as done."""
+    row = conn.execute(
+        "SELECT file_id, name FROM files WHERE name = :name ORDER BY file_id",
+        {"name": name},
+    ).fetchone()
+    if row is None:
+        return False, lookup(conn, file_id)
+    return True, dict(row)
+
+
+def names(conn, owner: str | None = "shop") -> dict[str, str]:
+    """{file_id: name} of every file (of ``owner``, or all when None)."""
+    rows = conn.execute(
+        "SELECT file_id, name FROM files"
+        " WHERE :owner IS NULL OR owner = :owner ORDER BY file_id",
+        {"owner": owner},
+    ).fetchall()
+    return {row["file_id"]: row["name"] for row in rows}
+
+
+def duplicate_requests(conn, requester: str = "assistant") -> int:
+    """Requests beyond the first for the same (file, name), from the drive's log."""
+    return conn.execute(
+        "SELECT coalesce(sum(n - 1), 0) FROM ("
+        "  SELECT count(*) AS n FROM rename_requests"
+        "  WHERE requester = :requester GROUP BY file_id, name)",
+        {"requester": requester},
+    ).fetchone()[0]

@@ -1,0 +1,89 @@
+"""The worker of chapter 07: run a stored plan through the journal.
+
+    python -m crashcourse.workers.journal_worker --dir DIR --task TASK \\
+        [--probe correct|filename-only]
+
+``DIR`` holds three SQLite files: ``journal.sqlite`` (the assistant's own: the
+stored plan and the journal), ``drive.sqlite`` and ``mail.sqlite`` (the
+outside world). The same command starts a run and resumes one: the journal
+decides what is left. Each step announces four boundaries,
+``step-N:before_intent`` ... ``step-N:after_outcome``, where the parent may
+kill it.
+
+It imports only sqlite3, json and the crashcourse modules the steps need, so a
+campaign of hundreds of kills is not spent starting interpreters. It prints one
+JSON line saying what it did; graders never read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from crashcourse import journal
+from crashcourse.plan import load_plan
+from crashcourse.services import drive, mail
+from crashcourse.store import opened
+
+PROBES = ("correct", "filename-only")
+
+
+def paths(directory: str) -> dict[str, str]:
+    """Where the journal, the drive and the mail provider keep their files."""
+    return {name: os.path.join(directory, f"{name}.sqlite")
+            for name in ("journal", "drive", "mail")}
+
+
+def restock_actions(drive_db, mail_db, probe: str = "correct") -> dict:
+    """The running example's actions, bound to the two services (chapter 07).
+
+    ``drive_db`` and ``mail_db`` are open connections to the services' files.
+    """
+    if probe not in PROBES:
+        raise ValueError(f"probe must be one of {PROBES}")
+    by_id = drive.probe_rename if probe == "correct" else drive.probe_rename_by_name
+
+    def rename(args: dict, key: str) -> dict:
+        return drive.rename_to(drive_db, args["file_id"], args["name"])
+
+    def send(args: dict, key: str) -> dict:
+        return mail.submit(mail_db, args["to"], args["subject"], args["body"],
+                           {mail.KEY_HEADER: key})
+
+    return {
+        "rename": journal.Action(
+            rename, lambda args, key: by_id(drive_db, args["file_id"], args["name"])),
+        "send_mail": journal.Action(
+            send, lambda args, key: mail.probe_sent(mail_db, key)),
+    }
+
+
+USAGE = "usage: journal_worker --dir DIR --task TASK [--probe correct|filename-only]"
+
+
+def parse(argv: list[str]) -> dict[str, str]:
+    """``--name value`` pairs; argparse would cost every trial ~20 ms to import."""
+    if len(argv) % 2 or not all(a.startswith("--") for a in argv[::2]):
+        raise SystemExit(USAGE)
+    options = {"probe": "correct", **dict(zip((a[2:] for a in argv[::2]),
+                                              argv[1::2], strict=True))}
+    if set(options) != {"dir", "task", "probe"} or options["probe"] not in PROBES:
+        raise SystemExit(USAGE)
+    return options
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    where = paths(args["dir"])
+    with opened(where["drive"]) as drive_db, opened(where["mail"]) as mail_db:
+        actions = restock_actions(drive_db, mail_db, args["probe"])
+        with opened(where["journal"]) as conn:
+            plan = load_plan(conn, args["task"])
+            done = journal.run_plan(conn, args["task"], plan, actions)
+    print(json.dumps(done, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The two-phase journal and the durable plan (chapter 07), in one process.
+
+A crash is simulated here by an action that raises after (or instead of)
+touching the drive; the real SIGKILL experiments are in test_ch07_campaign.py.
+"""
+
+import sqlite3
+
+import pytest
+
+from crashcourse import journal
+from crashcourse.plan import (
+    PlanChanged,
+    Step,
+    UnknownTask,
+    first_irreversible,
+    load_plan,
+    make_plan,
+    order_plan,
+    restock_plan,
+    save_plan,
+    scan_files,
+)
+from crashcourse.services import drive, mail
+from crashcourse.store import opened
+from crashcourse.workers.journal_worker import paths, restock_actions
+
+
+class Crash(Exception):
+    """Stands in for the process dying inside an action."""
+
+
+@pytest.fixture
+def world(tmp_path):
+    where = paths(str(tmp_path))
+    with opened(where["drive"]) as conn:
+        drive.initialize(conn, scan_files())
+    with opened(where["mail"]) as conn:
+        mail.initialize(conn)
+    with opened(where["journal"]) as jc, opened(where["drive"]) as dc, opened(
+        where["mail"]
+    ) as mc:
+        plan = restock_plan()
+        yield {"journal": jc, "drive": dc, "mail": mc, "plan": plan,
+               "task": save_plan(jc, plan), "actions": restock_actions(dc, mc)}
+
+
+def crash_at(world, step: int, act_first: bool):
+    """Run steps 1..step-1, then crash inside step ``step``'s action."""
+    plan, task, actions = world["plan"], world["task"], world["actions"]
+    journal.install(world["journal"])
+    for s in plan.steps[: step - 1]:
+        journal.run_step(world["journal"], task, s, actions[s.action])
+    real = actions[plan.steps[step - 1].action]
+
+    def dies(args, key):
+        if act_first:
+            real.execute(args, key)
+        raise Crash
+
+    with pytest.raises(Crash):
+        journal.run_step(world["journal"], task, plan.steps[step - 1],
+                         journal.Action(dies, real.probe))
+
+
+def status(world):
+    return journal.journal_status(world["journal"], world["task"], world["plan"])
+
+
+def test_a_whole_run_confirms_every_step(world):
+    done = journal.run_plan(world["journal"], world["task"], world["plan"],
+                            world["actions"])
+    assert done == {"skip": 0, "probe": 0, "run": 42}
+    assert status(world).summary() == {"confirmed": 42, "in_doubt": 0,
+                                       "not_started": 0}
+    assert set(drive.names(world["drive"]).values()) == {
+        f"invoice-2026-{i:03d}.pdf" for i in range(1, 41)}
+    assert [m["status"] for m in mail.messages(world["mail"])] == ["queued"] * 2
+
+
+def test_a_second_run_skips_everything_and_asks_nobody(world):
+    args = world["journal"], world["task"], world["plan"], world["actions"]
+    journal.run_plan(*args)
+    assert journal.run_plan(*args) == {"skip": 42, "probe": 0, "run": 0}
+    log = world["drive"].execute("SELECT count(*) FROM rename_requests").fetchone()
+    assert log[0] == 40
+    assert len(mail.messages(world["mail"])) == 2
+
+
+def test_killed_at_step_32_leaves_31_confirmed_1_in_doubt(world):
+    crash_at(world, 32, act_first=False)
+    seen = status(world)
+    assert seen.summary() == {"confirmed": 31, "in_doubt": 1, "not_started": 10}
+    assert seen.last_row == 32
+    assert seen.irreversible_not_started == (41, 42)
+    assert mail.messages(world["mail"]) == []  # the provider agrees
+
+
+def test_in_doubt_and_not_done_is_cleared_and_run(world):
+    crash_at(world, 5, act_first=False)
+    done = journal.run_plan(world["journal"], world["task"], world["plan"],
+                            world["actions"])
+    assert done == {"skip": 4, "probe": 0, "run": 38}
+    assert journal.resolutions(world["journal"], world["task"]) == {"run": 42,
+                                                                  "probe": 0}
+    assert drive.duplicate_requests(world["drive"]) == 0
+
+
+def test_in_doubt_and_done_is_resolved_by_the_probe_not_repeated(world):
+    crash_at(world, 41, act_first=True)  # the first mail was accepted
+    done = journal.run_plan(world["journal"], world["task"], world["plan"],
+                            world["actions"])
+    assert done == {"skip": 40, "probe": 1, "run": 1}
+    assert journal.resolutions(world["journal"], world["task"])["probe"] == 1
+    assert mail.duplicate_messages(world["mail"]) == 0
+    assert len(mail.messages(world["mail"])) == 2
+
+
+def test_the_schema_refuses_a_second_step_in_doubt(world):
+    crash_at(world, 3, act_first=False)
+    with pytest.raises(sqlite3.IntegrityError):
+        world["journal"].execute(
+            "INSERT INTO journal (task, step, op_key, action, args, before_state)"
+            " VALUES (:task, 4, 'k4', 'rename', '{}', '{}')",
+            {"task": world["task"]},
+        )
+
+
+def test_before_state_is_what_the_probe_saw(world):
+    crash_at(world, 2, act_first=False)
+    row = world["journal"].execute(
+        "SELECT before_state FROM journal WHERE step = 2").fetchone()
+    assert '"name": "scan-002.pdf"' in row["before_state"]
+
+
+def test_unknown_action_refused_before_anything_is_written(world):
+    with pytest.raises(KeyError, match="send_mail"):
+        journal.run_plan(world["journal"], world["task"], world["plan"],
+                         {"rename": world["actions"]["rename"]})
+    assert status(world).count("not_started") == 42
+
+
+def test_a_gap_in_the_journal_is_reported(world):
+    journal.install(world["journal"])
+    world["journal"].execute(
+        "INSERT INTO journal (task, step, op_key, action, args, before_state,"
+        " outcome) VALUES (:task, 3, 'k3', 'rename', '{}', '{}', '{}')",
+        {"task": world["task"]},
+    )
+    with pytest.raises(ValueError, match="gaps"):
+        status(world)
+
+
+def test_the_stored_plan_comes_back_and_a_changed_plan_is_a_new_task(world):
+    plan = world["plan"]
+    assert load_plan(world["journal"], world["task"]) == plan
+    assert save_plan(world["journal"], plan) == world["task"]
+    other = restock_plan(renames=39)
+    assert other.task != plan.task
+    with pytest.raises(UnknownTask):
+        load_plan(world["journal"], "restock-000000000000")
+
+
+def test_a_plan_stored_with_other_steps_is_refused(world):
+    world["journal"].execute("UPDATE plans SET body = '{}'")
+    with pytest.raises(PlanChanged):
+        save_plan(world["journal"], world["plan"])
+
+
+def test_order_plan_puts_gates_then_irreversible_steps_last():
+    mixed = [Step(0, "send_mail", {"to": "a@x"}, irreversible=True),
+             Step(0, "rename", {"file_id": "f1"}),
+             Step(0, "check", {}, gate=True),
+             Step(0, "rename", {"file_id": "f2"})]
+    plan = order_plan("mixed", mixed)
+    assert [s.action for s in plan.steps] == ["rename", "rename", "check",
+                                              "send_mail"]
+    assert [s.args.get("file_id") for s in plan.steps[:2]] == ["f1", "f2"]
+    assert [s.number for s in plan.steps] == [1, 2, 3, 4]
+    assert first_irreversible(plan) == 4
+
+
+def test_make_plan_refuses_misnumbered_steps():
+    with pytest.raises(ValueError, match="step 3"):
+        make_plan("bad", [Step(1, "rename", {}), Step(3, "rename", {})])
+    with pytest.raises(ValueError):
+        make_plan("not an identifier", [])
