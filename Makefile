@@ -13,12 +13,13 @@ export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 NBVAL_TIMEOUT := 180
 
-.PHONY: help venv verify lint test book-check nbval exercises-check notebooks \
+.PHONY: help venv verify check lint test nbval exercises-check notebooks \
         checkpoints exercise solution lab bench clean
 
 help:
 	@echo "make lab          open the book in JupyterLab (headless; prints the URL)"
 	@echo "make verify       lint, tests, pair check, nbval, checkpoints (quick), exercises"
+	@echo "make test | make nbval   the runtime tests alone | the notebooks alone"
 	@echo "make notebooks [CHAPTERS='00 01']  rebuild .ipynb from .md and execute"
 	@echo "make checkpoints  every checkpoint in full mode; evidence in artifacts/runs/"
 	@echo "make exercise CH=01   grade your answers in exercises/ch01"
@@ -36,8 +37,16 @@ $(STAMP): pyproject.toml requirements-book.txt
 	mkdir -p $(MPLCONFIGDIR)
 	touch $(STAMP)
 
-verify: lint test nbval exercises-check
+verify: lint check exercises-check
 	@echo "verify: all checks passed"
+
+# Tests and nbval in ONE session, so both cores stay busy until the last file.
+# --dist loadfile keeps every notebook's cells on one worker (and one kernel).
+NBVAL_FLAGS = --nbval --nbval-sanitize-with book/sanitize.cfg \
+  --nbval-cell-timeout $(NBVAL_TIMEOUT)
+check: $(STAMP)
+	timeout --kill-after=10 1200 $(PY) -m pytest -q -n 2 --dist loadfile \
+	  --durations=10 $(NBVAL_FLAGS) tests book
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests checkpoints exercises solutions tools bench
@@ -48,8 +57,7 @@ test: $(STAMP)
 
 nbval: $(STAMP)
 	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 --dist loadfile \
-	  --nbval --nbval-sanitize-with book/sanitize.cfg \
-	  --nbval-cell-timeout $(NBVAL_TIMEOUT) book -p no:cacheprovider
+	  $(NBVAL_FLAGS) book
 
 # Solutions must pass; untouched stubs must fail every test (a passing stub asserts nothing).
 exercises-check: $(STAMP)

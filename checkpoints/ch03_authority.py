@@ -25,8 +25,8 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from crashcourse import evidence, payments
 from crashcourse.harness import Harness
@@ -38,8 +38,7 @@ TIMEOUT = 20.0  # seconds for a boundary or an exit: a slow machine, not a hang
 EXPIRY_S = 0.5
 
 
-@dataclass(frozen=True)
-class Case:
+class Case(NamedTuple):
     """Where to kill, what changes before the restart, what must remain."""
 
     name: str

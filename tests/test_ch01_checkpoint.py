@@ -2,7 +2,6 @@
 
 import copy
 import importlib.util
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -26,10 +25,9 @@ def run(*args):
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    output = tmp_path_factory.mktemp("ch01") / "evidence.json"
-    done = run("--quick", "--output", str(output))
-    return done, json.loads(output.read_text())
+def quick_run(quick_checkpoint):
+    done = quick_checkpoint("ch01_operation_ids")
+    return done, done.evidence
 
 
 def test_quick_run_exits_0_and_every_trial_holds(quick_run):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import io
-import json
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -62,11 +61,10 @@ def run(*args: str) -> Ran:
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    output = tmp_path_factory.mktemp("ch02") / "study.json"
-    done = run("--quick", "--output", str(output))
+def quick(quick_checkpoint):
+    done = quick_checkpoint("ch02_recovery_study")
     assert done.returncode == 0, done.stderr[-2000:]
-    return done, json.loads(output.read_text())
+    return done, done.evidence
 
 
 def by_name(evidence: dict) -> dict[str, dict]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -20,19 +19,17 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def ch03(tmp_path_factory):
-    output = tmp_path_factory.mktemp("ch03") / "evidence.json"
-    done = run(CH03, "--quick", "--output", output)
+def ch03(quick_checkpoint):
+    done = quick_checkpoint(CH03.stem)
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(output.read_text())
+    return done.evidence
 
 
 @pytest.fixture(scope="module")
-def ch04(tmp_path_factory):
-    output = tmp_path_factory.mktemp("ch04") / "evidence.json"
-    done = run(CH04, "--quick", "--output", output)
+def ch04(quick_checkpoint):
+    done = quick_checkpoint(CH04.stem)
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(output.read_text())
+    return done.evidence
 
 
 def test_ch03_revocation_before_and_after_payment(ch03):

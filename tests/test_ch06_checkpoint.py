@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +16,11 @@ def run_checkpoint(output: Path, *extra: str) -> subprocess.CompletedProcess:
         capture_output=True, text=True, timeout=240)
 
 
-def test_checkpoint_holds_and_its_counts_are_its_rows(tmp_path):
+def test_checkpoint_holds_and_its_counts_are_its_rows(quick_checkpoint):
     """One run (the checkpoint is the expensive part), every case checked."""
-    output = tmp_path / "evidence.json"
-    done = run_checkpoint(output, "--evidence")
+    done = quick_checkpoint(SCRIPT.stem)  # --quick --evidence, shared (conftest)
     assert done.returncode == 0, done.stderr[-3000:]
-    trials = {t["case"]: t for t in json.loads(output.read_text())["trials"]}
+    trials = {t["case"]: t for t in done.evidence["trials"]}
     assert list(trials) == ["killed_holder", "live_stale_holder", "lost_ack",
                             "fenced_at_supplier"]
     for trial in trials.values():
@@ -32,6 +30,7 @@ def test_checkpoint_holds_and_its_counts_are_its_rows(tmp_path):
     live_stale_holder(trials["live_stale_holder"])
     lost_ack(trials["lost_ack"])
     fenced_at_supplier(trials["fenced_at_supplier"])
+    output = done.output
     before = output.read_bytes()
     again = run_checkpoint(output)
     assert again.returncode == 2 and output.read_bytes() == before

@@ -26,11 +26,10 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module", params=SCRIPTS, ids=lambda p: p.stem)
-def quick_run(request, tmp_path_factory):
+def quick_run(request, quick_checkpoint):
     script = request.param
-    output = tmp_path_factory.mktemp(script.stem) / "evidence.json"
-    done = run(str(script), "--quick", "--output", str(output))
-    return script, output, done
+    done = quick_checkpoint(script.stem)  # shared with the chapter's own tests
+    return script, done.output, done
 
 
 def test_quick_mode_holds(quick_run):

@@ -1,0 +1,68 @@
+"""Shared fixtures: each checkpoint's quick run happens once per test session.
+
+Several test files read the evidence of the same quick run (the shared contract
+in test_checkpoints_quick.py, and each chapter's own checks). The run costs
+dozens of real processes, so it is made once and shared, also across pytest-xdist
+workers: a lock file in the session's common temp folder decides who runs it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK_TIMEOUT = 300  # seconds; a quick run takes a few on an idle machine
+EXTRA_FLAGS = {"ch06_worker_recovery": ["--evidence"]}
+
+
+@dataclass(frozen=True)
+class QuickRun:
+    """One finished ``--quick`` run of a checkpoint script and its evidence."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    output: Path
+
+    @property
+    def evidence(self) -> dict:
+        return json.loads(self.output.read_text())
+
+
+def shared_dir(tmp_path_factory, worker_id: str) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    root = base if worker_id == "master" else base.parent  # common to all workers
+    folder = root / "quick-checkpoints"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def quick_checkpoint(tmp_path_factory, worker_id):
+    """``quick_checkpoint("ch02_recovery_study")`` → the session's QuickRun."""
+    folder = shared_dir(tmp_path_factory, worker_id)
+
+    def run(name: str) -> QuickRun:
+        output, record = folder / f"{name}.json", folder / f"{name}.run.json"
+        with open(folder / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits, then reads
+            if not record.exists():
+                script = ROOT / "checkpoints" / f"{name}.py"
+                args = ["--quick", *EXTRA_FLAGS.get(name, []), "--output", str(output)]
+                done = subprocess.run([sys.executable, str(script), *args],
+                                      capture_output=True, text=True,
+                                      timeout=QUICK_TIMEOUT)
+                record.write_text(json.dumps({"returncode": done.returncode,
+                                              "stdout": done.stdout,
+                                              "stderr": done.stderr}))
+        ran = json.loads(record.read_text())
+        return QuickRun(ran["returncode"], ran["stdout"], ran["stderr"], output)
+
+    return run
