@@ -82,9 +82,11 @@ $(VENV)/.lab: $(STAMP)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) jupyterlab==4.6.6
 	touch $@
 
+# Headless-friendly: no browser is opened; Jupyter prints the URL to open.
+# Containers often run as root, which Jupyter refuses unless told.
 lab: $(VENV)/.lab
 	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=book \
-	  --ServerApp.open_browser=False
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Peers measured side by side (e.g. DBOS) are bench-only: never runtime or verify deps.
 bench: $(STAMP)
