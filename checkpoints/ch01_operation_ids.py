@@ -194,10 +194,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    try:
-        output = evidence.refuse_existing(args.output)
-    except evidence.EvidenceExists as refused:
-        print(f"refused: {refused}", file=sys.stderr)
+    if evidence.refused_output(output := args.output):
         return 2
     repetitions = 1 if args.quick else args.repetitions
     trials = []
@@ -207,12 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "holds" if trials[-1]["passed"] else "FAILED"
             print(f"{name} #{repetition}: {verdict}", file=sys.stderr)
     summary = summarize(trials)
-    evidence.write_exclusive(output, {
-        "schema": SCHEMA,
-        "manifest": evidence.manifest(__file__),
-        "summary": summary,
-        "trials": trials,
-    })
+    evidence.record(output, SCHEMA, __file__, summary, trials)
     print(f"{summary['passed']}/{summary['trials']} trials held -> {output}",
           file=sys.stderr)
     return 0 if summary["all_held"] else 1

@@ -236,22 +236,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    try:
-        evidence.refuse_existing(args.output)
-    except evidence.EvidenceExists as refused:
-        print(f"refused: {refused}", file=sys.stderr)
+    if evidence.refused_output(args.output):
         return 2
     repetitions = 1 if args.quick else args.repetitions
     trials = run_study(repetitions, lambda line: print(line, file=sys.stderr))
     summary = summarize(trials)
-    document = {
-        "schema": SCHEMA,
-        "manifest": evidence.manifest(__file__, sys.argv if argv is None else argv),
-        "summary": summary | {"repetitions": repetitions},
-        "trials": trials,
-    }
     try:
-        evidence.write_exclusive(args.output, document)
+        evidence.record(args.output, SCHEMA, __file__,
+                        summary | {"repetitions": repetitions}, trials,
+                        argv=sys.argv if argv is None else argv)
     except evidence.EvidenceExists as refused:
         print(f"refused: {refused}", file=sys.stderr)
         return 2

@@ -157,10 +157,7 @@ def parse(argv):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    try:
-        output = evidence.refuse_existing(args.output)
-    except evidence.EvidenceExists as error:
-        print(error, file=sys.stderr)
+    if evidence.refused_output(output := args.output):
         return 2
     cases = [c for c in CASES if not args.quick or c.name in QUICK]
     started, trials = time.monotonic(), []
@@ -170,12 +167,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{case.name}: {'holds' if trials[-1]['holds'] else 'FAILS'}",
                   file=sys.stderr)
     held = sum(t["holds"] for t in trials)
-    evidence.write_exclusive(output, {
-        "schema": SCHEMA, "manifest": evidence.manifest(__file__),
-        "summary": {"cases": len(trials), "held": held, "quick": args.quick,
-                    "elapsed_s": round(time.monotonic() - started, 3)},
-        "trials": trials,
-    })
+    summary = {"cases": len(trials), "held": held, "quick": args.quick,
+               "elapsed_s": round(time.monotonic() - started, 3)}
+    evidence.record(output, SCHEMA, __file__, summary, trials)
     return 0 if held == len(trials) else 1
 
 

@@ -138,10 +138,7 @@ def run_all(directory: Path, n: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    try:
-        output = evidence.refuse_existing(args.output)
-    except evidence.EvidenceExists as error:
-        print(error, file=sys.stderr)
+    if evidence.refused_output(output := args.output):
         return 2
     n = args.repetitions or (QUICK_REPETITIONS if args.quick else 20)
     started = time.monotonic()
@@ -152,13 +149,10 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     races = [t for t in trials if t["trial"] == "race"]
     held = sum(t["holds"] for t in trials)
-    evidence.write_exclusive(output, {
-        "schema": SCHEMA, "manifest": evidence.manifest(__file__),
-        "summary": {"trials": len(trials), "held": held, "race_repetitions": n,
-                    "races_with_two_commits": sum(t["committed"] > 1 for t in races),
-                    "elapsed_s": round(time.monotonic() - started, 3)},
-        "trials": trials,
-    })
+    summary = {"trials": len(trials), "held": held, "race_repetitions": n,
+               "races_with_two_commits": sum(t["committed"] > 1 for t in races),
+               "elapsed_s": round(time.monotonic() - started, 3)}
+    evidence.record(output, SCHEMA, __file__, summary, trials)
     return 0 if held == len(trials) else 1
 
 

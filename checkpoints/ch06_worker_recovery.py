@@ -33,12 +33,7 @@ import time
 from pathlib import Path
 
 from crashcourse import claims, orders
-from crashcourse.evidence import (
-    EvidenceExists,
-    manifest,
-    refuse_existing,
-    write_exclusive,
-)
+from crashcourse.evidence import record, refused_output
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
 from crashcourse.store import opened, table_rows
@@ -248,20 +243,15 @@ def run_cases(root: Path, mode: str, keep_rows: bool) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    try:
-        refuse_existing(args.output)
-    except EvidenceExists as exists:
-        say(str(exists))
+    if refused_output(args.output):
         return 2
     mode = "quick" if args.quick else "full"
     with tempfile.TemporaryDirectory(prefix="ch06-") as tmp:
         trials = run_cases(Path(tmp), mode, args.evidence)
     summary = {"mode": mode, "cases": len(trials),
                "held": sum(1 for t in trials if t["holds"])}
-    write_exclusive(args.output, {
-        "schema": "crashcourse/ch06_worker_recovery/1",
-        "manifest": manifest(__file__, sys.argv), "summary": summary,
-        "trials": trials})
+    record(args.output, "crashcourse/ch06_worker_recovery/1", __file__, summary,
+           trials, argv=sys.argv)
     say(f"{summary['held']}/{summary['cases']} cases held -> {args.output}")
     return 0 if summary["held"] == summary["cases"] else 1
 

@@ -255,20 +255,14 @@ def parse(argv):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    try:
-        output = evidence.refuse_existing(args.output)
-    except evidence.EvidenceExists as refused:
-        print(refused, file=sys.stderr)
+    if evidence.refused_output(output := args.output):
         return 2
     run = campaign(args.trials, args.kills, args.seed, args.probe, args.jobs)
     summary = summarize(run["trials"])
-    evidence.write_exclusive(output, {
-        "schema": SCHEMA,
-        "manifest": evidence.manifest(__file__),
-        "parameters": {"trials": args.trials, "kills": args.kills, "seed": args.seed,
-                       "probe": args.probe, "jobs": args.jobs},
-        "summary": summary, "reference": run["reference"], "trials": run["trials"],
-    })
+    parameters = {"trials": args.trials, "kills": args.kills, "seed": args.seed,
+                  "probe": args.probe, "jobs": args.jobs}
+    evidence.record(output, SCHEMA, __file__, summary, run["trials"],
+                    parameters=parameters, reference=run["reference"])
     for number in summary["failed_trials"]:
         bad = run["trials"][number - 1]
         failing = [name for name, ok in bad["checks"].items() if not ok]

@@ -68,6 +68,40 @@ def refuse_existing(path: str | Path) -> Path:
     return path
 
 
+def refused_output(path: str | Path) -> bool:
+    """Checkpoint start-up: True, after saying why on stderr, when ``path`` exists.
+
+    Every checkpoint calls this before its first trial and exits 2 on True, so
+    an earlier artifact is never overwritten and no experiment runs in vain.
+    """
+    try:
+        refuse_existing(path)
+    except EvidenceExists as refused:
+        print(f"refused: {refused}", file=sys.stderr)
+        return True
+    return False
+
+
+def record(
+    path: str | Path,
+    schema: str,
+    script: str | Path,
+    summary: dict,
+    trials: list,
+    argv: list[str] | None = None,
+    **extra: Any,
+) -> Path:
+    """Write a checkpoint's artifact: schema, manifest, summary, trials (+ extra)."""
+    document = {
+        "schema": schema,
+        "manifest": manifest(script, argv),
+        "summary": summary,
+        "trials": trials,
+        **extra,
+    }
+    return write_exclusive(path, document)
+
+
 def write_exclusive(path: str | Path, document: dict[str, Any]) -> Path:
     """Write ``document`` as JSON to a NEW file; an existing one is refused."""
     path = Path(path)
