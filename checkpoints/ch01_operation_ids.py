@@ -32,7 +32,12 @@ import time
 from pathlib import Path
 
 from crashcourse import evidence
-from crashcourse.harness import Harness, kill_and_resume
+from crashcourse.harness import (
+    BoundaryNotReached,
+    BoundaryTimeout,
+    Harness,
+    kill_and_resume,
+)
 from crashcourse.workers import restock_note
 
 SCHEMA = "crashcourse.ch01.operation_ids/1"
@@ -149,7 +154,10 @@ def run_trial(name: str, repetition: int) -> dict:
         db = Path(tmp) / "shop.db"
         restock_note.initialize(db)
         killed = INTERVENTIONS[name][0] is not None
-        trial = (run_killed if killed else run_plain)(harness, db, name)
+        try:
+            trial = (run_killed if killed else run_plain)(harness, db, name)
+        except (BoundaryTimeout, BoundaryNotReached, TimeoutError) as error:
+            return failed_trial(name, repetition, error, restock_note.snapshot(db))
     at_kill = trial["snapshot_at_interruption"]
     trial |= {
         "intervention": name,
@@ -162,6 +170,17 @@ def run_trial(name: str, repetition: int) -> dict:
     }
     trial["passed"] = judge(name, trial)
     return trial
+
+
+def failed_trial(name: str, repetition: int, error: Exception, rows: dict) -> dict:
+    """A trial the harness could not complete: recorded with its rows, and it
+    fails the run (a timeout is not evidence either way)."""
+    return {
+        "intervention": name, "repetition": repetition, "mutant": name in MUTANTS,
+        "expected_notes": INTERVENTIONS[name][3],
+        "error": f"{type(error).__name__}: {error}",
+        "final_snapshot": rows, "final_counts": counts(rows), "passed": False,
+    }
 
 
 def summarize(trials: list[dict]) -> dict:
@@ -202,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in INTERVENTIONS:
             trials.append(run_trial(name, repetition))
             verdict = "holds" if trials[-1]["passed"] else "FAILED"
-            print(f"{name} #{repetition}: {verdict}", file=sys.stderr)
+            why = f" ({trials[-1]['error']})" if "error" in trials[-1] else ""
+            print(f"{name} #{repetition}: {verdict}{why}", file=sys.stderr)
     summary = summarize(trials)
     evidence.record(output, SCHEMA, __file__, summary, trials)
     print(f"{summary['passed']}/{summary['trials']} trials held -> {output}",

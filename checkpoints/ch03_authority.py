@@ -163,8 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     started, trials = time.monotonic(), []
     with tempfile.TemporaryDirectory() as directory, Harness() as harness:
         for case in cases:
-            trials.append(run_case(harness, Path(directory) / f"{case.name}.db", case))
-            print(f"{case.name}: {'holds' if trials[-1]['holds'] else 'FAILS'}",
+            db = Path(directory) / f"{case.name}.db"
+            trials.append(evidence.attempt({"case": case.name},
+                                           run_case, harness, db, case))
+            why = f" ({trials[-1]['error']})" if "error" in trials[-1] else ""
+            print(f"{case.name}: {'holds' if trials[-1]['holds'] else 'FAILS'}{why}",
                   file=sys.stderr)
     held = sum(t["holds"] for t in trials)
     summary = {"cases": len(trials), "held": held, "quick": args.quick,

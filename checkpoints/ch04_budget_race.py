@@ -130,9 +130,11 @@ def run_all(directory: Path, n: int) -> list[dict]:
     with Harness() as harness:
         for name, boundary in (("kill_before_commit", "payment_inserted"),
                                ("kill_after_commit", "after_payment")):
-            trials.append(kill_trial(harness, directory / f"{name}.db", name, boundary))
+            trials.append(evidence.attempt({"trial": name}, kill_trial, harness,
+                                           directory / f"{name}.db", name, boundary))
         for i in range(n):
-            trials.append(race(harness, directory / f"race-{i}.db", i))
+            trials.append(evidence.attempt({"trial": "race", "repetition": i}, race,
+                                           harness, directory / f"race-{i}.db", i))
     return trials
 
 
@@ -145,12 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as directory:
         trials = run_all(Path(directory), n)
     for trial in trials:
-        print(f"{trial['trial']}: {'holds' if trial['holds'] else 'FAILS'}",
+        why = f" ({trial['error']})" if "error" in trial else ""
+        print(f"{trial['trial']}: {'holds' if trial['holds'] else 'FAILS'}{why}",
               file=sys.stderr)
     races = [t for t in trials if t["trial"] == "race"]
     held = sum(t["holds"] for t in trials)
     summary = {"trials": len(trials), "held": held, "race_repetitions": n,
-               "races_with_two_commits": sum(t["committed"] > 1 for t in races),
+               "races_with_two_commits": sum(t.get("committed", 0) > 1 for t in races),
                "elapsed_s": round(time.monotonic() - started, 3)}
     evidence.record(output, SCHEMA, __file__, summary, trials)
     return 0 if held == len(trials) else 1

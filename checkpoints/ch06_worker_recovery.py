@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from crashcourse import claims, orders
-from crashcourse.evidence import record, refused_output
+from crashcourse.evidence import attempt, record, refused_output
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
 from crashcourse.store import opened, table_rows
@@ -222,6 +222,11 @@ def common_holds(found: dict) -> bool:
             and found["agent_order_status"] == "CONFIRMED")
 
 
+def facts_and_rows(run, case: Case) -> dict:
+    found, rows = run(case)
+    return {**found, "rows": rows}
+
+
 def run_cases(root: Path, mode: str, keep_rows: bool) -> list[dict]:
     lease, wait, hold = TIMING[mode]
     cases = {"killed_holder": killed_holder, "live_stale_holder": live_stale_holder,
@@ -231,12 +236,15 @@ def run_cases(root: Path, mode: str, keep_rows: bool) -> list[dict]:
     for name, run in cases.items():
         started = time.monotonic()
         with Harness() as harness:
-            found, rows = run(Case(root / name, harness, lease, wait))
+            case = Case(root / name, harness, lease, wait)
+            found = attempt({}, facts_and_rows, run, case)
+        rows = found.pop("rows", None)
         trial = {"case": name, "lease_s": lease, **found,
                  "elapsed_s": round(time.monotonic() - started, 3)}
-        if keep_rows:
+        if keep_rows and rows is not None:
             trial["rows"] = rows
-        say(f"{name}: {'holds' if found['holds'] else 'FAILED'}")
+        why = f" ({found['error']})" if "error" in found else ""
+        say(f"{name}: {'holds' if found['holds'] else 'FAILED'}{why}")
         trials.append(trial)
     return trials
 

@@ -90,3 +90,17 @@ def test_repetitions_outside_1_to_20_are_refused(tmp_path, repetitions):
     done = run("--repetitions", repetitions, "--output", str(output))
     assert done.returncode == 2
     assert not output.exists()
+
+
+def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails_the_run(monkeypatch):
+    checkpoint = load_checkpoint()
+
+    def never_reaches(*args, **kwargs):
+        raise checkpoint.BoundaryTimeout("worker did not reach 'after_commit'")
+
+    monkeypatch.setattr(checkpoint, "kill_and_resume", never_reaches)
+    trial = checkpoint.run_trial("kill_after_commit", 1)
+    assert trial["passed"] is False
+    assert trial["error"].startswith("BoundaryTimeout: worker did not reach")
+    assert trial["final_counts"]["restock_notes"] == 0  # read from the real rows
+    assert checkpoint.summarize([trial])["all_held"] is False

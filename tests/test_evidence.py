@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from crashcourse import evidence
+from crashcourse import evidence, harness
 
 
 def test_write_exclusive_writes_a_new_file(tmp_path):
@@ -76,3 +76,30 @@ def test_new_run_path_never_names_an_existing_file(tmp_path):
     first.write_text("{}")
     second = evidence.new_run_path(tmp_path, "ch02")
     assert second != first and not second.exists()
+
+
+def test_attempt_returns_the_trial_a_run_produced():
+    assert evidence.attempt({"case": "a"}, lambda x: {"case": "a", "n": x}, 3) == {
+        "case": "a", "n": 3}
+
+
+@pytest.mark.parametrize("failure", [
+    harness.BoundaryTimeout("worker did not reach 'after_commit' within 60 s"),
+    harness.BoundaryNotReached("worker exited before 'after_commit'"),
+    TimeoutError("worker did not exit within 60 s"),
+])
+def test_attempt_keeps_a_harness_failure_as_a_failed_trial(failure):
+    def run():
+        raise failure
+
+    trial = evidence.attempt({"case": "kill_after_commit"}, run)
+    assert trial == {"case": "kill_after_commit", "holds": False,
+                     "error": f"{type(failure).__name__}: {failure}"}
+
+
+def test_attempt_does_not_hide_a_bug():
+    def run():
+        raise KeyError("payments")  # a bug in the checkpoint, not a slow worker
+
+    with pytest.raises(KeyError):
+        evidence.attempt({"case": "x"}, run)

@@ -14,8 +14,11 @@ import platform
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from crashcourse.harness import BoundaryNotReached
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -80,6 +83,19 @@ def refused_output(path: str | Path) -> bool:
         print(f"refused: {refused}", file=sys.stderr)
         return True
     return False
+
+
+def attempt(identity: dict, run: Callable[..., dict], *args: Any) -> dict:
+    """``run(*args)``, one trial; a trial the harness could not finish comes back
+    failed, as ``identity`` plus its ``error`` and ``holds: False``.
+
+    A worker that never reached its boundary, or a wait that ran out, is not
+    evidence either way: the checkpoint keeps the failure and still writes
+    what it has."""
+    try:
+        return run(*args)
+    except (TimeoutError, BoundaryNotReached) as error:  # BoundaryTimeout included
+        return {**identity, "error": f"{type(error).__name__}: {error}", "holds": False}
 
 
 def record(

@@ -32,7 +32,10 @@ from crashcourse.boundary import (  # noqa: F401  (boundary: the worker side)
     boundary,
 )
 
-DEFAULT_TIMEOUT = 5.0
+# Every wait is bounded, but generously: CI runs the tests and the notebooks
+# side by side on two cores, where a bound of a few seconds leaves no margin
+# for a slow start or fsync. A hung worker is still caught, only later.
+DEFAULT_TIMEOUT = 60.0
 
 
 # --- parent side -----------------------------------------------------------------
