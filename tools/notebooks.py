@@ -19,6 +19,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 CELL_TIMEOUT = 180
@@ -62,6 +63,9 @@ def build(md: Path) -> Path:
     )
     started = time.monotonic()
     client.execute()
+    # One stream output per cell and stream, however the kernel happened to
+    # flush it: the stored notebook then depends on what was printed, not when.
+    notebook, _ = CoalesceStreamsPreprocessor().preprocess(notebook, {})
     target = md.with_suffix(".ipynb")
     nbformat.write(notebook, target)
     print(f"built {target.name} in {time.monotonic() - started:.1f} s", file=sys.stderr)

@@ -28,6 +28,8 @@ import math
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from crashcourse import authority, budget
@@ -120,14 +122,18 @@ def check_action(key: object, order_id: object, amount: object, currency: object
     return check_amount(amount), check_currency(currency)
 
 
-def initialize(path: str | Path, *, max_actions=None, currency_caps=None) -> None:
+def initialize(
+    path: str | Path, *, max_actions=None, currency_caps=None,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+) -> None:
     """Create the service's tables (idempotent); optionally store a budget (ch. 04).
 
     Bad budget values are refused before anything is written."""
     policy = None
     if max_actions is not None or currency_caps is not None:
         policy = budget.check_policy(max_actions, currency_caps)
-    with opened(path) as conn:
+    with busy_means_not_charged("nothing was set up"), \
+            opened(path, busy_timeout_ms=busy_timeout_ms) as conn:
         ensure_schema(conn, ";".join((SCHEMA, authority.SCHEMA, budget.SCHEMA)))
     if policy is not None:
         budget.set_budget(path, *policy)
@@ -170,23 +176,29 @@ def issue_payment(
     """Charge once per key: ``"committed"`` or ``"already_committed"``."""
     check_action(key, order_id, amount_cents, currency)
     action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
+    with busy_means_not_charged(f"{key!r} was not charged"), \
+            opened(path, busy_timeout_ms=busy_timeout_ms) as conn, immediate(conn):
+        if replayed := find_payment(conn, key):  # 1. history: no new effect
+            if replayed != action:
+                raise PaymentConflict(key, replayed, action)
+            return "already_committed"
+        terms = require_approval(conn, action)  # 2. authority, now
+        if reason := budget.shortfall(conn, amount_cents, currency):  # 3.
+            raise BudgetExhausted(reason, order_id)
+        record_payment(conn, key, action, terms)  # 4. insert
+        boundary("payment_inserted")  # chapter 04 kills here: not yet committed
+    return "committed"  # 5. the block's exit committed
+
+
+@contextmanager
+def busy_means_not_charged(what: str) -> Iterator[None]:
+    """SQLite's "database is locked" as ``PaymentServiceBusy`` (chapter 04)."""
     try:
-        with opened(path, busy_timeout_ms=busy_timeout_ms) as conn, immediate(conn):
-            if replayed := find_payment(conn, key):  # 1. history: no new effect
-                if replayed != action:
-                    raise PaymentConflict(key, replayed, action)
-                return "already_committed"
-            terms = require_approval(conn, action)  # 2. authority, now
-            if reason := budget.shortfall(conn, amount_cents, currency):  # 3.
-                raise BudgetExhausted(reason, order_id)
-            record_payment(conn, key, action, terms)  # 4. insert
-            boundary("payment_inserted")  # chapter 04 kills here: not yet committed
-        return "committed"  # 5. the block's exit committed
+        yield
     except sqlite3.OperationalError as error:
-        if "locked" in str(error) or "busy" in str(error):
-            busy = f"payment service busy; {key!r} was not charged"
-            raise PaymentServiceBusy(busy) from error
-        raise
+        if "locked" not in str(error) and "busy" not in str(error):
+            raise  # a real fault, not a wait that ran out
+        raise PaymentServiceBusy(f"payment service busy; {what}") from error
 
 
 def find_payment(conn: sqlite3.Connection, key: str) -> dict | None:

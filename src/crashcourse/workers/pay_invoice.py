@@ -6,6 +6,10 @@
 Registered boundaries, in order: ``before_payment``, ``after_payment``,
 ``after_checkpoint``. The parent may kill the worker at any of them.
 
+Exit status: 0 paid (or found paid), 3 refused (approval or budget), 5 the
+payment database stayed locked past ``--busy-timeout-ms``: nothing was charged
+and a rerun with the same key is safe.
+
 ``--retry reuse-key`` (the reference) derives the operation key from the task
 and the action, so a resumed process asks the payment service about the SAME
 key and learns the charge already happened. ``--retry new-key`` is the mutant
@@ -27,6 +31,7 @@ from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
 
 REFUSED_EXIT = 3  # a refused NEW payment is an outcome, not a crash
+BUSY_EXIT = 5  # the service stayed locked: nothing charged, retry with the same key
 
 
 def payment_key(task: str, order: str, amount: int, currency: str) -> str:
@@ -46,12 +51,20 @@ def choose_key(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> dict:
-    payments.initialize(args.db)
+    try:
+        return pay(args)
+    except payments.PaymentServiceBusy as busy:
+        return {"task": args.task, "outcome": "busy", "reason": str(busy)}
+
+
+def pay(args: argparse.Namespace) -> dict:
+    payments.initialize(args.db, busy_timeout_ms=args.busy_timeout_ms)
     key = choose_key(args)
     boundary("before_payment")
     try:
         outcome = payments.issue_payment(
-            args.db, key, args.order, args.amount, args.currency
+            args.db, key, args.order, args.amount, args.currency,
+            busy_timeout_ms=args.busy_timeout_ms,
         )
     except payments.ApprovalRefused as refused:
         return {"task": args.task, "outcome": "refused", "reason": refused.reason}
@@ -72,13 +85,18 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--retry", choices=("reuse-key", "new-key"), default="reuse-key",
         help="reuse-key: the reference; new-key: the chapter 02 mutant",
     )
+    parser.add_argument(
+        "--busy-timeout-ms", type=int, default=payments.DEFAULT_BUSY_TIMEOUT_MS,
+        help="how long to wait for a locked payment database (then exit 5)",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     report = run(parse(argv))
     print(json.dumps(report, sort_keys=True))
-    return REFUSED_EXIT if report["outcome"] == "refused" else 0
+    exits = {"refused": REFUSED_EXIT, "busy": BUSY_EXIT}
+    return exits.get(report["outcome"], 0)
 
 
 if __name__ == "__main__":
