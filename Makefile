@@ -37,16 +37,18 @@ $(STAMP): pyproject.toml requirements-book.txt
 	mkdir -p $(MPLCONFIGDIR)
 	touch $(STAMP)
 
-verify: lint check exercises-check
+verify: lint check
 	@echo "verify: all checks passed"
 
-# Tests and nbval in ONE session, so both cores stay busy until the last file.
-# --dist loadfile keeps every notebook's cells on one worker (and one kernel).
+# Tests, nbval and exercise grading in ONE session, so both cores stay busy until
+# the last file. --dist loadfile keeps every notebook's cells on one worker (and
+# one kernel). --grade-both runs each exercise test on solutions/ (must pass) and
+# on the untouched stubs in exercises/ (strict xfail: a passing stub asserts nothing).
 NBVAL_FLAGS = --nbval --nbval-sanitize-with book/sanitize.cfg \
   --nbval-cell-timeout $(NBVAL_TIMEOUT)
 check: $(STAMP)
 	timeout --kill-after=10 1200 $(PY) -m pytest -q -n 2 --dist loadfile \
-	  --durations=10 $(NBVAL_FLAGS) tests book
+	  --durations=10 $(NBVAL_FLAGS) tests book exercises --grade-both
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests checkpoints exercises solutions tools bench
@@ -59,7 +61,7 @@ nbval: $(STAMP)
 	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 --dist loadfile \
 	  $(NBVAL_FLAGS) book
 
-# Solutions must pass; untouched stubs must fail every test (a passing stub asserts nothing).
+# The same grading as in `check`, as two separate runs.
 exercises-check: $(STAMP)
 	CRASHCOURSE_ANSWERS=solutions timeout 600 $(PY) -m pytest -q exercises
 	timeout 600 $(PY) -m pytest -q exercises --stubs-must-fail
