@@ -4,6 +4,10 @@ approve / revoke / expire / change the policy / issue (fresh keys, replayed keys
 replayed keys with a changed payload), on a budgeted service. Each issue must get
 the answer the model predicts; at the end the ledger never exceeds a cap,
 each key names one action, and the budget snapshot equals the committed rows.
+
+A second property walks the budget's edge with small integers, where random
+sequences above rarely get: the last action and the last cent fit, one more does
+not, and a replay of a committed key needs neither authority nor budget.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from crashcourse import budget, payments, store
@@ -124,3 +128,41 @@ def test_service_matches_model(sequence):
         for step in sequence:
             apply(path, model, step)
         check_invariants(path, model)
+
+
+def edge_answer(charged: list[int], max_actions: int, cap: int, amount: int) -> str:
+    """The model at the budget's edge: the last unit fits, one more does not."""
+    if len(charged) + 1 > max_actions:
+        return "budget_action_limit"
+    if sum(charged) + amount > cap:
+        return "budget_currency_cap"
+    return "committed"
+
+
+@example(max_actions=2, cap=9, amounts=[1, 1, 1])  # last action fits, one more not
+@example(max_actions=3, cap=3, amounts=[2, 1, 1])  # last cent fits, one more not
+@settings(max_examples=20, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(max_actions=st.integers(0, 3), cap=st.integers(0, 6),
+       amounts=st.lists(st.integers(1, 4), min_size=1, max_size=5))
+def test_budget_edge_is_exact(max_actions, cap, amounts):
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "payments.sqlite"
+        payments.initialize(path, max_actions=max_actions, currency_caps={"USD": cap})
+        charged: dict[str, tuple] = {}
+        for i, amount in enumerate(amounts):  # a fresh, approved action each time
+            payments.approve(path, f"o{i}", amount, "USD")
+            spent = [a for _, a in charged.values()]
+            expected = edge_answer(spent, max_actions, cap, amount)
+            assert issue(path, f"k{i}", f"o{i}", amount, "USD") == expected, (i, spent)
+            if expected == "committed":
+                charged[f"k{i}"] = (f"o{i}", amount)
+        snap = budget.budget_snapshot(path)
+        assert snap["remaining_actions"] == max_actions - len(charged) >= 0
+        remaining = cap - sum(a for _, a in charged.values())
+        assert snap["remaining_cents"] == {"USD": remaining} and remaining >= 0
+        for i in range(len(amounts)):  # withdraw all authority; history stays
+            payments.revoke(path, f"o{i}")
+        for key, (order, amount) in charged.items():  # no approval, maybe no budget
+            assert issue(path, key, order, amount, "USD") == "already_committed", key
+        assert budget.budget_snapshot(path)["charged_actions"] == len(charged)
