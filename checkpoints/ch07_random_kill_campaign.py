@@ -156,7 +156,7 @@ def judge(number, kills, resumed_rc, final, after, reference) -> dict:
     }
     differs = sorted(fid for fid, name in reference["files"].items()
                      if final["state"]["files"].get(fid) != name)
-    return {"trial": number, "held": all(checks.values()), "checks": checks,
+    return {"trial": number, "holds": all(checks.values()), "checks": checks,
             "kills": kills, "resumed_returncode": resumed_rc,
             "journal_after": after, "duplicates": final["duplicates"],
             "files_differing": differs}
@@ -201,8 +201,10 @@ def run_trials(points, probe: str, jobs: int, world: dict) -> dict:
 
     def one(item):
         number, kills = item
-        result = run_trial(number, kills, probe, world)
-        verdict = "held" if result["held"] else "FAILED"
+        planned = [{"step": step, "boundary": phase} for step, phase in kills]
+        result = evidence.attempt({"trial": number, "planned_kills": planned},
+                                  run_trial, number, kills, probe, world)
+        verdict = "held" if result["holds"] else f"FAILED {result.get('error', '')}"
         where = ", ".join(f"step {step} {phase}" for step, phase in kills)
         print(f"trial {number}/{trials} killed at {where}: {verdict}",
               file=sys.stderr, flush=True)
@@ -215,17 +217,20 @@ def run_trials(points, probe: str, jobs: int, world: dict) -> dict:
 
 def summarize(results: list[dict]) -> dict:
     """Aggregate counts, every one summed from the per-trial records."""
-    kills = [kill for r in results for kill in r["kills"]]
+    finished = [r for r in results if "error" not in r]  # the harness got through
+    kills = [kill for r in finished for kill in r["kills"]]
     return {
         "trials": len(results),
         "kills": sum(kill["returncode"] == -9 for kill in kills),
-        "held": sum(r["held"] for r in results),
-        "failed_trials": [r["trial"] for r in results if not r["held"]],
-        "duplicates": sum(sum(r["duplicates"].values()) for r in results),
-        "end_state_differs": sum(not r["checks"]["end_state_equal"] for r in results),
+        "held": sum(r["holds"] for r in results),
+        "failed_trials": [r["trial"] for r in results if not r["holds"]],
+        "unfinished_trials": [r["trial"] for r in results if "error" in r],
+        "duplicates": sum(sum(r["duplicates"].values()) for r in finished),
+        "end_state_differs": sum(not r["checks"]["end_state_equal"] for r in finished),
         "resolved_by_probe": sum(r["journal_after"]["resolved_by"]["probe"]
-                                 for r in results),
-        "max_in_doubt_at_kill": max(kill["journal"]["in_doubt"] for kill in kills),
+                                 for r in finished),
+        "max_in_doubt_at_kill": max((k["journal"]["in_doubt"] for k in kills),
+                                    default=None),
         "kills_by_boundary": {phase: sum(k["boundary"] == phase for k in kills)
                               for phase in journal.PHASES},
     }
@@ -265,10 +270,11 @@ def main(argv: list[str] | None = None) -> int:
                     parameters=parameters, reference=run["reference"])
     for number in summary["failed_trials"]:
         bad = run["trials"][number - 1]
-        failing = [name for name, ok in bad["checks"].items() if not ok]
-        where = ", ".join(f"step {k['step']} {k['boundary']}" for k in bad["kills"])
-        print(f"FAILED trial {number} (killed at {where}): {', '.join(failing)}",
-              file=sys.stderr)
+        failing = bad.get("error") or ", ".join(
+            name for name, ok in bad["checks"].items() if not ok)
+        where = ", ".join(f"step {k['step']} {k['boundary']}"
+                          for k in bad.get("kills", bad.get("planned_kills")))
+        print(f"FAILED trial {number} (killed at {where}): {failing}", file=sys.stderr)
     print(f"{summary['held']}/{summary['trials']} trials held", file=sys.stderr)
     return 0 if not summary["failed_trials"] else 1
 

@@ -6,11 +6,13 @@ checked against itself (aggregates re-summed from the per-trial records) and
 against the plan (where each kill must have left the journal).
 """
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from crashcourse.harness import BoundaryTimeout
 from crashcourse.plan import restock_plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,3 +99,22 @@ def test_an_existing_output_is_refused_before_anything_runs(tmp_path):
     done = campaign(output, "--quick")
     assert done.returncode == 2
     assert output.read_text() == "earlier evidence\n"
+
+
+def test_a_trial_the_harness_cannot_finish_fails_the_campaign(monkeypatch):
+    spec = importlib.util.spec_from_file_location("ch07_campaign", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def stuck(number, kills, probe, world):
+        raise BoundaryTimeout("worker did not reach 'step-3:after_intent' within 120 s")
+
+    monkeypatch.setattr(module, "run_trial", stuck)
+    run = module.run_trials([[(3, "after_intent")]], "correct", 1, {"reference": {}})
+    summary = module.summarize(run["trials"])
+    assert summary["failed_trials"] == summary["unfinished_trials"] == [1]
+    assert summary["held"] == summary["kills"] == 0
+    assert summary["max_in_doubt_at_kill"] is None
+    trial = run["trials"][0]
+    assert trial["error"].startswith("BoundaryTimeout: worker did not")
+    assert trial["planned_kills"] == [{"step": 3, "boundary": "after_intent"}]
