@@ -11,6 +11,10 @@ CH ?=
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/mplconfig
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Cache bytecode (in .venv and the git-ignored __pycache__/ dirs). With
+# PYTHONDONTWRITEBYTECODE set, as on some CI machines, every worker, kernel and
+# pytest process would compile matplotlib, pytest and friends from source again.
+unexport PYTHONDONTWRITEBYTECODE
 NBVAL_TIMEOUT := 180
 
 .PHONY: help venv verify check lint test nbval exercises-check notebooks \

@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crashcourse.budget import MAX_ACTIONS, check_count
 from crashcourse.store import immediate, opened
+
+if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
+    from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approval_terms (

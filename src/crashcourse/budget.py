@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crashcourse.store import immediate, opened
+
+if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
+    from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS budget_policy (

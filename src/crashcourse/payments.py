@@ -30,7 +30,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crashcourse import authority, budget
 from crashcourse.authority import (  # noqa: F401  (chapter 03 names, re-exported)
@@ -47,6 +47,9 @@ from crashcourse.store import (
     opened,
     table_rows,
 )
+
+if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
+    from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
