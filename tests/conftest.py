@@ -1,4 +1,5 @@
-"""Shared fixtures: each checkpoint's quick run happens once per test session.
+"""Shared fixtures: each checkpoint's quick run happens once per test session,
+and a real supplier server process per test module that asks for one.
 
 Several test files read the evidence of the same quick run (the shared contract
 in test_checkpoints_quick.py, and each chapter's own checks). The run costs
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from crashcourse.harness import Harness
+from crashcourse.services import start_supplier
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK_TIMEOUT = 300  # seconds; a quick run takes a few on an idle machine
@@ -66,3 +70,12 @@ def quick_checkpoint(tmp_path_factory, worker_id):
         return QuickRun(ran["returncode"], ran["stdout"], ran["stderr"], output)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def supplier(tmp_path_factory):
+    """A real supplier HTTP server process, stopped (and reaped) after the module."""
+    with Harness() as harness:
+        running = start_supplier(harness, tmp_path_factory.mktemp("s") / "sup.db")
+        yield running
+        running.stop()

@@ -13,14 +13,6 @@ from crashcourse.store import count_rows, opened
 from crashcourse.workers.shop_worker import FLOUR, run_once
 
 
-@pytest.fixture(scope="module")
-def supplier(tmp_path_factory):
-    with Harness() as harness:
-        running = start_supplier(harness, tmp_path_factory.mktemp("s") / "sup.db")
-        yield running
-        running.stop()
-
-
 @pytest.fixture
 def conn(tmp_path):
     with opened(tmp_path / "agent.db") as conn:

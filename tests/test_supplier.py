@@ -15,14 +15,6 @@ from crashcourse.store import count_rows, opened
 FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
 
 
-@pytest.fixture(scope="module")
-def supplier(tmp_path_factory):
-    with Harness() as harness:
-        running = start_supplier(harness, tmp_path_factory.mktemp("s") / "sup.db")
-        yield running
-        running.stop()
-
-
 def post(url, body, key="op-1", work="work-a", generation="1", raw=None):
     headers = {"Content-Type": "application/json", "Idempotency-Key": key,
                "X-Work-Id": work, "X-Generation": generation}
