@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from crashcourse.harness import BoundaryNotReached
 
@@ -85,7 +84,7 @@ def refused_output(path: str | Path) -> bool:
     return False
 
 
-def attempt(identity: dict, run: Callable[..., dict], *args: Any) -> dict:
+def attempt(identity: dict, run: Callable[..., dict], *args: object) -> dict:
     """``run(*args)``, one trial; a trial the harness could not finish comes back
     failed, as ``identity`` plus its ``error`` and ``holds: False``.
 
@@ -105,7 +104,7 @@ def record(
     summary: dict,
     trials: list,
     argv: list[str] | None = None,
-    **extra: Any,
+    **extra: object,
 ) -> Path:
     """Write a checkpoint's artifact: schema, manifest, summary, trials (+ extra)."""
     document = {
@@ -118,7 +117,7 @@ def record(
     return write_exclusive(path, document)
 
 
-def write_exclusive(path: str | Path, document: dict[str, Any]) -> Path:
+def write_exclusive(path: str | Path, document: dict[str, object]) -> Path:
     """Write ``document`` as JSON to a NEW file; an existing one is refused."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
