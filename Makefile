@@ -84,14 +84,20 @@ solution: $(STAMP)
 	@test -n "$(CH)" || { echo "usage: make solution CH=01"; exit 2; }
 	CRASHCOURSE_ANSWERS=solutions $(PY) -m pytest -q exercises/ch$(CH)
 
-$(VENV)/.lab: $(STAMP)
-	$(VENV)/bin/uv pip install --quiet --python $(PY) jupyterlab==4.6.6
+# JupyterLab gets a venv of its own: its extras (jsonschema format checkers that
+# cost seconds on every nbformat import) must not slow the book's tests. Its
+# kernel is still the book's .venv, found through JUPYTER_PATH.
+LAB_VENV := .venv-lab
+$(LAB_VENV)/.installed: $(STAMP)
+	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
+	$(VENV)/bin/uv pip install --quiet --python $(LAB_VENV)/bin/python jupyterlab==4.6.6
 	touch $@
 
 # Headless-friendly: no browser is opened; Jupyter prints the URL to open.
 # Containers often run as root, which Jupyter refuses unless told.
-lab: $(VENV)/.lab
-	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=book \
+lab: $(LAB_VENV)/.installed
+	JUPYTER_PATH=$(CURDIR)/$(VENV)/share/jupyter \
+	  $(LAB_VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=book \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Peers measured side by side (e.g. DBOS) are bench-only: never runtime or verify deps.
@@ -101,4 +107,4 @@ bench: $(STAMP)
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .ruff_cache
