@@ -101,10 +101,17 @@ lab: $(LAB_VENV)/.installed
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Peers measured side by side (e.g. DBOS) are bench-only: never runtime or verify deps.
-bench: $(STAMP)
-	if [ -f requirements-bench.txt ]; then \
-	  $(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements-bench.txt; fi
-	$(PY) bench/run_all.py
+# They live in .venv-bench, next to the runtime, so they never enter the book's
+# .venv (a peer's packages could slow or change every later verify there).
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: $(STAMP) pyproject.toml requirements-bench.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(VENV)/bin/uv pip install --quiet --python $(BENCH_VENV)/bin/python \
+	  -r requirements-bench.txt -e .
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(LAB_VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LAB_VENV) $(BENCH_VENV) .pytest_cache .ruff_cache
