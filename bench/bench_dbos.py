@@ -1,7 +1,7 @@
 """The chapter 07 journal beside DBOS Transact, measured in ONE run.
 
     python bench/bench_dbos.py [--steps 200] [--trials 3] [--long 10000]
-                               [--dbos-long 1000]
+                               [--dbos-long 1000] [--from-artifact JSON]
 
 Same workflow on both sides: N trivial steps, each recording one "effect" row
 (keyed by step) in a separate SQLite file that stands for the outside world.
@@ -208,6 +208,13 @@ def dbos_child(args) -> None:
     print(json.dumps(out))
 
 
+def saved_run_path() -> Path:
+    from crashcourse.evidence import new_run_path
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return new_run_path(ARTIFACTS, "journal_vs_dbos")
+
+
 def main(argv=None) -> int:
     if argv is None and "--child" in sys.argv:
         dbos_child(child_parser().parse_args())
@@ -217,21 +224,25 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--long", type=int, default=10_000)
     parser.add_argument("--dbos-long", type=int, default=1_000)
+    parser.add_argument("--from-artifact", type=Path, metavar="JSON",
+                        help="measure nothing: summary and figure from a saved run")
     args = parser.parse_args(argv)
-    env = machine()
-    results = measure(args)
-    from crashcourse.evidence import new_run_path, write_exclusive
+    if args.from_artifact:  # e.g. when the figure step of a long run failed
+        saved = json.loads(args.from_artifact.read_text(encoding="utf-8"))
+        env, results, full = saved["machine"], saved["results"], args.from_artifact
+        args = argparse.Namespace(**saved["parameters"])
+    else:
+        env, results, full = machine(), measure(args), saved_run_path()
+        from crashcourse.evidence import write_exclusive
 
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    full = new_run_path(ARTIFACTS, "journal_vs_dbos")
-    write_exclusive(full, {"machine": env, "parameters": vars(args),
-                           "results": results})
+        write_exclusive(full, {"machine": env, "parameters": vars(args),
+                               "results": results})
     figure(results, full.with_suffix(".png"))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(summary(results, env, args), indent=2,
                                   ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=2))
-    print(f"wrote {full} and {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    print(f"run {full}; summary {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
 
