@@ -75,7 +75,6 @@ def quick_checkpoint(tmp_path_factory, worker_id):
 @pytest.fixture(scope="module")
 def supplier(tmp_path_factory):
     """A real supplier HTTP server process, stopped (and reaped) after the module."""
-    with Harness() as harness:
-        running = start_supplier(harness, tmp_path_factory.mktemp("s") / "sup.db")
+    db = tmp_path_factory.mktemp("s") / "sup.db"
+    with Harness() as harness, start_supplier(harness, db) as running:
         yield running
-        running.stop()

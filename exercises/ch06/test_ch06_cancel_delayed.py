@@ -14,10 +14,9 @@ NEVER_ARRIVED = orders.Proposal("salt-5kg", 1, 400)
 
 @pytest.fixture(scope="module")
 def supplier(tmp_path_factory):
-    with Harness() as harness:
-        running = start_supplier(harness, tmp_path_factory.mktemp("s") / "sup.db")
+    db = tmp_path_factory.mktemp("s") / "sup.db"
+    with Harness() as harness, start_supplier(harness, db) as running:
         yield running
-        running.stop()
 
 
 @pytest.fixture

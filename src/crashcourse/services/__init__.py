@@ -28,6 +28,12 @@ class RunningSupplier:
         if self.worker.alive():
             self.worker.kill(expect_sigkill=False)
 
+    def __enter__(self) -> RunningSupplier:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()  # also when the block failed: no server outlives its user
+
 
 def start_supplier(harness, db, *flags: str,
                    timeout: float = READY_TIMEOUT) -> RunningSupplier:
