@@ -32,12 +32,7 @@ import time
 from pathlib import Path
 
 from crashcourse import evidence
-from crashcourse.harness import (
-    BoundaryNotReached,
-    BoundaryTimeout,
-    Harness,
-    kill_and_resume,
-)
+from crashcourse.harness import Harness, kill_and_resume
 from crashcourse.workers import restock_note
 
 SCHEMA = "crashcourse.ch01.operation_ids/1"
@@ -154,10 +149,11 @@ def run_trial(name: str, repetition: int) -> dict:
         db = Path(tmp) / "shop.db"
         restock_note.initialize(db)
         killed = INTERVENTIONS[name][0] is not None
-        try:
-            trial = (run_killed if killed else run_plain)(harness, db, name)
-        except (BoundaryTimeout, BoundaryNotReached, TimeoutError) as error:
-            return failed_trial(name, repetition, error, restock_note.snapshot(db))
+        trial = evidence.attempt({}, run_killed if killed else run_plain,
+                                 harness, db, name)
+        if "error" in trial:
+            return failed_trial(name, repetition, trial["error"],
+                                restock_note.snapshot(db))
     at_kill = trial["snapshot_at_interruption"]
     trial |= {
         "intervention": name,
@@ -172,13 +168,13 @@ def run_trial(name: str, repetition: int) -> dict:
     return trial
 
 
-def failed_trial(name: str, repetition: int, error: Exception, rows: dict) -> dict:
+def failed_trial(name: str, repetition: int, error: str, rows: dict) -> dict:
     """A trial the harness could not complete: recorded with its rows, and it
     fails the run (a timeout is not evidence either way)."""
     return {
         "intervention": name, "repetition": repetition, "mutant": name in MUTANTS,
         "expected_notes": INTERVENTIONS[name][3],
-        "error": f"{type(error).__name__}: {error}",
+        "error": error,
         "final_snapshot": rows, "final_counts": counts(rows), "passed": False,
     }
 

@@ -25,7 +25,7 @@ from time import monotonic
 from typing import NamedTuple
 
 from crashcourse import evidence, payments
-from crashcourse.harness import BoundaryNotReached, BoundaryTimeout, Harness
+from crashcourse.harness import Harness
 
 SCHEMA = "crashcourse.ch02.recovery_study/1"
 TASK, ORDER, AMOUNT, CURRENCY = "restock-1", "PO-1001", 4000, "USD"
@@ -159,10 +159,10 @@ def run_trial(harness: Harness, spec: Intervention, repetition: int, directory):
     return trial | grade(spec, trial)
 
 
-def failed_trial(spec: Intervention, repetition: int, error: Exception) -> dict:
+def failed_trial(spec: Intervention, repetition: int, error: str) -> dict:
     """A trial the harness could not complete: recorded, and it fails the run."""
     return {"intervention": spec.name, "role": spec.role, "repetition": repetition,
-            "boundary": spec.boundary, "error": f"{type(error).__name__}: {error}",
+            "boundary": spec.boundary, "error": error,
             "expected_payments": spec.expected_payments,
             "detected": False, "passed": False}
 
@@ -173,10 +173,9 @@ def run_study(repetitions: int, progress=print) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="ch02-study-") as directory, Harness() as h:
         for repetition in range(1, repetitions + 1):
             for spec in INTERVENTIONS:
-                try:
-                    trial = run_trial(h, spec, repetition, directory)
-                except (BoundaryTimeout, BoundaryNotReached, TimeoutError) as error:
-                    trial = failed_trial(spec, repetition, error)
+                trial = evidence.attempt({}, run_trial, h, spec, repetition, directory)
+                if "error" in trial:
+                    trial = failed_trial(spec, repetition, trial["error"])
                 trials.append(trial)
                 final = trial.get("final_snapshot", {}).get("payments", "?")
                 progress(f"[{len(trials)}] {spec.name} rep {repetition}: "

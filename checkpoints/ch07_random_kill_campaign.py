@@ -30,10 +30,10 @@ from pathlib import Path
 import crashcourse
 from crashcourse import evidence, journal
 from crashcourse.harness import Harness
-from crashcourse.plan import restock_plan, save_plan, scan_files
+from crashcourse.plan import restock_plan
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
-from crashcourse.workers.journal_worker import paths
+from crashcourse.workers.journal_worker import build_world, paths
 
 SCHEMA = "crashcourse.ch07.random_kill_campaign/1"
 QUICK_TRIALS = 4
@@ -43,19 +43,6 @@ PLAN = restock_plan()
 SRC = str(Path(crashcourse.__file__).resolve().parent.parent)
 # -S skips site-packages: the worker needs only the stdlib and src/ (PYTHONPATH)
 WORKER = ["-S", "-m", "crashcourse.workers.journal_worker"]
-
-
-def build_world(directory: str) -> str:
-    """Fresh drive, mail provider and stored plan in ``directory``; the task."""
-    where = paths(directory)
-    with opened(where["drive"]) as conn:
-        drive.initialize(conn, scan_files())
-    with opened(where["mail"]) as conn:
-        mail.initialize(conn)
-    with opened(where["journal"]) as conn:
-        task = save_plan(conn, PLAN)
-        journal.install(conn)
-    return task
 
 
 def end_state(directory: str) -> dict:
@@ -191,7 +178,7 @@ def kill_points(trials: int, kills: int, seed: int) -> list[list[tuple[int, str]
 def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int) -> dict:
     """Build the template world, run the reference, then every trial."""
     with tempfile.TemporaryDirectory() as template:
-        world = {"template": template, "task": build_world(template)}
+        world = {"template": template, "task": build_world(template, PLAN)}
         world["reference"] = reference_run(template)
         return run_trials(kill_points(trials, kills, seed), probe, jobs, world)
 

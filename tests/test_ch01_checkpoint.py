@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from crashcourse.harness import BoundaryTimeout
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "checkpoints" / "ch01_operation_ids.py"
 
@@ -96,7 +98,7 @@ def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails_the_run(monkeyp
     checkpoint = load_checkpoint()
 
     def never_reaches(*args, **kwargs):
-        raise checkpoint.BoundaryTimeout("worker did not reach 'after_commit'")
+        raise BoundaryTimeout("worker did not reach 'after_commit'")
 
     monkeypatch.setattr(checkpoint, "kill_and_resume", never_reaches)
     trial = checkpoint.run_trial("kill_after_commit", 1)

@@ -157,3 +157,19 @@ def test_existing_output_refused_before_any_trial(tmp_path):
     assert done.returncode == 2 and "refused" in done.stderr
     assert "payments=" not in done.stderr  # no trial ran
     assert output.read_text() == "earlier evidence\n"
+
+
+def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails(monkeypatch):
+    from crashcourse.harness import BoundaryNotReached
+
+    study = load_study()
+
+    def exits_early(*args):
+        raise BoundaryNotReached("worker exited before 'after_payment'")
+
+    monkeypatch.setattr(study, "run_trial", exits_early)
+    trials = study.run_study(1, progress=lambda line: None)
+    assert len(trials) == len(study.INTERVENTIONS)
+    assert not any(t["passed"] or t["detected"] for t in trials)
+    assert {t["error"] for t in trials} == {
+        "BoundaryNotReached: worker exited before 'after_payment'"}

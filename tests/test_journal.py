@@ -19,11 +19,10 @@ from crashcourse.plan import (
     order_plan,
     restock_plan,
     save_plan,
-    scan_files,
 )
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
-from crashcourse.workers.journal_worker import paths, restock_actions
+from crashcourse.workers.journal_worker import build_world, paths, restock_actions
 
 
 class Crash(Exception):
@@ -32,17 +31,14 @@ class Crash(Exception):
 
 @pytest.fixture
 def world(tmp_path):
+    plan = restock_plan()
+    task = build_world(str(tmp_path), plan)
     where = paths(str(tmp_path))
-    with opened(where["drive"]) as conn:
-        drive.initialize(conn, scan_files())
-    with opened(where["mail"]) as conn:
-        mail.initialize(conn)
     with opened(where["journal"]) as jc, opened(where["drive"]) as dc, opened(
         where["mail"]
     ) as mc:
-        plan = restock_plan()
         yield {"journal": jc, "drive": dc, "mail": mc, "plan": plan,
-               "task": save_plan(jc, plan), "actions": restock_actions(dc, mc)}
+               "task": task, "actions": restock_actions(dc, mc)}
 
 
 def crash_at(world, step: int, act_first: bool):

@@ -4,10 +4,9 @@ import pytest
 
 from crashcourse import journal
 from crashcourse.harness import Harness
-from crashcourse.plan import restock_plan, save_plan, scan_files
-from crashcourse.services import drive, mail
+from crashcourse.plan import restock_plan
 from crashcourse.store import opened
-from crashcourse.workers.journal_worker import paths
+from crashcourse.workers.journal_worker import build_world, paths
 
 PLAN = restock_plan()
 
@@ -25,20 +24,14 @@ def test_predictions_on_paper(answer):
 @pytest.mark.parametrize("k, boundary", [(12, "after_action"), (41, "before_intent")])
 def test_prediction_matches_a_real_kill(answer, tmp_path, k, boundary):
     expected = answer("ch07", "predict").predict(k, boundary, PLAN)
-    where = paths(str(tmp_path))
-    with opened(where["drive"]) as conn:
-        drive.initialize(conn, scan_files())
-    with opened(where["mail"]) as conn:
-        mail.initialize(conn)
-    with opened(where["journal"]) as conn:
-        task = save_plan(conn, PLAN)
+    task = build_world(str(tmp_path), PLAN)
     with Harness() as harness:
         worker = harness.start(
             ["-m", "crashcourse.workers.journal_worker", "--dir", str(tmp_path),
              "--task", task], stop_at=f"step-{k}:{boundary}")
         worker.wait_for_boundary(timeout=30)
         assert worker.kill().returncode == -9
-    with opened(where["journal"]) as conn:
+    with opened(paths(str(tmp_path))["journal"]) as conn:
         seen = journal.journal_status(conn, task, PLAN)
     assert expected == {**seen.summary(),
                         "irreversible_not_started": seen.irreversible_not_started}

@@ -22,7 +22,7 @@ import os
 import sys
 
 from crashcourse import journal
-from crashcourse.plan import load_plan
+from crashcourse.plan import Plan, load_plan, restock_plan, save_plan, scan_files
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
 
@@ -33,6 +33,21 @@ def paths(directory: str) -> dict[str, str]:
     """Where the journal, the drive and the mail provider keep their files."""
     return {name: os.path.join(directory, f"{name}.sqlite")
             for name in ("journal", "drive", "mail")}
+
+
+def build_world(directory: str, plan: Plan | None = None) -> str:
+    """A fresh world in ``directory``: the 40 scans on the drive, an empty mail
+    provider, ``plan`` (the restock plan) stored beside the journal. Returns
+    the task id (chapter 07)."""
+    where = paths(directory)
+    with opened(where["drive"]) as conn:
+        drive.initialize(conn, scan_files())
+    with opened(where["mail"]) as conn:
+        mail.initialize(conn)
+    with opened(where["journal"]) as conn:
+        task = save_plan(conn, plan or restock_plan())
+        journal.install(conn)
+    return task
 
 
 def restock_actions(drive_db, mail_db, probe: str = "correct") -> dict:
