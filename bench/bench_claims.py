@@ -1,7 +1,7 @@
 """Chapter 05-06 costs, measured side by side in one run (make bench).
 
 * claims per second with 4 processes: ``claims.claim`` (the book's query, its
-  holdings row, the session rule) next to a raw-SQL claim loop (one
+  row in the claims table, the session rule) next to a raw-SQL claim loop (one
   ``UPDATE ... WHERE id = (SELECT ... LIMIT 1)`` plus a log row) on the same
   number of items; the rate comes from the durable claim timestamps
   (first to last), so process start-up is not counted;
@@ -95,7 +95,7 @@ def measure(kind: str, items: int, directory: Path, processes: int = PROCESSES) 
     for proc in procs:
         proc.wait(timeout=600)
     conn = connect(db)
-    table, column = ("raw_log", "at") if kind == "raw" else ("holdings", "claimed_at")
+    table, column = ("raw_log", "at") if kind == "raw" else ("claims", "claimed_at")
     first, last, claimed = conn.execute(
         f"SELECT min({column}), max({column}), count(*) FROM {table}").fetchone()
     doubles = conn.execute("SELECT count(*) FROM work WHERE generation > 1").fetchone()
@@ -108,17 +108,17 @@ def fence_cost(writes: int, directory: Path) -> dict:
     conn = connect(directory / "fence.db")
     fence.install(conn)
     claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
-    held = claims.claim(conn, "w", ttl=3600)
+    claim = claims.claim(conn, "w", ttl=3600)
     message = {"text": "ordering 6 sacks"}
     start = time.perf_counter()
     for _ in range(writes):
-        fence.observe(conn, held, message)
+        fence.observe(conn, claim, message)
     fenced = (time.perf_counter() - start) / writes
     start = time.perf_counter()
     for _ in range(writes):
         with immediate(conn):
             conn.execute("INSERT INTO transcript (work_id, generation, message)"
-                         " VALUES (:id, 1, '{}')", {"id": held.id})
+                         " VALUES (:id, 1, '{}')", {"id": claim.id})
     bare = (time.perf_counter() - start) / writes
     conn.close()
     return {"fenced_us": round(fenced * 1e6, 1), "bare_us": round(bare * 1e6, 1),

@@ -19,9 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from crashcourse import effects, payments
+from crashcourse import effects
 from crashcourse.evidence import manifest, new_run_path, write_exclusive
 from crashcourse.harness import Harness, kill_and_resume
+from crashcourse.services import payments
 from crashcourse.store import connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,10 +55,12 @@ def raw_trial(directory: Path) -> float:
 
 def our_trial(directory: Path, n: int) -> float:
     db = directory / f"trial-{n}.sqlite"
-    payments.initialize(db)
+    payments.install(db)
     payments.approve(db, "PO-1", 4000, "USD")
-    args = ["-m", "crashcourse.workers.pay_invoice", "--db", str(db), "--task", "t",
-            "--order", "PO-1", "--amount", "4000", "--currency", "USD"]
+    state = directory / f"trial-{n}-worker.sqlite"
+    args = ["-m", "crashcourse.workers.pay_invoice", "--payments", str(db),
+            "--state", str(state), "--task", "t", "--order", "PO-1",
+            "--amount", "4000", "--currency", "USD"]
     start = time.perf_counter()
     with Harness() as harness:
         kill_and_resume(harness, args, "after_payment", lambda: {})

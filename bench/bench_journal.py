@@ -54,7 +54,8 @@ def journal_step_cost(n: int, sync: str) -> float:
     from crashcourse.plan import save_plan
     from crashcourse.store import opened
 
-    noop = journal.Action(lambda args, key: {}, lambda args, key: (False, {}))
+    noop = journal.Action(lambda args, operation_key: {},
+                          lambda args, operation_key: (False, {}))
     with tempfile.TemporaryDirectory() as d, opened(
         os.path.join(d, "j.sqlite"), synchronous=sync
     ) as conn:
@@ -110,7 +111,7 @@ def journal_child(args) -> None:
 
     fx = effects_db(args.dir)
 
-    def execute(step_args, key):
+    def execute(step_args, operation_key):
         note_first_step(args.dir)
         fx.execute("INSERT INTO effects VALUES (:i, :pid)",
                    {"i": step_args["i"], "pid": os.getpid()})
@@ -118,7 +119,7 @@ def journal_child(args) -> None:
             boundary("in-flight")
         return {}
 
-    def probe(step_args, key):
+    def probe(step_args, operation_key):
         note_first_step(args.dir)
         row = fx.execute("SELECT count(*) FROM effects WHERE step = :i",
                          {"i": step_args["i"]}).fetchone()

@@ -1,37 +1,38 @@
 """The recovery study of chapter 02: seven interventions, real workers, real SIGKILL.
 
-    python checkpoints/ch02_recovery_study.py --repetitions 3 --output PATH
-    python checkpoints/ch02_recovery_study.py --quick --output PATH
+    python checkpoints/ch02_recovery_study.py --output PATH [--repetitions N]
+    python checkpoints/ch02_recovery_study.py --output PATH --quick
 
 Every trial gets a NEW payment database with one approved order (4000 cents,
 USD), starts the real ``pay_invoice`` worker, SIGKILLs it at a registered
 boundary (except the uninterrupted control), optionally revokes the approval,
-and starts a replacement. The grader then reads the durable rows. It never
+and starts a replacement. The grader then reads the durable rows of two files:
+the payment service's payments and the worker's own checkpoint. It never
 reads a worker's exit code or its printed report to decide anything: the
 new-key mutant exits 0 after paying twice.
 
-Exit 0 only when every reference trial holds and every mutant trial is
-detected. Exit 2 for bad arguments or an existing ``--output`` (refused before
-any trial runs; the file is left as it was).
+Every intervention runs ``--repetitions`` times (default 3; ``--quick``: once).
+A mutant trial holds when the grader detects it. Exit 0 only when every trial
+holds; exit 2 for bad arguments or an existing ``--output`` (refused before any
+trial runs; the file is left as it was).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 from time import monotonic
 from typing import NamedTuple
 
-from crashcourse import evidence, payments
+from crashcourse import evidence, experiment
 from crashcourse.harness import Harness
+from crashcourse.services import payments
+from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch02.recovery_study/1"
 TASK, ORDER, AMOUNT, CURRENCY = "restock-1", "PO-1001", 4000, "USD"
 WORKER = ("-m", "crashcourse.workers.pay_invoice")
-TIMEOUT = 10.0  # seconds for a boundary or an exit; a slow machine, not a hang
-MAX_REPETITIONS = 20
 
 
 class Intervention(NamedTuple):
@@ -59,9 +60,15 @@ INTERVENTIONS = (
 )
 
 
+def worker_file(db: Path) -> Path:
+    """The worker's own file (its checkpoint), beside the service's file."""
+    return db.with_name(f"{db.stem}-worker.sqlite")
+
+
 def durable(db: Path) -> dict:
-    """The rows as the payment service holds them, with counts taken from them."""
-    rows = payments.snapshot(db)
+    """The rows of both files (the service's payments, the worker's checkpoints),
+    with counts taken from them."""
+    rows = paying.snapshot(db, worker_file(db))
     return {
         "payments": len(rows["payments"]),
         "checkpoints": len(rows["checkpoints"]),
@@ -92,25 +99,26 @@ def contract_holds(spec: Intervention, trial: dict) -> bool:
 
 
 def grade(spec: Intervention, trial: dict) -> dict:
-    """``detected`` and ``passed`` for one trial, from durable rows (and -9)."""
+    """``detected`` and ``holds`` for one trial, from durable rows (and -9)."""
     killed = spec.boundary is None or trial["interrupted_returncode"] == -9
     detected = bool(double_charged(trial["final_snapshot"]["rows"]))
     if spec.role == "mutant":
         paid = trial["final_snapshot"]["payments"] == spec.expected_payments
-        passed = killed and detected and paid
+        holds = killed and detected and paid
     else:
-        passed = killed and contract_holds(spec, trial)
-    return {"detected": detected, "passed": passed}
+        holds = killed and contract_holds(spec, trial)
+    return {"detected": detected, "holds": holds}
 
 
 def worker_args(db: Path, retry: str) -> list[str]:
-    return [*WORKER, "--db", str(db), "--task", TASK, "--order", ORDER,
-            "--amount", str(AMOUNT), "--currency", CURRENCY, "--retry", retry]
+    return [*WORKER, "--payments", str(db), "--state", str(worker_file(db)),
+            "--task", TASK, "--order", ORDER, "--amount", str(AMOUNT),
+            "--currency", CURRENCY, "--retry", retry]
 
 
 def fresh_database(directory: Path, spec: Intervention, repetition: int) -> Path:
     db = directory / f"{spec.name}-{repetition}.sqlite"
-    payments.initialize(db)
+    payments.install(db)
     payments.approve(db, ORDER, AMOUNT, CURRENCY)
     return db
 
@@ -118,7 +126,7 @@ def fresh_database(directory: Path, spec: Intervention, repetition: int) -> Path
 def interrupt(harness: Harness, spec: Intervention, db: Path, clock) -> dict:
     """Start the worker, SIGKILL it at the boundary, snapshot, maybe revoke."""
     worker = harness.start(worker_args(db, spec.retry), stop_at=spec.boundary)
-    worker.wait_for_boundary(TIMEOUT)
+    worker.wait_for_boundary(experiment.TIMEOUT)
     at_boundary = clock()
     killed = worker.kill()
     moments = {"boundary": at_boundary, "killed": clock()}
@@ -147,7 +155,7 @@ def run_trial(harness: Harness, spec: Intervention, repetition: int, directory):
     if spec.boundary is not None:
         first = interrupt(harness, spec, db, clock)
     moments = first.pop("moments") | {"resumed_started": clock()}
-    resumed = harness.run(worker_args(db, spec.retry), TIMEOUT)
+    resumed = harness.run(worker_args(db, spec.retry), experiment.TIMEOUT)
     moments["resumed_exit"] = clock()
     trial = {
         "intervention": spec.name, "role": spec.role, "repetition": repetition,
@@ -164,22 +172,20 @@ def failed_trial(spec: Intervention, repetition: int, error: str) -> dict:
     return {"intervention": spec.name, "role": spec.role, "repetition": repetition,
             "boundary": spec.boundary, "error": error,
             "expected_payments": spec.expected_payments,
-            "detected": False, "passed": False}
+            "detected": False, "holds": False}
 
 
-def run_study(repetitions: int, progress=print) -> list[dict]:
+def run_study(repetitions: int) -> list[dict]:
     """Every intervention x ``repetitions``, each in a fresh database."""
     trials = []
+    progress = experiment.Progress(repetitions * len(INTERVENTIONS))
     with tempfile.TemporaryDirectory(prefix="ch02-study-") as directory, Harness() as h:
         for repetition in range(1, repetitions + 1):
             for spec in INTERVENTIONS:
                 trial = evidence.attempt({}, run_trial, h, spec, repetition, directory)
                 if "error" in trial:
                     trial = failed_trial(spec, repetition, trial["error"])
-                trials.append(trial)
-                final = trial.get("final_snapshot", {}).get("payments", "?")
-                progress(f"[{len(trials)}] {spec.name} rep {repetition}: "
-                         f"payments={final} passed={trial['passed']}")
+                trials.append(progress.report(f"{spec.name} #{repetition}", trial))
     return trials
 
 
@@ -193,64 +199,36 @@ def summarize(trials: list[dict]) -> dict:
             "expected_payments": spec.expected_payments,
             "observed_payments": [t.get("final_snapshot", {}).get("payments")
                                   for t in mine],
-            "passed": sum(t["passed"] for t in mine),
+            "held": sum(t["holds"] for t in mine),
             "detected": sum(t["detected"] for t in mine),
         }
     reference = [t for t in trials if t["role"] == "reference"]
     mutant = [t for t in trials if t["role"] == "mutant"]
     return {
         "trials": len(trials),
-        "reference_passed": sum(t["passed"] for t in reference),
+        "reference_held": sum(t["holds"] for t in reference),
         "reference_trials": len(reference),
-        "mutant_detected": sum(t["passed"] for t in mutant),
+        "mutant_detected": sum(t["holds"] for t in mutant),
         "mutant_trials": len(mutant),
         "mutant_resumed_returncodes": [t.get("resumed_returncode") for t in mutant],
-        "holds": bool(trials) and all(t["passed"] for t in trials),
+        "holds": bool(trials) and all(t["holds"] for t in trials),
         "interventions": per,
     }
 
 
-def repetitions_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= MAX_REPETITIONS:
-        raise argparse.ArgumentTypeError(
-            f"must be between 1 and {MAX_REPETITIONS}, got {value}")
-    return value
-
-
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, type=Path,
-                        help="NEW json file for the evidence (never overwritten)")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--repetitions", type=repetitions_arg, default=3,
-                       help=f"repetitions per intervention, 1..{MAX_REPETITIONS}")
-    group.add_argument("--quick", action="store_true",
-                       help="one repetition (what the test suite runs)")
-    return parser.parse_args(argv)
+def run(args) -> tuple[dict, list[dict]]:
+    repetitions = 1 if args.quick else args.repetitions
+    trials = run_study(repetitions)
+    return summarize(trials) | {"repetitions": repetitions}, trials
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    if evidence.refused_output(args.output):
-        return 2
-    repetitions = 1 if args.quick else args.repetitions
-    trials = run_study(repetitions, lambda line: print(line, file=sys.stderr))
-    summary = summarize(trials)
-    try:
-        evidence.record(args.output, SCHEMA, __file__,
-                        summary | {"repetitions": repetitions}, trials,
-                        argv=sys.argv if argv is None else argv)
-    except evidence.EvidenceExists as refused:
-        print(f"refused: {refused}", file=sys.stderr)
-        return 2
-    print(f"{summary['reference_passed']}/{summary['reference_trials']} reference "
-          f"trials held, {summary['mutant_detected']}/{summary['mutant_trials']} "
-          f"mutant trials detected -> {args.output}", file=sys.stderr)
-    return 0 if summary["holds"] else 1
+    parser = experiment.command_line(
+        __doc__, count="repetitions", default=3,
+        count_help="repetitions of every intervention",
+        quick_help="one repetition, what the test suite runs")
+    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
+                           run=run)
 
 
 if __name__ == "__main__":

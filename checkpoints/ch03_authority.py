@@ -11,16 +11,17 @@ committed, a third process then asks for a FRESH key: a new effect, which must
 meet the current authority.
 
 Expiry is real: after the kill the stored expiry is set 0.5 s ahead and the
-parent waits for the wall clock to pass it. Grading reads the payment database:
-the number of payments, the checkpoint, the payment's amount and the terms it
-was committed under. The refusal reason a worker prints is recorded and must
-match too, but no count comes from it. Exit 0 only when every case holds; exit 2
-for bad arguments or an existing ``--output`` (refused before anything runs).
+parent waits for the wall clock to pass it. Grading reads two files: the
+payment service's (the number of payments, the payment's amount and the terms
+it was committed under) and the worker's own (its checkpoint). The refusal
+reason a worker prints is recorded and must match too, but no count comes
+from it. ``--quick`` runs four of the nine cases.
+Exit 0 only when every case holds; exit 2 for bad arguments or an existing
+``--output`` (refused before anything runs).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -28,13 +29,14 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from crashcourse import evidence, payments
+from crashcourse import authority, evidence, experiment
 from crashcourse.harness import Harness
+from crashcourse.services import payments
+from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch03.authority/1"
 TASK, ORDER, AMOUNT, CURRENCY, KEY = "restock-3", "PO-3001", 4000, "USD", "pay-3001"
 WORKER = ("-m", "crashcourse.workers.charge")
-TIMEOUT = 20.0  # seconds for a boundary or an exit: a slow machine, not a hang
 EXPIRY_S = 0.5
 
 
@@ -69,8 +71,9 @@ QUICK = ("revoke_before_payment", "revoke_after_payment", "expire_before_payment
 
 
 def worker_args(db: Path, key: str = KEY, amount=AMOUNT, currency=CURRENCY) -> list:
-    return [*WORKER, "--db", str(db), "--task", TASK, "--key", key,
-            "--order", ORDER, "--amount", str(amount), "--currency", currency]
+    return [*WORKER, "--payments", str(db), "--state", str(worker_file(db)),
+            "--task", TASK, "--key", key, "--order", ORDER,
+            "--amount", str(amount), "--currency", currency]
 
 
 def change_authority(db: Path, change: str) -> dict:
@@ -78,10 +81,10 @@ def change_authority(db: Path, change: str) -> dict:
     if change == "revoke":
         payments.revoke(db, ORDER)
     elif change == "policy":
-        payments.set_policy_version(db, 2)
+        authority.set_policy_version(db, 2)
     elif change == "expire":
         expires = time.time() + EXPIRY_S
-        payments.set_expiry(db, ORDER, expires)
+        authority.set_expiry(db, ORDER, expires)
         while time.time() <= expires:  # a real wait on the wall clock, bounded
             time.sleep(0.05)
         return {"expiry": "set 0.5 s ahead, then waited until the clock passed it"}
@@ -98,26 +101,33 @@ def outcome_of(report: dict) -> str:
     return report.get("reason", report.get("outcome", "no report"))
 
 
+def worker_file(db: Path) -> Path:
+    """The worker's own file (its checkpoint), beside the service's file."""
+    return db.with_name(f"{db.stem}-worker.sqlite")
+
+
 def durable(db: Path) -> dict:
-    rows = payments.snapshot(db)
+    rows = paying.snapshot(db, worker_file(db))
     return {"payments": len(rows["payments"]), "checkpoints": len(rows["checkpoints"]),
-            "history": payments.payment_history(db, KEY), "rows": rows}
+            "history": authority.payment_history(db, KEY), "rows": rows}
 
 
 def run_case(harness: Harness, db: Path, case: Case) -> dict:
-    payments.initialize(db)
+    payments.install(db)
     payments.approve(db, ORDER, AMOUNT, CURRENCY)
     worker = harness.start(worker_args(db), stop_at=case.kill_at)
-    worker.wait_for_boundary(TIMEOUT)
+    worker.wait_for_boundary(experiment.TIMEOUT)
     killed = worker.kill()
     at_kill = durable(db)
     change = change_authority(db, case.change)
     resume = {"amount": {"amount": AMOUNT + 100}, "currency": {"currency": "EUR"}}
-    resumed = harness.run(worker_args(db, **resume.get(case.change, {})), TIMEOUT)
+    resumed = harness.run(worker_args(db, **resume.get(case.change, {})),
+                          experiment.TIMEOUT)
     after_resume = durable(db)
     fresh = None
     if case.fresh_key:
-        fresh = reported(harness.run(worker_args(db, key=KEY + "-fresh"), TIMEOUT))
+        fresh = reported(harness.run(worker_args(db, key=KEY + "-fresh"),
+                                     experiment.TIMEOUT))
     final = durable(db)
     return grade(case, killed.returncode, at_kill, change, reported(resumed),
                  after_resume, fresh, final)
@@ -148,32 +158,23 @@ def grade(case, killed_rc, at_kill, change, resumed, after_resume, fresh, final)
             "final": final, "checks": checks, "holds": all(checks.values())}
 
 
-def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="new JSON evidence file")
-    parser.add_argument("--quick", action="store_true", help="four cases only")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    if evidence.refused_output(output := args.output):
-        return 2
+def run(args) -> tuple[dict, list[dict]]:
+    """Every case (four with ``--quick``), each in a new payment database."""
     cases = [c for c in CASES if not args.quick or c.name in QUICK]
-    started, trials = time.monotonic(), []
+    progress, trials = experiment.Progress(len(cases)), []
     with tempfile.TemporaryDirectory() as directory, Harness() as harness:
         for case in cases:
             db = Path(directory) / f"{case.name}.db"
-            trials.append(evidence.attempt({"case": case.name},
-                                           run_case, harness, db, case))
-            why = f" ({trials[-1]['error']})" if "error" in trials[-1] else ""
-            print(f"{case.name}: {'holds' if trials[-1]['holds'] else 'FAILS'}{why}",
-                  file=sys.stderr)
-    held = sum(t["holds"] for t in trials)
-    summary = {"cases": len(trials), "held": held, "quick": args.quick,
-               "elapsed_s": round(time.monotonic() - started, 3)}
-    evidence.record(output, SCHEMA, __file__, summary, trials)
-    return 0 if held == len(trials) else 1
+            trial = evidence.attempt({"case": case.name}, run_case, harness, db, case)
+            trials.append(progress.report(case.name, trial))
+    return {"cases": len(trials), "held": sum(t["holds"] for t in trials)}, trials
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = experiment.command_line(
+        __doc__, quick_help="four cases only, what the test suite runs")
+    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
+                           run=run)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The allowance beside the effect (chapter 04): races and kills against a budget.
 
-    python checkpoints/ch04_budget_race.py --repetitions 20 --output PATH [--quick]
+    python checkpoints/ch04_budget_race.py --output PATH [--repetitions N | --quick]
 
 Race (each repetition, a NEW payment database): a budget of 2 payments and
 8000 USD cents, one payment already committed, so ONE unit is left. Two real
@@ -16,55 +16,63 @@ Kills (real SIGKILL, a budget of one payment):
   one payment, consumed; the exact replay consumes nothing more, and a fresh
   key is refused because the allowance is spent.
 
-Every count is read from the payment database (``budget_snapshot`` and the
-rows); exit statuses are recorded, never counted. Exit 0 only when every trial
-holds; exit 2 for bad arguments or an existing ``--output``.
+The race runs ``--repetitions`` times (default 20; ``--quick``: twice), the
+kills once each. Every count is read from the payment database
+(``budget_snapshot`` and the rows); exit statuses are recorded, never counted.
+Exit 0 only when every trial holds; exit 2 for bad arguments or an existing
+``--output`` (refused before anything runs).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from crashcourse import evidence, payments
+from crashcourse import evidence, experiment
 from crashcourse.budget import budget_snapshot
 from crashcourse.harness import Harness
+from crashcourse.services import payments
+from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch04.budget_race/1"
 WORKER = ("-m", "crashcourse.workers.charge")
 AMOUNT, CURRENCY = 4000, "USD"
-TIMEOUT = 20.0  # seconds for a boundary or an exit: a slow machine, not a hang
-MAX_REPETITIONS, QUICK_REPETITIONS = 50, 2
+QUICK_REPETITIONS = 2
 RACERS = ("racer-a", "racer-b")
 
 
 def worker_args(db: Path, task: str, key: str, order: str) -> list[str]:
-    return [*WORKER, "--db", str(db), "--task", task, "--key", key,
-            "--order", order, "--amount", str(AMOUNT), "--currency", CURRENCY]
+    return [*WORKER, "--payments", str(db), "--state", str(worker_file(db)),
+            "--task", task, "--key", key, "--order", order,
+            "--amount", str(AMOUNT), "--currency", CURRENCY]
+
+
+def worker_file(db: Path) -> Path:
+    """The assistant's own file (its checkpoints), beside the service's file.
+    Both racers are processes of the one assistant, so they share it."""
+    return db.with_name(f"{db.stem}-worker.sqlite")
 
 
 def ledger(db: Path) -> dict:
     """Payments by key and the allowance, both from durable rows."""
-    rows = payments.snapshot(db)
+    rows = paying.snapshot(db, worker_file(db))
     return {"keys": sorted(p["key"] for p in rows["payments"]),
             "checkpoints": len(rows["checkpoints"]), "budget": budget_snapshot(db)}
 
 
 def race(harness: Harness, db: Path, repetition: int) -> dict:
-    payments.initialize(db, max_actions=2, currency_caps={CURRENCY: 2 * AMOUNT})
+    payments.install(db, max_actions=2, currency_caps={CURRENCY: 2 * AMOUNT})
     for order in ("PO-4000", *RACERS):
         payments.approve(db, order, AMOUNT, CURRENCY)
     payments.issue_payment(db, "pay-earlier", "PO-4000", AMOUNT, CURRENCY)
     workers = [harness.start(worker_args(db, r, f"pay-{r}", r), "before_payment")
                for r in RACERS]
     for worker in workers:  # the barrier: both wait at the boundary...
-        worker.wait_for_boundary(TIMEOUT)
+        worker.wait_for_boundary(experiment.TIMEOUT)
     for worker in workers:  # ...and go together
         worker.release()
-    exits = [worker.finish(TIMEOUT).returncode for worker in workers]
+    exits = [worker.finish(experiment.TIMEOUT).returncode for worker in workers]
     final = ledger(db)
     won = [r for r in RACERS if f"pay-{r}" in final["keys"]]
     checks = {
@@ -79,16 +87,17 @@ def race(harness: Harness, db: Path, repetition: int) -> dict:
 
 
 def kill_trial(harness: Harness, db: Path, name: str, boundary: str) -> dict:
-    payments.initialize(db, max_actions=1, currency_caps={CURRENCY: AMOUNT})
+    payments.install(db, max_actions=1, currency_caps={CURRENCY: AMOUNT})
     payments.approve(db, "PO-4101", AMOUNT, CURRENCY)
     args = worker_args(db, "restock-4", "pay-4101", "PO-4101")
     worker = harness.start(args, stop_at=boundary)
-    worker.wait_for_boundary(TIMEOUT)
+    worker.wait_for_boundary(experiment.TIMEOUT)
     killed = worker.kill()
     at_kill = ledger(db)
-    resumed = harness.run(args, TIMEOUT)
+    resumed = harness.run(args, experiment.TIMEOUT)
     after_resume = ledger(db)
-    fresh = harness.run(worker_args(db, "restock-5", "pay-4101-b", "PO-4101"), TIMEOUT)
+    fresh = harness.run(worker_args(db, "restock-5", "pay-4101-b", "PO-4101"),
+                        experiment.TIMEOUT)
     final = ledger(db)
     paid_at_kill = boundary == "after_payment"
     checks = {
@@ -108,55 +117,39 @@ def kill_trial(harness: Harness, db: Path, name: str, boundary: str) -> dict:
             "checks": checks, "holds": all(checks.values())}
 
 
-def repetitions(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= MAX_REPETITIONS:
-        raise argparse.ArgumentTypeError(f"between 1 and {MAX_REPETITIONS}")
-    return value
-
-
-def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="new JSON evidence file")
-    parser.add_argument("--repetitions", type=repetitions, default=None,
-                        help=f"race repetitions, 1..{MAX_REPETITIONS} (default 20)")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_REPETITIONS} race repetitions unless given")
-    return parser.parse_args(argv)
-
-
 def run_all(directory: Path, n: int) -> list[dict]:
-    trials = []
+    """The two kill trials, then ``n`` races, each in a new payment database."""
+    progress, trials = experiment.Progress(2 + n), []
     with Harness() as harness:
         for name, boundary in (("kill_before_commit", "payment_inserted"),
                                ("kill_after_commit", "after_payment")):
-            trials.append(evidence.attempt({"trial": name}, kill_trial, harness,
-                                           directory / f"{name}.db", name, boundary))
+            trial = evidence.attempt({"trial": name}, kill_trial, harness,
+                                     directory / f"{name}.db", name, boundary)
+            trials.append(progress.report(name, trial))
         for i in range(n):
-            trials.append(evidence.attempt({"trial": "race", "repetition": i}, race,
-                                           harness, directory / f"race-{i}.db", i))
+            trial = evidence.attempt({"trial": "race", "repetition": i}, race,
+                                     harness, directory / f"race-{i}.db", i)
+            trials.append(progress.report(f"race #{i}", trial))
     return trials
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    if evidence.refused_output(output := args.output):
-        return 2
-    n = args.repetitions or (QUICK_REPETITIONS if args.quick else 20)
-    started = time.monotonic()
+def run(args) -> tuple[dict, list[dict]]:
+    n = QUICK_REPETITIONS if args.quick else args.repetitions
     with tempfile.TemporaryDirectory() as directory:
         trials = run_all(Path(directory), n)
-    for trial in trials:
-        why = f" ({trial['error']})" if "error" in trial else ""
-        print(f"{trial['trial']}: {'holds' if trial['holds'] else 'FAILS'}{why}",
-              file=sys.stderr)
     races = [t for t in trials if t["trial"] == "race"]
-    held = sum(t["holds"] for t in trials)
-    summary = {"trials": len(trials), "held": held, "race_repetitions": n,
-               "races_with_two_commits": sum(t.get("committed", 0) > 1 for t in races),
-               "elapsed_s": round(time.monotonic() - started, 3)}
-    evidence.record(output, SCHEMA, __file__, summary, trials)
-    return 0 if held == len(trials) else 1
+    summary = {"trials": len(trials), "held": sum(t["holds"] for t in trials),
+               "race_repetitions": n,
+               "races_with_two_commits": sum(t.get("committed", 0) > 1 for t in races)}
+    return summary, trials
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = experiment.command_line(
+        __doc__, count="repetitions", default=20, count_help="race repetitions",
+        quick_help=f"{QUICK_REPETITIONS} race repetitions, what the test suite runs")
+    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
+                           run=run)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Chapter 06 checkpoint: replace a killed holder and refuse a live stale one.
 
-    python checkpoints/ch06_worker_recovery.py --output PATH [--quick] [--evidence]
+    python checkpoints/ch06_worker_recovery.py --output PATH [--quick]
 
 Four cases, each with a fresh agent database and a fresh supplier process:
 
-killed_holder       a child claims with a short lease, stores an approved order
+killed_holder       a child claims with a short lease, stores a signed-off order
                     and waits; a competing claim is refused; SIGKILL (-9); after
                     the REAL lease expiry the replacement claims generation 2,
                     sends the stored operation with a model that fails if called,
@@ -19,34 +19,31 @@ fenced_at_supplier  the old holder's request is held in flight; the replacement'
                     generation-2 request is accepted; then the supplier refuses
                     the old one.
 
-Every count in the evidence is read from the two databases. ``--evidence`` adds
-the durable rows themselves. Exit 0 only when every case holds; an existing
-``--output`` is refused (exit 2) before anything runs.
+Every count in the evidence is read from the two databases, and each case
+carries the durable rows it was judged from. Exit 0 only when every case holds.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-from crashcourse import claims, orders
-from crashcourse.evidence import attempt, record, refused_output
+from crashcourse import claims, experiment, orders
+from crashcourse.evidence import attempt
+from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
 from crashcourse.store import opened, table_rows
-from crashcourse.workers.shop_worker import FLOUR, run_once
+from crashcourse.workers.shop_worker import run_once
 
+SCHEMA = "crashcourse/ch06_worker_recovery/1"
 WORKER = ["-m", "crashcourse.workers.shop_worker"]
 # lease, request wait, supplier hold (s). Short on purpose: expiry is REAL time.
 TIMING = {"quick": (0.6, 0.3, 2.2), "full": (1.5, 0.8, 4.5)}
-BOUND = 10.0  # every wait for a child or a row is bounded by this
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+AGENT_TABLES = ("work", "claims", "refusals", "transcript", "orders")
 
 
 class Case:
@@ -72,12 +69,14 @@ class Case:
              "--ttl", str(self.lease), "--wait", str(self.wait),
              "--url", self.supplier.url], stop_at=stop_at)
 
-    def competing_claim(self):
+    def competing_claim(self) -> dict | None:
+        """A second claim while the child's lease runs: None when refused."""
         with opened(self.agent) as conn:
-            return claims.claim(conn, "competitor", ttl=self.lease)
+            claim = claims.claim(conn, "competitor", ttl=self.lease)
+        return None if claim is None else asdict(claim)
 
     def wait_for_expiry(self) -> None:
-        """Sleep until the durable lease of the current holding has passed."""
+        """Sleep until the durable lease of the current claim has passed."""
         with opened(self.agent) as conn:
             expires = claims.work_row(conn, self.work)["expires"]
         time.sleep(max(0.0, expires - time.time()) + 0.05)
@@ -85,28 +84,28 @@ class Case:
     def replace(self, model=None) -> dict | None:
         with opened(self.agent) as conn:
             return run_once(conn, "replacement", self.supplier.url,
-                            model or orders.NoNewReasoning(), ttl=5.0, wait_s=2.0)
+                            model or NoNewReasoning(), ttl=5.0, wait_s=2.0)
 
     def agent_rows(self) -> dict:
         with opened(self.agent) as conn:
-            return {t: table_rows(conn, t) for t in
-                    ("work", "holdings", "refusals", "transcript", "orders")}
+            return {table: table_rows(conn, table) for table in AGENT_TABLES}
 
     def supplier_rows(self) -> dict:
         with opened(self.supplier.db) as conn:
-            return {t: table_rows(conn, t) for t in ("orders", "requests")}
+            return {table: table_rows(conn, table) for table in ("orders", "requests")}
 
 
-def facts(case: Case, op_id: str) -> dict:
-    """The counts every case reports, read from both databases."""
+def facts(case: Case) -> dict:
+    """The counts every case reports, read from both databases, and those rows."""
     agent, remote = case.agent_rows(), case.supplier_rows()
     work = next(w for w in agent["work"] if w["id"] == case.work)
-    holdings = [h for h in agent["holdings"] if h["work_id"] == case.work]
+    order = next(o for o in agent["orders"] if o["work_id"] == case.work)
+    claim_rows = [c for c in agent["claims"] if c["work_id"] == case.work]
     return {
         "work_status": work["status"],
-        "generations": [h["generation"] for h in holdings],
-        "replacement_claimed_after_expiry": len(holdings) >= 2
-        and holdings[1]["claimed_at"] >= holdings[0]["expires"],
+        "generations": [c["generation"] for c in claim_rows],
+        "replacement_claimed_after_expiry": len(claim_rows) >= 2
+        and claim_rows[1]["claimed_at"] >= claim_rows[0]["expires"],
         "proposals_after_generation_1": sum(
             1 for t in agent["transcript"]
             if t["generation"] > 1 and '"proposal"' in t["message"]),
@@ -116,54 +115,50 @@ def facts(case: Case, op_id: str) -> dict:
         "refused_actions_gen1": sorted(
             r["action"] for r in agent["refusals"] if r["generation"] == 1),
         "supplier_orders": len(remote["orders"]),
-        "supplier_orders_for_op": sum(
-            1 for o in remote["orders"] if o["op_id"] == op_id),
+        "supplier_orders_with_key": sum(
+            1 for o in remote["orders"]
+            if o["operation_key"] == order["operation_key"]),
         "supplier_posts": [(r["generation"], r["answer"]) for r in remote["requests"]
                            if r["method"] == "POST"],
-        "agent_order_status": next(o["status"] for o in agent["orders"]),
-    }, {"agent": agent, "supplier": remote}
-
-
-def op_of(case: Case) -> str:
-    with opened(case.agent) as conn:
-        return orders.order_for(conn, case.work)["op_id"]
+        "agent_order_status": order["status"],
+        "rows": {"agent": agent, "supplier": remote},  # what it was judged from
+    }
 
 
 def killed_holder(case: Case) -> dict:
     case.supplier_up()
     child = case.child("hold", stop_at="holding")
-    child.wait_for_boundary(BOUND)
+    child.wait_for_boundary(experiment.TIMEOUT)
     competing = case.competing_claim()
     killed = child.kill()
     killed_at = time.time()
     case.wait_for_expiry()
     case.replace()
-    found, rows = facts(case, op_of(case))
-    found |= {"child_exit": killed.returncode, "competing_claim": competing,
-              "killed_at_unix": killed_at}
+    found = facts(case) | {"child_exit": killed.returncode,
+                           "competing_claim": competing, "killed_at_unix": killed_at}
     found["holds"] = (killed.returncode == -9 and competing is None
                       and common_holds(found))
-    return found, rows
+    return found
 
 
 def live_stale_holder(case: Case) -> dict:
     case.supplier_up()
     child = case.child("hold", stop_at="holding")
-    child.wait_for_boundary(BOUND)
+    child.wait_for_boundary(experiment.TIMEOUT)
     competing = case.competing_claim()
     case.wait_for_expiry()
     case.replace()
     alive_during_replacement = child.alive()
     child.release()
-    finished = child.finish(BOUND)
-    found, rows = facts(case, op_of(case))
-    found |= {"child_exit": finished.returncode, "competing_claim": competing,
-              "child_alive_during_replacement": alive_during_replacement}
+    finished = child.finish(experiment.TIMEOUT)
+    found = facts(case) | {"child_exit": finished.returncode,
+                           "competing_claim": competing,
+                           "child_alive_during_replacement": alive_during_replacement}
     found["holds"] = (competing is None and alive_during_replacement
                       and finished.returncode == 0 and common_holds(found)
                       and found["refused_actions_gen1"] == ["finish", "observe", "send"]
                       and found["stale_transcript_rows"] == 0)
-    return found, rows
+    return found
 
 
 def lost_ack(case: Case) -> dict:
@@ -172,105 +167,85 @@ def lost_ack(case: Case) -> dict:
         other = claims.enqueue(conn, "mail:price-list", "back-office",
                                "Restock sugar from the new price list")
     child = case.child("send", stop_at="before_receipt")
-    child.wait_for_boundary(BOUND)
+    child.wait_for_boundary(experiment.TIMEOUT)
     killed = child.kill()
     status_at_kill = case.agent_rows()["orders"][0]["status"]
     case.wait_for_expiry()
     first = case.replace()
-    second = case.replace(orders.ScriptedModel(FLOUR))
-    found, rows = facts(case, op_of(case))
-    order_of_work = [h["work_id"] for h in rows["agent"]["holdings"][1:]]
+    second = case.replace(ScriptedModel(FLOUR))
+    found = facts(case)
+    rows = found["rows"]
     looked_up = [r["method"] for r in rows["supplier"]["requests"]]
     found |= {"child_exit": killed.returncode, "agent_order_at_kill": status_at_kill,
-              "claims_after_kill": ["restock" if w == case.work else "unrelated"
-                                    for w in order_of_work],
+              "claims_after_kill": ["restock" if c["work_id"] == case.work
+                                    else "unrelated"
+                                    for c in rows["agent"]["claims"][1:]],
               "supplier_requests": looked_up}
-    found["holds"] = (killed.returncode == -9 and status_at_kill == "SENDING"
+    found["holds"] = (killed.returncode == -9 and status_at_kill == orders.SENDING
                       and first["work"] == case.work and second["work"] == other
                       and looked_up == ["POST", "GET"] and common_holds(found))
-    return found, rows
+    return found
 
 
 def fenced_at_supplier(case: Case, hold: float) -> dict:
     case.supplier_up("--hold-first", str(hold))
     child = case.child("send")
-    finished = child.finish(BOUND)  # its wait ran out: it recorded UNKNOWN
+    # the child's own wait runs out first: it records UNKNOWN and exits
+    finished = child.finish(experiment.TIMEOUT)
     status_after_child = case.agent_rows()["orders"][0]["status"]
     case.wait_for_expiry()
     case.replace()
-    deadline = time.monotonic() + hold + BOUND
+    deadline = time.monotonic() + hold + experiment.TIMEOUT
     while len(case.supplier_rows()["requests"]) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)  # the held request is still asleep inside the supplier
-    found, rows = facts(case, op_of(case))
+    found = facts(case)
     found |= {"child_exit": finished.returncode,
               "agent_order_after_child": status_after_child,
               "accepted_generation": [
-                  o["generation"] for o in rows["supplier"]["orders"]]}
-    found["holds"] = (status_after_child == "UNKNOWN" and common_holds(found)
+                  o["generation"] for o in found["rows"]["supplier"]["orders"]]}
+    found["holds"] = (status_after_child == orders.UNKNOWN and common_holds(found)
                       and found["supplier_posts"] == [(2, 201), (1, 412)]
                       and found["accepted_generation"] == [2])
-    return found, rows
+    return found
 
 
 def common_holds(found: dict) -> bool:
     """What every case needs: one order at the supplier, generation 2 finished it
     after real expiry, and no new proposal from a model."""
-    return (found["work_status"] == "DONE" and found["generations"][:2] == [1, 2]
+    return (found["work_status"] == claims.DONE and found["generations"][:2] == [1, 2]
             and found["replacement_claimed_after_expiry"]
             and found["proposals_after_generation_1"] == 0
-            and found["supplier_orders"] == 1 and found["supplier_orders_for_op"] == 1
-            and found["agent_order_status"] == "CONFIRMED")
+            and found["supplier_orders"] == found["supplier_orders_with_key"] == 1
+            and found["agent_order_status"] == orders.CONFIRMED)
 
 
-def facts_and_rows(run, case: Case) -> dict:
-    found, rows = run(case)
-    return {**found, "rows": rows}
-
-
-def run_cases(root: Path, mode: str, keep_rows: bool) -> list[dict]:
+def run(args) -> tuple[dict, list[dict]]:
+    mode = "quick" if args.quick else "full"
     lease, wait, hold = TIMING[mode]
     cases = {"killed_holder": killed_holder, "live_stale_holder": live_stale_holder,
              "lost_ack": lost_ack,
-             "fenced_at_supplier": lambda c: fenced_at_supplier(c, hold)}
-    trials = []
-    for name, run in cases.items():
-        started = time.monotonic()
-        with Harness() as harness:
-            case = Case(root / name, harness, lease, wait)
-            found = attempt({}, facts_and_rows, run, case)
-        rows = found.pop("rows", None)
-        trial = {"case": name, "lease_s": lease, **found,
-                 "elapsed_s": round(time.monotonic() - started, 3)}
-        if keep_rows and rows is not None:
-            trial["rows"] = rows
-        why = f" ({found['error']})" if "error" in found else ""
-        say(f"{name}: {'holds' if found['holds'] else 'FAILED'}{why}")
-        trials.append(trial)
-    return trials
+             "fenced_at_supplier": lambda case: fenced_at_supplier(case, hold)}
+    progress, trials = experiment.Progress(len(cases)), []
+    with tempfile.TemporaryDirectory(prefix="ch06-") as tmp:
+        for name, one_case in cases.items():
+            started = time.monotonic()
+            with Harness() as harness:
+                case = Case(Path(tmp) / name, harness, lease, wait)
+                found = attempt({}, one_case, case)
+            trials.append(progress.report(name, {
+                "case": name, "lease_s": lease, **found,
+                "elapsed_s": round(time.monotonic() - started, 3)}))
+    summary = {"mode": mode, "cases": len(trials),
+               "held": sum(1 for t in trials if t["holds"])}
+    return summary, trials
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    if refused_output(args.output):
-        return 2
-    mode = "quick" if args.quick else "full"
-    with tempfile.TemporaryDirectory(prefix="ch06-") as tmp:
-        trials = run_cases(Path(tmp), mode, args.evidence)
-    summary = {"mode": mode, "cases": len(trials),
-               "held": sum(1 for t in trials if t["holds"])}
-    record(args.output, "crashcourse/ch06_worker_recovery/1", __file__, summary,
-           trials, argv=sys.argv)
-    say(f"{summary['held']}/{summary['cases']} cases held -> {args.output}")
-    return 0 if summary["held"] == summary["cases"] else 1
-
-
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="new JSON evidence file")
-    parser.add_argument("--quick", action="store_true", help="shorter leases")
-    parser.add_argument("--evidence", action="store_true",
-                        help="include the durable rows in each trial")
-    return parser.parse_args(argv)
+    parser = experiment.command_line(
+        __doc__,
+        quick_help="shorter leases and supplier hold, what the test suite runs")
+    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
+                           run=run)
 
 
 if __name__ == "__main__":

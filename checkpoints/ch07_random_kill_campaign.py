@@ -1,7 +1,8 @@
 """Chapter 07 checkpoint: kill the journal worker at random, resume, compare.
 
     python checkpoints/ch07_random_kill_campaign.py --output PATH \\
-        [--trials N] [--seed S] [--probe correct|filename-only] [--quick]
+        [--trials N | --quick] [--seed N] [--kills K] [--jobs J] \\
+        [--probe correct|filename-only]
 
 Each trial builds a fresh world (40 scans on the drive, an empty mail
 provider, the 42-step restock plan stored in the journal), starts the worker,
@@ -14,7 +15,9 @@ step in doubt, where the kill point says it should be.
 
 With ``--probe filename-only`` the resumed run trusts any file carrying the
 name, and the campaign must find the trials where that lie was believed.
-Exit 0 only when every trial holds; 1 names the failed trials; 2: bad usage.
+``--quick`` runs 4 trials of 2 kills each (whatever ``--kills`` says).
+Exit 0 only when every trial holds; 1 names the failed trials; 2: bad usage or
+an existing ``--output`` (refused before anything runs).
 """
 
 from __future__ import annotations
@@ -28,17 +31,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import crashcourse
-from crashcourse import evidence, journal
+from crashcourse import evidence, experiment, journal
+from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
-from crashcourse.plan import restock_plan
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
-from crashcourse.workers.journal_worker import build_world, paths
+from crashcourse.workers.journal_worker import PROBES, build_world, paths
 
 SCHEMA = "crashcourse.ch07.random_kill_campaign/1"
 QUICK_TRIALS = 4
 MAILS = 2  # the plan's irreversible steps
-BOUND = 120.0  # seconds: a busy machine is slow, a hung worker is still caught
 PLAN = restock_plan()
 SRC = str(Path(crashcourse.__file__).resolve().parent.parent)
 # -S skips site-packages: the worker needs only the stdlib and src/ (PYTHONPATH)
@@ -48,16 +50,13 @@ WORKER = ["-S", "-m", "crashcourse.workers.journal_worker"]
 def end_state(directory: str) -> dict:
     """The shop's files and the provider's messages, read from their files."""
     where = paths(directory)
-    with opened(where["drive"]) as conn:
-        files = drive.names(conn, owner="shop")
-        renames = drive.duplicate_requests(conn)
-    with opened(where["mail"]) as conn:
-        mail.tick(conn)  # the provider's later delivery
-        messages = [[m["recipient"], m["subject"], m["op_key"], m["status"]]
-                    for m in mail.messages(conn)]
-        sent_twice = mail.duplicate_messages(conn)
-    state = {"files": files, "messages": messages}
-    return {"state": state, "duplicates": {"renames": renames, "mails": sent_twice}}
+    mail.tick(where["mail"])  # the provider's later delivery
+    messages = [[m["recipient"], m["subject"], m["operation_key"], m["status"]]
+                for m in mail.messages(where["mail"])]
+    state = {"files": drive.names(where["drive"], owner="shop"), "messages": messages}
+    return {"state": state,
+            "duplicates": {"renames": drive.duplicate_requests(where["drive"]),
+                           "mails": mail.duplicate_messages(where["mail"])}}
 
 
 def journal_view(directory: str, task: str) -> dict:
@@ -81,8 +80,8 @@ def inject_collision(directory: str, step: int) -> dict | None:
     args = PLAN.steps[step - 1].args
     if "file_id" not in args:
         return None
-    with opened(paths(directory)["drive"]) as conn:
-        drive.initialize(conn, {f"supplier-{step:03d}": args["name"]}, "supplier")
+    drive.install(paths(directory)["drive"], {f"supplier-{step:03d}": args["name"]},
+                  "supplier")
     return {"name": args["name"]}
 
 
@@ -96,11 +95,10 @@ def copy_world(template: str, directory: str) -> None:
 def kill_at(harness, args, directory: str, task: str, step: int, phase: str):
     """Start (or resume) the worker, SIGKILL it at (step, phase), look around."""
     worker = harness.start(args, stop_at=f"step-{step}:{phase}")
-    worker.wait_for_boundary(timeout=BOUND)
+    worker.wait_for_boundary(timeout=experiment.TIMEOUT)
     killed = worker.kill()
     at_kill = journal_view(directory, task)
-    with opened(paths(directory)["mail"]) as conn:
-        mails = len(mail.messages(conn))
+    mails = len(mail.messages(paths(directory)["mail"]))
     want = expected_position(step, phase)
     unsent = len(at_kill["irreversible_not_started"])
     checks = {
@@ -117,15 +115,14 @@ def kill_at(harness, args, directory: str, task: str, step: int, phase: str):
 
 def run_trial(number: int, points: list, probe: str, world: dict) -> dict:
     """Kill at each point in turn, resume to the end, check from durable rows."""
-    with tempfile.TemporaryDirectory() as directory, Harness(
-        env={"PYTHONPATH": SRC}
-    ) as harness:
+    with (tempfile.TemporaryDirectory() as directory,
+          Harness(env={"PYTHONPATH": SRC}) as harness):
         copy_world(world["template"], directory)
         task = world["task"]
         args = [*WORKER, "--dir", directory, "--task", task, "--probe", probe]
         kills = [kill_at(harness, args, directory, task, step, phase)
                  for step, phase in points]
-        resumed = harness.run(args, timeout=BOUND)
+        resumed = harness.run(args, timeout=experiment.TIMEOUT)
         final = end_state(directory)
         after = journal_view(directory, task)
     return judge(number, kills, resumed.returncode, final, after, world["reference"])
@@ -151,12 +148,12 @@ def judge(number, kills, resumed_rc, final, after, reference) -> dict:
 
 def reference_run(template: str) -> dict:
     """The end state of one uninterrupted run, in a worker process too."""
-    with tempfile.TemporaryDirectory() as directory, Harness(
-        env={"PYTHONPATH": SRC}
-    ) as harness:
+    with (tempfile.TemporaryDirectory() as directory,
+          Harness(env={"PYTHONPATH": SRC}) as harness):
         copy_world(template, directory)
         task = PLAN.task
-        done = harness.run([*WORKER, "--dir", directory, "--task", task], BOUND)
+        done = harness.run([*WORKER, "--dir", directory, "--task", task],
+                           experiment.TIMEOUT)
         if done.returncode != 0:
             raise RuntimeError(f"uninterrupted run failed: {done.stderr}")
         return end_state(directory)["state"]
@@ -184,18 +181,15 @@ def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int) -> dict:
 
 
 def run_trials(points, probe: str, jobs: int, world: dict) -> dict:
-    trials = len(points)
+    progress = experiment.Progress(len(points))
 
     def one(item):
         number, kills = item
         planned = [{"step": step, "boundary": phase} for step, phase in kills]
         result = evidence.attempt({"trial": number, "planned_kills": planned},
                                   run_trial, number, kills, probe, world)
-        verdict = "held" if result["holds"] else f"FAILED {result.get('error', '')}"
         where = ", ".join(f"step {step} {phase}" for step, phase in kills)
-        print(f"trial {number}/{trials} killed at {where}: {verdict}",
-              file=sys.stderr, flush=True)
-        return result
+        return progress.report(f"trial {number} killed at {where}", result)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(one, enumerate(points, start=1)))
@@ -223,47 +217,47 @@ def summarize(results: list[dict]) -> dict:
     }
 
 
-def parse(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="new JSON evidence file")
-    parser.add_argument("--trials", type=int, default=200)
-    parser.add_argument("--kills", type=int, default=1,
-                        help="kills per trial, each later in the plan (default 1)")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--probe", choices=("correct", "filename-only"),
-                        default="correct")
-    parser.add_argument("--jobs", type=int, default=2, help="trials at a time")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_TRIALS} trials of 2 kills (the test suite's)")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.trials, args.kills = QUICK_TRIALS, 2
-    if args.trials < 1 or args.jobs < 1:
-        parser.error("--trials and --jobs must be at least 1")
-    if not 1 <= args.kills <= len(PLAN.steps):
-        parser.error(f"--kills must be between 1 and {len(PLAN.steps)}")
-    return args
+def kills_per_trial(text: str) -> int:
+    """The type of ``--kills``: 1 up to the plan's number of steps."""
+    value = experiment.parse_count(text)
+    if value > len(PLAN.steps):
+        raise argparse.ArgumentTypeError(
+            f"at most {len(PLAN.steps)} (one per step of the plan), got {value}")
+    return value
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    if evidence.refused_output(output := args.output):
-        return 2
-    run = campaign(args.trials, args.kills, args.seed, args.probe, args.jobs)
-    summary = summarize(run["trials"])
-    parameters = {"trials": args.trials, "kills": args.kills, "seed": args.seed,
-                  "probe": args.probe, "jobs": args.jobs}
-    evidence.record(output, SCHEMA, __file__, summary, run["trials"],
-                    parameters=parameters, reference=run["reference"])
+def run(args) -> tuple[dict, list[dict], dict]:
+    trials, kills = (QUICK_TRIALS, 2) if args.quick else (args.trials, args.kills)
+    done = campaign(trials, kills, args.seed, args.probe, args.jobs)
+    summary = summarize(done["trials"])
     for number in summary["failed_trials"]:
-        bad = run["trials"][number - 1]
+        bad = done["trials"][number - 1]
         failing = bad.get("error") or ", ".join(
             name for name, ok in bad["checks"].items() if not ok)
         where = ", ".join(f"step {k['step']} {k['boundary']}"
                           for k in bad.get("kills", bad.get("planned_kills")))
         print(f"FAILED trial {number} (killed at {where}): {failing}", file=sys.stderr)
-    print(f"{summary['held']}/{summary['trials']} trials held", file=sys.stderr)
-    return 0 if not summary["failed_trials"] else 1
+    parameters = {"trials": trials, "kills": kills, "seed": args.seed,
+                  "probe": args.probe, "jobs": args.jobs}
+    return summary, done["trials"], {"parameters": parameters,
+                                     "reference": done["reference"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = experiment.command_line(
+        __doc__, count="trials", default=200, seed=7,
+        count_help="trials, each a fresh world killed at random points",
+        quick_help=f"{QUICK_TRIALS} trials of 2 kills, what the test suite runs")
+    parser.add_argument("--kills", type=kills_per_trial, default=1, metavar="K",
+                        help="kills per trial, each later in the plan "
+                        "(default: %(default)s)")
+    parser.add_argument("--probe", choices=PROBES, default="correct",
+                        help="how a resumed run checks a step in doubt; "
+                        "filename-only is the mutant (default: %(default)s)")
+    parser.add_argument("--jobs", type=experiment.parse_count, default=2,
+                        metavar="J", help="trials at a time (default: %(default)s)")
+    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
+                           run=run)
 
 
 if __name__ == "__main__":

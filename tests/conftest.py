@@ -11,33 +11,13 @@ from __future__ import annotations
 
 import fcntl
 import json
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from crashcourse.book import CheckpointRun, start_checkpoint
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
-
-ROOT = Path(__file__).resolve().parent.parent
-QUICK_TIMEOUT = 300  # seconds; a quick run takes a few on an idle machine
-EXTRA_FLAGS = {"ch06_worker_recovery": ["--evidence"]}
-
-
-@dataclass(frozen=True)
-class QuickRun:
-    """One finished ``--quick`` run of a checkpoint script and its evidence."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-    output: Path
-
-    @property
-    def evidence(self) -> dict:
-        return json.loads(self.output.read_text())
 
 
 def shared_dir(tmp_path_factory, worker_id: str) -> Path:
@@ -50,24 +30,21 @@ def shared_dir(tmp_path_factory, worker_id: str) -> Path:
 
 @pytest.fixture(scope="session")
 def quick_checkpoint(tmp_path_factory, worker_id):
-    """``quick_checkpoint("ch02_recovery_study")`` → the session's QuickRun."""
+    """``quick_checkpoint("ch02_recovery_study")`` → the session's CheckpointRun
+    of ``--quick`` (``crashcourse.book.start_checkpoint``)."""
     folder = shared_dir(tmp_path_factory, worker_id)
 
-    def run(name: str) -> QuickRun:
+    def run(name: str) -> CheckpointRun:
         output, record = folder / f"{name}.json", folder / f"{name}.run.json"
         with open(folder / f"{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits, then reads
             if not record.exists():
-                script = ROOT / "checkpoints" / f"{name}.py"
-                args = ["--quick", *EXTRA_FLAGS.get(name, []), "--output", str(output)]
-                done = subprocess.run([sys.executable, str(script), *args],
-                                      capture_output=True, text=True,
-                                      timeout=QUICK_TIMEOUT)
+                done = start_checkpoint(name, "--quick", output=output)
                 record.write_text(json.dumps({"returncode": done.returncode,
                                               "stdout": done.stdout,
                                               "stderr": done.stderr}))
         ran = json.loads(record.read_text())
-        return QuickRun(ran["returncode"], ran["stdout"], ran["stderr"], output)
+        return CheckpointRun(ran["returncode"], ran["stdout"], ran["stderr"], output)
 
     return run
 

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from crashcourse import authority, payments
+from crashcourse import authority
+from crashcourse.services import payments
 
 ORDER, AMOUNT, CURRENCY = "restock-17", 4000, "USD"
 
@@ -14,7 +15,7 @@ ORDER, AMOUNT, CURRENCY = "restock-17", 4000, "USD"
 @pytest.fixture
 def db(tmp_path):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path)
+    payments.install(path)
     payments.approve(path, ORDER, AMOUNT, CURRENCY)
     return path
 
@@ -71,27 +72,27 @@ def test_unapproved_amount_is_not_approved(db):
 
 def test_expiry_refuses_new_payment_but_not_replay(db):
     assert pay(db) == "committed"
-    payments.set_expiry(db, ORDER, time.time() - 60)  # stored already past
+    authority.set_expiry(db, ORDER, time.time() - 60)  # stored already past
     assert pay(db) == "already_committed"
     assert refusal(db, key="k2") == "approval_expired"
 
 
 def test_expiry_in_the_future_allows(db):
-    payments.set_expiry(db, ORDER, time.time() + 3600)
+    authority.set_expiry(db, ORDER, time.time() + 3600)
     assert pay(db) == "committed"
 
 
 def test_policy_change_refuses_until_granted_again(db):
-    payments.set_policy_version(db, 2)
+    authority.set_policy_version(db, 2)
     assert refusal(db) == "policy_changed"
     payments.approve(db, ORDER, AMOUNT, CURRENCY)  # re-granted under version 2
     assert pay(db) == "committed"
-    assert payments.payment_history(db, "k1")["policy_version"] == 2
+    assert authority.payment_history(db, "k1")["policy_version"] == 2
 
 
 def test_expiry_and_policy_change_independently(db):
     payments.approve(db, ORDER, AMOUNT, CURRENCY, expires_unix=time.time() + 3600)
-    payments.set_policy_version(db, 3)
+    authority.set_policy_version(db, 3)
     assert refusal(db) == "policy_changed"  # unexpired, but outdated
     payments.approve(db, ORDER, AMOUNT, CURRENCY, expires_unix=time.time() - 1)
     assert refusal(db) == "approval_expired"  # current policy, but expired
@@ -115,10 +116,10 @@ def test_history_keeps_the_terms_a_payment_was_allowed_under(db):
     payments.approve(db, ORDER, AMOUNT, CURRENCY, expires_unix=expires)
     pay(db)
     payments.revoke(db, ORDER)
-    payments.set_policy_version(db, 5)
-    history = payments.payment_history(db, "k1")
+    authority.set_policy_version(db, 5)
+    history = authority.payment_history(db, "k1")
     assert (history["policy_version"], history["expires_unix"]) == (1, expires)
-    assert payments.payment_history(db, "missing") is None
+    assert authority.payment_history(db, "missing") is None
 
 
 @pytest.mark.parametrize(
@@ -128,7 +129,7 @@ def test_history_keeps_the_terms_a_payment_was_allowed_under(db):
 )
 def test_bad_terms_are_refused_with_nothing_written(tmp_path, terms):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path)
+    payments.install(path)
     with pytest.raises((TypeError, ValueError)):
         payments.approve(path, ORDER, AMOUNT, CURRENCY, **terms)
     assert payments.snapshot(path)["approvals"] == []
@@ -136,4 +137,4 @@ def test_bad_terms_are_refused_with_nothing_written(tmp_path, terms):
 
 def test_bad_policy_version_is_refused(db):
     with pytest.raises(ValueError):
-        payments.set_policy_version(db, 0)
+        authority.set_policy_version(db, 0)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from crashcourse import budget, payments, store
+from crashcourse import budget, store
+from crashcourse.services import payments
+from crashcourse.workers import paying
 
 USD = "USD"
 
 
 def service(tmp_path, max_actions=2, caps=None, orders=("o1", "o2", "o3")):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path, max_actions=max_actions,
+    payments.install(path, max_actions=max_actions,
                         currency_caps={USD: 8000} if caps is None else caps)
     for order in orders:
         payments.approve(path, order, 4000, USD)
@@ -55,9 +57,11 @@ def test_zero_actions_is_a_valid_budget(tmp_path):
 def test_losing_the_checkpoint_does_not_restore_the_allowance(tmp_path):
     path = service(tmp_path, max_actions=1)
     payments.issue_payment(path, "a", "o1", 4000, USD)
-    payments.save_checkpoint(path, "task", "a", "committed")
-    with store.opened(path) as conn, store.immediate(conn):
-        conn.execute("DELETE FROM checkpoints")
+    worker_file = tmp_path / "worker.sqlite"
+    with store.opened(worker_file) as state:
+        paying.install(state)
+        paying.save_checkpoint(state, "task", "a", "committed")
+    worker_file.unlink()  # the worker's whole record is gone, not just a row
     assert payments.issue_payment(path, "a", "o1", 4000, USD) == "already_committed"
     assert refused(path, "b", "o2") == "budget_action_limit"
     assert budget.budget_snapshot(path)["charged_actions"] == 1
@@ -74,7 +78,7 @@ def test_snapshot_is_derived_from_rows(tmp_path):
 
 def test_unbudgeted_service_is_unchanged(tmp_path):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path)
+    payments.install(path)
     payments.approve(path, "o1", 4000, USD)
     for key in "abc":
         payments.issue_payment(path, key, "o1", 4000, USD)
@@ -95,13 +99,13 @@ def test_unbudgeted_service_is_unchanged(tmp_path):
 def test_bad_policy_is_refused_with_nothing_written(tmp_path, max_actions, caps, error):
     path = tmp_path / "payments.sqlite"
     with pytest.raises(error):
-        payments.initialize(path, max_actions=max_actions, currency_caps=caps)
+        payments.install(path, max_actions=max_actions, currency_caps=caps)
     assert not path.exists()  # refused before the file was even created
 
 
 def test_policy_is_stored_before_any_payment(tmp_path):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path)
+    payments.install(path)
     payments.approve(path, "o1", 4000, USD)
     payments.issue_payment(path, "a", "o1", 4000, USD)
     with pytest.raises(budget.BudgetPolicyError):
@@ -111,9 +115,9 @@ def test_policy_is_stored_before_any_payment(tmp_path):
 
 def test_policy_is_set_once(tmp_path):
     path = service(tmp_path, max_actions=2)
-    payments.initialize(path, max_actions=2, currency_caps={USD: 8000})  # same: fine
+    payments.install(path, max_actions=2, currency_caps={USD: 8000})  # same: fine
     with pytest.raises(budget.BudgetPolicyError):
-        payments.initialize(path, max_actions=9, currency_caps={USD: 8000})
+        payments.install(path, max_actions=9, currency_caps={USD: 8000})
     assert budget.budget_snapshot(path)["max_actions"] == 2
 
 

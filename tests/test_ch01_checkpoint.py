@@ -1,4 +1,4 @@
-"""checkpoints/ch01_operation_ids.py: evidence that agrees with its own rows."""
+"""checkpoints/ch01_operation_keys.py: evidence that agrees with its own rows."""
 
 import copy
 import importlib.util
@@ -11,11 +11,11 @@ import pytest
 from crashcourse.harness import BoundaryTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "checkpoints" / "ch01_operation_ids.py"
+SCRIPT = ROOT / "checkpoints" / "ch01_operation_keys.py"
 
 
 def load_checkpoint():
-    spec = importlib.util.spec_from_file_location("ch01_operation_ids", SCRIPT)
+    spec = importlib.util.spec_from_file_location("ch01_operation_keys", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -28,7 +28,8 @@ def run(*args):
 
 @pytest.fixture(scope="module")
 def quick_run(quick_checkpoint):
-    done = quick_checkpoint("ch01_operation_ids")
+    done = quick_checkpoint("ch01_operation_keys")
+    assert done.output.exists(), done.stderr[-2000:]
     return done, done.evidence
 
 
@@ -36,10 +37,13 @@ def test_quick_run_exits_0_and_every_trial_holds(quick_run):
     done, document = quick_run
     assert done.returncode == 0, done.stderr
     assert document["schema"] == "crashcourse.ch01.operation_ids/1"
-    assert "script/ch01_operation_ids.py" in document["manifest"]["sources_sha256"]
+    assert "script/ch01_operation_keys.py" in document["manifest"]["sources_sha256"]
     names = [trial["intervention"] for trial in document["trials"]]
     assert names == list(load_checkpoint().INTERVENTIONS)
-    assert all(trial["passed"] for trial in document["trials"])
+    assert all(trial["holds"] is True for trial in document["trials"])
+    summary = document["summary"]
+    assert summary["held"] == summary["trials"] == len(names)
+    assert summary["all_held"] is True
 
 
 def test_counts_in_the_evidence_are_the_counts_of_its_snapshots(quick_run):
@@ -82,15 +86,16 @@ def test_an_existing_output_is_refused_before_anything_runs(tmp_path):
     done = run("--quick", "--output", str(output))
     assert done.returncode == 2
     assert "never overwritten" in done.stderr
-    assert "holds" not in done.stderr  # no trial ran
+    assert "holds" not in done.stderr and "[1/" not in done.stderr  # no trial ran
     assert output.read_text() == "earlier evidence\n"
 
 
-@pytest.mark.parametrize("repetitions", ["0", "21"])
-def test_repetitions_outside_1_to_20_are_refused(tmp_path, repetitions):
+@pytest.mark.parametrize("repetitions", ["0", "10001", "two"])
+def test_repetitions_outside_1_to_10000_are_refused(tmp_path, repetitions):
     output = tmp_path / "evidence.json"
     done = run("--repetitions", repetitions, "--output", str(output))
     assert done.returncode == 2
+    assert "--repetitions: must be a whole number from 1 to 10000" in done.stderr
     assert not output.exists()
 
 
@@ -102,7 +107,7 @@ def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails_the_run(monkeyp
 
     monkeypatch.setattr(checkpoint, "kill_and_resume", never_reaches)
     trial = checkpoint.run_trial("kill_after_commit", 1)
-    assert trial["passed"] is False
+    assert trial["holds"] is False
     assert trial["error"].startswith("BoundaryTimeout: worker did not reach")
     assert trial["final_counts"]["restock_notes"] == 0  # read from the real rows
     assert checkpoint.summarize([trial])["all_held"] is False

@@ -26,7 +26,7 @@ EXPECTED = {
 TRIAL_FIELDS = {
     "intervention", "repetition", "boundary", "interrupted_pid",
     "interrupted_returncode", "snapshot_at_interruption", "resumed_pid",
-    "resumed_returncode", "final_snapshot", "expected_payments", "passed",
+    "resumed_returncode", "final_snapshot", "expected_payments", "holds",
 }
 
 
@@ -78,7 +78,10 @@ def test_seven_interventions_with_the_expected_payments(quick):
     observed = {name: t["final_snapshot"]["payments"] for name, t in trials.items()}
     assert observed == EXPECTED
     assert all(TRIAL_FIELDS <= set(t) for t in evidence["trials"])
-    assert all(t["passed"] for t in evidence["trials"])
+    assert all(t["holds"] is True for t in evidence["trials"])
+    summary = evidence["summary"]
+    assert summary["reference_held"] == summary["reference_trials"] == 6
+    assert summary["holds"] is True and summary["repetitions"] == 1
 
 
 def test_counts_are_the_rows(quick):
@@ -120,7 +123,7 @@ def test_the_grader_fails_a_mutant_passed_off_as_reference(quick):
     _, evidence = quick
     mutant = copy.deepcopy(by_name(evidence)["mutant_new_key_after_payment"])
     reference = next(s for s in study.INTERVENTIONS if s.name == "kill_after_payment")
-    assert study.grade(reference, mutant)["passed"] is False
+    assert study.grade(reference, mutant)["holds"] is False
 
 
 def test_the_grader_fails_a_reference_without_its_checkpoint(quick):
@@ -129,16 +132,17 @@ def test_the_grader_fails_a_reference_without_its_checkpoint(quick):
     trial["final_snapshot"]["rows"]["checkpoints"] = []
     trial["final_snapshot"]["checkpoints"] = 0
     spec = next(s for s in study.INTERVENTIONS if s.name == "kill_after_payment")
-    assert study.grade(spec, trial)["passed"] is False
+    assert study.grade(spec, trial)["holds"] is False
 
 
 def test_progress_goes_to_stderr(quick):
     done, _ = quick
     assert done.stdout == ""
-    assert done.stderr.count("passed=True") == 7
+    assert done.stderr.count(": holds\n") == 7
+    assert "[7/7] revoked_after_payment #1: holds" in done.stderr
 
 
-@pytest.mark.parametrize("value", ["0", "21", "two"])
+@pytest.mark.parametrize("value", ["0", "10001", "two"])
 def test_repetitions_outside_range_are_refused(value, tmp_path):
     output = tmp_path / "never.json"
     done = run("--repetitions", value, "--output", str(output))
@@ -155,7 +159,7 @@ def test_existing_output_refused_before_any_trial(tmp_path):
     output.write_text("earlier evidence\n")
     done = run("--quick", "--output", str(output))
     assert done.returncode == 2 and "refused" in done.stderr
-    assert "payments=" not in done.stderr  # no trial ran
+    assert "[1/" not in done.stderr  # no trial ran
     assert output.read_text() == "earlier evidence\n"
 
 
@@ -168,8 +172,8 @@ def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails(monkeypatch):
         raise BoundaryNotReached("worker exited before 'after_payment'")
 
     monkeypatch.setattr(study, "run_trial", exits_early)
-    trials = study.run_study(1, progress=lambda line: None)
+    trials = study.run_study(1)
     assert len(trials) == len(study.INTERVENTIONS)
-    assert not any(t["passed"] or t["detected"] for t in trials)
+    assert not any(t["holds"] or t["detected"] for t in trials)
     assert {t["error"] for t in trials} == {
         "BoundaryNotReached: worker exited before 'after_payment'"}

@@ -18,7 +18,7 @@ def run_checkpoint(output: Path, *extra: str) -> subprocess.CompletedProcess:
 
 def test_checkpoint_holds_and_its_counts_are_its_rows(quick_checkpoint):
     """One run (the checkpoint is the expensive part), every case checked."""
-    done = quick_checkpoint(SCRIPT.stem)  # --quick --evidence, shared (conftest)
+    done = quick_checkpoint(SCRIPT.stem)  # --quick, shared (conftest)
     assert done.returncode == 0, done.stderr[-3000:]
     trials = {t["case"]: t for t in done.evidence["trials"]}
     assert list(trials) == ["killed_holder", "live_stale_holder", "lost_ack",
@@ -41,12 +41,17 @@ def counts_match_rows(trial):
     assert trial["supplier_orders"] == len(rows["supplier"]["orders"]) == 1
     work = rows["agent"]["work"][0]
     assert trial["work_status"] == work["status"] == "DONE"
+    # the supplier's one order carries the operation key the agent stored
+    order = next(o for o in rows["agent"]["orders"] if o["work_id"] == work["id"])
+    assert [o["operation_key"] for o in rows["supplier"]["orders"]] == [
+        order["operation_key"]]
+    assert trial["supplier_orders_with_key"] == 1
     refused = sorted(r["action"] for r in rows["agent"]["refusals"])
     assert trial["refused_actions_gen1"] == refused
 
 
 def killed_holder(trial):
-    first, second = trial["rows"]["agent"]["holdings"]
+    first, second = trial["rows"]["agent"]["claims"]
     assert trial["child_exit"] == -9 and trial["competing_claim"] is None
     assert second["claimed_at"] >= first["expires"]
     assert (first["generation"], second["generation"]) == (1, 2)

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from crashcourse.example import restock_plan
 from crashcourse.harness import BoundaryTimeout
-from crashcourse.plan import restock_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"
@@ -37,7 +37,8 @@ def test_correct_probe_holds_over_200_kills(tmp_path):
     assert summary["held"] == summary["trials"] == 25
     assert summary["duplicates"] == 0 and summary["end_state_differs"] == 0
     assert summary["max_in_doubt_at_kill"] == 1
-    assert "25/25 trials held" in done.stderr
+    assert "25/25 trials hold -> " in done.stderr
+    assert "[25/25] trial " in done.stderr
     check_aggregate(evidence)
     check_each_kill(evidence)
     check_reference(evidence)
@@ -107,7 +108,7 @@ def test_a_trial_the_harness_cannot_finish_fails_the_campaign(monkeypatch):
     spec.loader.exec_module(module)
 
     def stuck(number, kills, probe, world):
-        raise BoundaryTimeout("worker did not reach 'step-3:after_intent' within 120 s")
+        raise BoundaryTimeout("worker did not reach 'step-3:after_intent' within 60 s")
 
     monkeypatch.setattr(module, "run_trial", stuck)
     run = module.run_trials([[(3, "after_intent")]], "correct", 1, {"reference": {}})

@@ -56,7 +56,25 @@ def test_existing_output_is_refused_and_left_alone(quick_run):
     assert output.read_bytes() == before
 
 
+def test_the_shared_skeleton_shows(quick_run):
+    """crashcourse.experiment: a verdict per trial, numbered progress, one
+    closing line, and the summary's own timing and mode."""
+    _, output, done = quick_run
+    evidence = json.loads(output.read_text())
+    trials = evidence["trials"]
+    assert all(isinstance(t["holds"], bool) for t in trials)
+    assert all(t["holds"] for t in trials), done.stderr[-2000:]
+    assert not any("passed" in t for t in trials)  # one word for it: holds
+    assert "[1/" in done.stderr
+    assert f"[{len(trials)}/{len(trials)}] " in done.stderr
+    assert f"{len(trials)}/{len(trials)} trials hold -> {output}" in done.stderr
+    assert evidence["summary"]["quick"] is True
+    assert evidence["summary"]["elapsed_s"] >= 0
+
+
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
 def test_help_explains(script):
     done = run(str(script), "--help")
-    assert done.returncode == 0 and "--output" in done.stdout
+    assert done.returncode == 0
+    for option in ("--output PATH", "--quick", "default"):
+        assert option in done.stdout, option

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from crashcourse import claims, fence
-from crashcourse.store import count_rows, opened
+from crashcourse import claims, fence, store
+from crashcourse.store import count_rows, immediate, opened
 
 T0 = 1_000_000.0
 
@@ -47,7 +47,7 @@ def test_claim_is_exclusive_until_the_lease_runs_out(conn):
     assert claims.claim(conn, "w2", ttl=10, now=T0 + 9.9) is None
     second = claims.claim(conn, "w2", ttl=10, now=T0 + 10)
     assert (second.id, second.generation, second.owner) == (work, 2, "w2")
-    assert count_rows(conn, "holdings") == 2
+    assert count_rows(conn, "claims") == 2
 
 
 def test_reused_owner_label_still_gets_a_new_generation(conn):
@@ -58,7 +58,7 @@ def test_reused_owner_label_still_gets_a_new_generation(conn):
     with pytest.raises(fence.StaleClaim) as refused:
         fence.finish(conn, old, "DONE", "stale", now=T0 + 2.5)
     assert refused.value.reason == "superseded"
-    assert claims.work_row(conn, new.id)["result"] is None
+    assert claims.work_row(conn, new.id)["outcome"] is None
 
 
 def test_one_live_holder_per_session_and_sessions_are_independent(conn):
@@ -67,8 +67,8 @@ def test_one_live_holder_per_session_and_sessions_are_independent(conn):
     assert claims.claim(conn, "w1", ttl=5, now=T0).id == a1
     assert claims.claim(conn, "w2", ttl=5, now=T0).id == b1  # a2 must wait
     assert claims.claim(conn, "w3", ttl=5, now=T0) is None
-    held = claims.claim(conn, "w4", ttl=5, now=T0 + 6)  # a1's lease ran out
-    assert held.id in (a1, b1) and held.generation == 2
+    claim = claims.claim(conn, "w4", ttl=5, now=T0 + 6)  # a1's lease ran out
+    assert claim.id in (a1, b1) and claim.generation == 2
 
 
 def test_control_work_first_then_oldest(conn):
@@ -79,10 +79,10 @@ def test_control_work_first_then_oldest(conn):
 
 def test_blocked_work_waits_for_its_retry_delay(conn):
     queue(conn)
-    held = claims.claim(conn, "w", ttl=5, now=T0)
-    fence.finish(conn, held, "BLOCKED", "no approval", now=T0)
+    claim = claims.claim(conn, "w", ttl=5, now=T0)
+    fence.finish(conn, claim, "BLOCKED", "no sign-off", now=T0)
     conn.execute("UPDATE work SET status = 'READY'")  # made ready, delay still applies
-    delay = fence.retry_delay(held.generation)
+    delay = fence.retry_delay(claim.generation)
     assert claims.claim(conn, "w", ttl=5, now=T0 + delay - 0.1) is None
     assert claims.claim(conn, "w", ttl=5, now=T0 + delay).generation == 2
 
@@ -96,7 +96,7 @@ def test_bad_lease_is_refused_and_nothing_written(conn, ttl):
     queue(conn)
     with pytest.raises((ValueError, TypeError)):
         claims.claim(conn, "w", ttl=ttl)
-    assert count_rows(conn, "holdings") == 0
+    assert count_rows(conn, "claims") == 0
 
 
 @pytest.mark.parametrize("owner", ["", "   ", None])
@@ -109,10 +109,10 @@ def test_empty_owner_is_refused(conn, owner):
 
 def test_unknown_terminal_status_is_refused_before_writing(conn):
     queue(conn)
-    held = claims.claim(conn, "w", ttl=5)
+    claim = claims.claim(conn, "w", ttl=5)
     with pytest.raises(ValueError, match="status"):
-        fence.finish(conn, held, "FINISHED", "x")
-    assert claims.work_row(conn, held.id)["status"] == "RUNNING"
+        fence.finish(conn, claim, "FINISHED", "x")
+    assert claims.work_row(conn, claim.id)["status"] == "RUNNING"
 
 
 def test_stale_observation_leaves_no_row_and_is_audited(conn):
@@ -129,41 +129,80 @@ def test_stale_observation_leaves_no_row_and_is_audited(conn):
 
 def test_expired_lease_refuses_even_without_a_replacement(conn):
     queue(conn)
-    held = claims.claim(conn, "w", ttl=1, now=T0)
+    claim = claims.claim(conn, "w", ttl=1, now=T0)
     with pytest.raises(fence.StaleClaim, match="lease expired"):
-        fence.observe(conn, held, {"text": "late"}, now=T0 + 1)
+        fence.observe(conn, claim, {"text": "late"}, now=T0 + 1)
 
 
 def test_forged_claim_with_other_prompt_is_refused(conn):
     queue(conn)
-    held = claims.claim(conn, "w", ttl=5)
-    forged = claims.Claim(**{**held.__dict__, "prompt": "buy 600 crates"})
+    claim = claims.claim(conn, "w", ttl=5)
+    forged = claims.Claim(**{**claim.__dict__, "prompt": "buy 600 crates"})
     with pytest.raises(fence.StaleClaim, match="assignment"):
         fence.observe(conn, forged, {"text": "x"})
 
 
 def test_pause_stops_claims_and_fenced_writes(conn):
     queue(conn, 2, "a")
-    held = claims.claim(conn, "w", ttl=5)
+    claim = claims.claim(conn, "w", ttl=5)
     claims.set_paused(conn, True)
     assert claims.claim(conn, "w2", ttl=5) is None
     with pytest.raises(fence.StaleClaim, match="paused"):
-        fence.finish(conn, held, "DONE", "x")
+        fence.finish(conn, claim, "DONE", "x")
 
 
 def test_replaced_epoch_refuses_an_old_claim(conn):
     queue(conn)
-    held = claims.claim(conn, "w", ttl=5)
+    claim = claims.claim(conn, "w", ttl=5)
     conn.execute("UPDATE runtime_control SET epoch = 'epoch-2'")
     with pytest.raises(fence.StaleClaim, match="epoch"):
-        fence.observe(conn, held, {"text": "x"})
+        fence.observe(conn, claim, {"text": "x"})
 
 
-def test_operator_cancel_makes_every_holding_stale(conn):
+def test_operator_cancel_makes_every_claim_stale(conn):
     queue(conn)
-    held = claims.claim(conn, "w", ttl=5)
-    assert fence.cancel(conn, held.id) == held.generation + 1
-    with pytest.raises(fence.StaleClaim):
-        fence.finish(conn, held, "DONE", "too late")
-    assert claims.work_row(conn, held.id)["status"] == "CANCELLED"
+    claim = claims.claim(conn, "w", ttl=5)
+    assert fence.cancel(conn, claim.id) == claim.generation + 1
+    with pytest.raises(fence.StaleClaim) as refused:
+        fence.finish(conn, claim, "DONE", "too late")
+    assert refused.value.claim == claim  # the refused claim, as offered
+    assert claims.work_row(conn, claim.id)["status"] == "CANCELLED"
     assert claims.claim(conn, "w2", ttl=5) is None
+
+
+def test_finish_writes_the_outcome_column(conn):
+    queue(conn)
+    claim = claims.claim(conn, "w", ttl=5)
+    fence.finish(conn, claim, "DONE", "6 sacks ordered")
+    row = claims.work_row(conn, claim.id)
+    assert (row["status"], row["outcome"]) == ("DONE", "6 sacks ordered")
+    assert "result" not in row
+
+
+def test_a_busy_database_loses_the_audit_row_never_the_refusal(tmp_path, monkeypatch):
+    with opened(tmp_path / "agent.db", busy_timeout_ms=50) as conn, \
+            opened(tmp_path / "agent.db") as other:
+        fence.install(conn)
+        queue(conn)
+        old = claims.claim(conn, "w1", ttl=1, now=T0)
+        claims.claim(conn, "w2", ttl=5, now=T0 + 1)
+        written, real = [], fence.record_refusal
+
+        def busy_then_record(*args):
+            with immediate(other):  # another writer gets in right after the rollback
+                written.append(real(*args))
+
+        monkeypatch.setattr(fence, "record_refusal", busy_then_record)
+        with pytest.raises(fence.StaleClaim, match="superseded"):
+            fence.observe(conn, old, {"text": "late"}, now=T0 + 1.5)
+        assert written == [False]  # the audit row was lost...
+        assert count_rows(conn, "refusals") == 0
+        assert count_rows(conn, "transcript") == 0  # ...and the write still refused
+
+
+def test_status_lists_in_sql_come_from_the_constants():
+    assert store.sql_list(claims.OPEN) == "('READY', 'RUNNING')"
+    assert f"IN {store.sql_list(claims.OPEN)}" in claims.ORDINARY
+    for bad in ("READY'); DROP TABLE work; --", "two words", ""):
+        with pytest.raises(ValueError):
+            store.sql_list((bad,))

@@ -1,8 +1,8 @@
 """Eight real worker processes drain 1,000 assignments (chapter 05).
 
-Every item must be held by exactly one holding (generation 1: with a 60 s lease
-nothing expires, so a second holding would mean a double claim), finished once,
-and within a session the holdings must never overlap in time.
+Every item must be granted exactly one claim (generation 1: with a 60 s lease
+nothing expires, so a second claim would mean a double claim), finished once,
+and within a session the claims must never overlap in time.
 """
 
 from __future__ import annotations
@@ -36,15 +36,15 @@ def test_eight_processes_never_share_an_item(tmp_path):
     reported = sum(json.loads(d.stdout)["finished"] for d in done)
     with opened(db) as conn:
         per_item = conn.execute(
-            "SELECT w.status, w.generation, count(h.generation) AS holdings,"
+            "SELECT w.status, w.generation, count(c.generation) AS claims,"
             " (SELECT count(*) FROM transcript t WHERE t.work_id = w.id) AS finishes"
-            " FROM work w LEFT JOIN holdings h ON h.work_id = w.id GROUP BY w.id"
+            " FROM work w LEFT JOIN claims c ON c.work_id = w.id GROUP BY w.id"
         ).fetchall()
         spans = conn.execute(
-            "SELECT w.session, h.claimed_at, w.finished FROM holdings h"
-            " JOIN work w ON w.id = h.work_id ORDER BY w.session, h.claimed_at"
+            "SELECT w.session, c.claimed_at, w.finished FROM claims c"
+            " JOIN work w ON w.id = c.work_id ORDER BY w.session, c.claimed_at"
         ).fetchall()
-        owners = conn.execute("SELECT count(DISTINCT owner) FROM holdings").fetchone()
+        owners = conn.execute("SELECT count(DISTINCT owner) FROM claims").fetchone()
     assert len(per_item) == ITEMS
     assert {tuple(row) for row in per_item} == {("DONE", 1, 1, 1)}
     assert reported == ITEMS

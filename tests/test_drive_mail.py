@@ -1,85 +1,100 @@
-"""The drive and the mail provider of chapter 07, and what their probes see."""
+"""The drive and the mail provider of chapter 07, and what their probes see.
+
+Both are services: called by the path of their file, never by a connection.
+"""
 
 import pytest
 
 from crashcourse.services import drive, mail
-from crashcourse.store import opened
+from crashcourse.store import immediate, opened
 
 
 @pytest.fixture
-def drive_db(tmp_path):
-    with opened(tmp_path / "drive.sqlite") as conn:
-        drive.initialize(conn, {"f001": "scan-001.pdf", "f002": "scan-002.pdf"})
-        yield conn
+def drive_path(tmp_path):
+    path = tmp_path / "drive.sqlite"
+    drive.install(path, {"f001": "scan-001.pdf", "f002": "scan-002.pdf"})
+    return path
 
 
 @pytest.fixture
-def mail_db(tmp_path):
-    with opened(tmp_path / "mail.sqlite") as conn:
-        mail.initialize(conn)
-        yield conn
+def mail_path(tmp_path):
+    path = tmp_path / "mail.sqlite"
+    mail.install(path)
+    return path
 
 
-def requests(conn):
-    return conn.execute(
-        "SELECT file_id, name, changed FROM rename_requests ORDER BY seq"
-    ).fetchall()
+def requests(path):
+    with opened(path) as conn:
+        return conn.execute(
+            "SELECT file_id, name, changed FROM rename_requests ORDER BY seq"
+        ).fetchall()
 
 
-def test_a_rename_is_an_end_state_applying_it_twice_changes_nothing(drive_db):
-    drive.rename_to(drive_db, "f001", "invoice-001.pdf")
-    again = drive.rename_to(drive_db, "f001", "invoice-001.pdf")
+def test_a_rename_is_an_end_state_applying_it_twice_changes_nothing(drive_path):
+    drive.rename_to(drive_path, "f001", "invoice-001.pdf")
+    again = drive.rename_to(drive_path, "f001", "invoice-001.pdf")
     assert again["was"] == "invoice-001.pdf"
-    assert drive.names(drive_db)["f001"] == "invoice-001.pdf"
-    assert [tuple(r) for r in requests(drive_db)] == [
+    assert drive.names(drive_path)["f001"] == "invoice-001.pdf"
+    assert [tuple(r) for r in requests(drive_path)] == [
         ("f001", "invoice-001.pdf", 1), ("f001", "invoice-001.pdf", 0)]
-    assert drive.duplicate_requests(drive_db) == 1  # counted from the log
+    assert drive.duplicate_requests(drive_path) == 1  # counted from the log
 
 
-def test_bad_rename_input_is_refused_and_nothing_is_written(drive_db):
+def test_bad_rename_input_is_refused_and_nothing_is_written(drive_path):
     with pytest.raises(drive.UnknownFile):
-        drive.rename_to(drive_db, "f999", "x.pdf")
+        drive.rename_to(drive_path, "f999", "x.pdf")
     with pytest.raises(ValueError):
-        drive.rename_to(drive_db, "f001", "a/b.pdf")
-    assert requests(drive_db) == []
-    assert drive.names(drive_db)["f001"] == "scan-001.pdf"
+        drive.rename_to(drive_path, "f001", "a/b.pdf")
+    assert requests(drive_path) == []
+    assert drive.names(drive_path)["f001"] == "scan-001.pdf"
 
 
-def test_probe_by_id_is_not_fooled_by_another_file_with_the_name(drive_db):
-    drive.initialize(drive_db, {"supplier-1": "invoice-001.pdf"}, owner="supplier")
-    done, seen = drive.probe_rename(drive_db, "f001", "invoice-001.pdf")
+def test_probe_by_id_is_not_fooled_by_another_file_with_the_name(drive_path):
+    drive.install(drive_path, {"supplier-1": "invoice-001.pdf"}, owner="supplier")
+    done, seen = drive.probe_rename(drive_path, "f001", "invoice-001.pdf")
     assert (done, seen["name"]) == (False, "scan-001.pdf")
-    wrong, seen = drive.probe_rename_by_name(drive_db, "f001", "invoice-001.pdf")
+    wrong, seen = drive.probe_rename_by_name(drive_path, "f001", "invoice-001.pdf")
     assert (wrong, seen["file_id"]) == (True, "supplier-1")  # the lie
-    assert "supplier-1" not in drive.names(drive_db)  # shop files only
+    assert "supplier-1" not in drive.names(drive_path)  # shop files only
+    assert drive.lookup(drive_path, "supplier-1") == {
+        "file_id": "supplier-1", "name": "invoice-001.pdf"}
 
 
-def test_both_probes_agree_when_the_rename_did_happen(drive_db):
-    drive.rename_to(drive_db, "f002", "invoice-002.pdf")
-    assert drive.probe_rename(drive_db, "f002", "invoice-002.pdf")[0]
-    assert drive.probe_rename_by_name(drive_db, "f002", "invoice-002.pdf")[0]
+def test_both_probes_agree_when_the_rename_did_happen(drive_path):
+    drive.rename_to(drive_path, "f002", "invoice-002.pdf")
+    assert drive.probe_rename(drive_path, "f002", "invoice-002.pdf")[0]
+    assert drive.probe_rename_by_name(drive_path, "f002", "invoice-002.pdf")[0]
 
 
-def test_sending_is_a_delta_two_submissions_are_two_messages(mail_db):
+def test_sending_is_a_delta_two_submissions_are_two_messages(mail_path):
     headers = {mail.KEY_HEADER: "restock/step-41"}
     for _ in range(2):
-        mail.submit(mail_db, "orders@supplier.example", "s", "b", headers)
-    assert len(mail.messages(mail_db)) == 2
-    assert mail.duplicate_messages(mail_db) == 1
+        mail.submit(mail_path, "orders@supplier.example", "s", "b", headers)
+    assert len(mail.messages(mail_path)) == 2
+    assert mail.duplicate_messages(mail_path) == 1
 
 
-def test_queued_is_not_sent_and_the_probe_searches_the_queue(mail_db):
-    mail.submit(mail_db, "owner@shop.example", "s", "b",
+def test_queued_is_not_sent_and_the_probe_searches_the_queue(mail_path):
+    mail.submit(mail_path, "owner@shop.example", "s", "b",
                 {mail.KEY_HEADER: "restock/step-42"})
-    assert mail.sent_folder(mail_db) == []
-    done, seen = mail.probe_sent(mail_db, "restock/step-42")
+    assert mail.sent_folder(mail_path) == []
+    done, seen = mail.probe_sent(mail_path, "restock/step-42")
     assert (done, seen["status"]) == (True, "queued")
-    assert mail.tick(mail_db) == 1
-    assert [m["op_key"] for m in mail.sent_folder(mail_db)] == ["restock/step-42"]
-    assert mail.probe_sent(mail_db, "restock/step-41")[0] is False
+    assert mail.tick(mail_path) == 1
+    assert [m["operation_key"] for m in mail.sent_folder(mail_path)] == [
+        "restock/step-42"]
+    assert mail.probe_sent(mail_path, "restock/step-41")[0] is False
 
 
-def test_a_bad_address_is_refused_and_nothing_is_queued(mail_db):
+def test_a_bad_address_is_refused_and_nothing_is_queued(mail_path):
     with pytest.raises(ValueError):
-        mail.submit(mail_db, "nobody", "s", "b", {})
-    assert mail.messages(mail_db) == []
+        mail.submit(mail_path, "nobody", "s", "b", {})
+    assert mail.messages(mail_path) == []
+
+
+def test_no_call_leaves_the_write_lock_held(drive_path, mail_path):
+    drive.rename_to(drive_path, "f001", "invoice-001.pdf")
+    mail.submit(mail_path, "owner@shop.example", "s", "b", {})
+    for path in (drive_path, mail_path):  # no call left a transaction open
+        with opened(path, busy_timeout_ms=50) as conn, immediate(conn):
+            pass

@@ -115,7 +115,8 @@ def test_a_payload_that_is_not_json_is_refused_before_the_transaction(conn):
 
 def test_two_processes_racing_for_one_key_apply_it_exactly_once(tmp_path):
     db = tmp_path / "shop.db"
-    restock_note.initialize(db)
+    with opened(db) as conn:
+        restock_note.install(conn)
     args = ["-m", "crashcourse.workers.restock_note", "--db", str(db),
             "--task", "restock-7", "--sku", "oat-milk", "--quantity", "24"]
     with Harness() as harness:
@@ -128,7 +129,8 @@ def test_two_processes_racing_for_one_key_apply_it_exactly_once(tmp_path):
     assert [f.returncode for f in finished] == [0, 0]
     statuses = sorted(json.loads(f.stdout)["status"] for f in finished)
     assert statuses == ["already_applied", "applied"]
-    rows = restock_note.snapshot(db)
+    with opened(db) as conn:
+        rows = restock_note.snapshot(conn)
     assert len(rows["restock_notes"]) == 1
     assert len(rows["effect_ledger"]) == 1
     assert rows["stock"] == [{"sku": "oat-milk", "on_order": 24}]

@@ -9,13 +9,15 @@ import sys
 
 import pytest
 
-from crashcourse import payments
 from crashcourse.harness import (
     BoundaryNotReached,
     BoundaryTimeout,
     Harness,
     kill_and_resume,
 )
+from crashcourse.services import payments
+from crashcourse.store import opened
+from crashcourse.workers import paying
 
 SLEEPER = ["-c", "import time; time.sleep(60)"]
 
@@ -65,15 +67,18 @@ def test_cleanup_kills_owned_workers_even_when_an_assertion_fails():
 
 def test_kill_and_resume_leaves_no_process_behind(tmp_path):
     db = tmp_path / "payments.sqlite"
-    payments.initialize(db)
+    state = tmp_path / "worker.sqlite"
+    payments.install(db)
     payments.approve(db, "SUP-0042", 4000, "USD")
-    args = ["-m", "crashcourse.workers.pay_invoice", "--db", str(db),
-            "--task", "restock-0042", "--order", "SUP-0042",
+    args = ["-m", "crashcourse.workers.pay_invoice", "--payments", str(db),
+            "--state", str(state), "--task", "restock-0042", "--order", "SUP-0042",
             "--amount", "4000", "--currency", "USD"]
 
     def counts() -> tuple[int, int]:
-        rows = payments.snapshot(db)
-        return len(rows["payments"]), len(rows["checkpoints"])
+        with opened(state) as conn:
+            paying.install(conn)
+            checkpoints = paying.checkpoints(conn)
+        return len(payments.snapshot(db)["payments"]), len(checkpoints)
 
     with Harness() as harness:
         trial = kill_and_resume(harness, args, "after_payment", counts, timeout=10)

@@ -9,6 +9,8 @@ import sqlite3
 import pytest
 
 from crashcourse import journal
+from crashcourse.effects import operation_key
+from crashcourse.example import restock_plan
 from crashcourse.plan import (
     PlanChanged,
     Step,
@@ -17,11 +19,10 @@ from crashcourse.plan import (
     load_plan,
     make_plan,
     order_plan,
-    restock_plan,
     save_plan,
 )
 from crashcourse.services import drive, mail
-from crashcourse.store import opened
+from crashcourse.store import immediate, opened
 from crashcourse.workers.journal_worker import build_world, paths, restock_actions
 
 
@@ -34,11 +35,10 @@ def world(tmp_path):
     plan = restock_plan()
     task = build_world(str(tmp_path), plan)
     where = paths(str(tmp_path))
-    with opened(where["journal"]) as jc, opened(where["drive"]) as dc, opened(
-        where["mail"]
-    ) as mc:
-        yield {"journal": jc, "drive": dc, "mail": mc, "plan": plan,
-               "task": task, "actions": restock_actions(dc, mc)}
+    with opened(where["journal"]) as jc:
+        yield {"journal": jc, "drive": where["drive"], "mail": where["mail"],
+               "plan": plan, "task": task, "where": where,
+               "actions": restock_actions(where["drive"], where["mail"])}
 
 
 def crash_at(world, step: int, act_first: bool):
@@ -78,7 +78,8 @@ def test_a_second_run_skips_everything_and_asks_nobody(world):
     args = world["journal"], world["task"], world["plan"], world["actions"]
     journal.run_plan(*args)
     assert journal.run_plan(*args) == {"skip": 42, "probe": 0, "run": 0}
-    log = world["drive"].execute("SELECT count(*) FROM rename_requests").fetchone()
+    with opened(world["drive"]) as drive_db:
+        log = drive_db.execute("SELECT count(*) FROM rename_requests").fetchone()
     assert log[0] == 40
     assert len(mail.messages(world["mail"])) == 2
 
@@ -116,8 +117,8 @@ def test_the_schema_refuses_a_second_step_in_doubt(world):
     crash_at(world, 3, act_first=False)
     with pytest.raises(sqlite3.IntegrityError):
         world["journal"].execute(
-            "INSERT INTO journal (task, step, op_key, action, args, before_state)"
-            " VALUES (:task, 4, 'k4', 'rename', '{}', '{}')",
+            "INSERT INTO journal (task, step, operation_key, action, args,"
+            " before_state) VALUES (:task, 4, 'k4', 'rename', '{}', '{}')",
             {"task": world["task"]},
         )
 
@@ -139,8 +140,8 @@ def test_unknown_action_refused_before_anything_is_written(world):
 def test_a_gap_in_the_journal_is_reported(world):
     journal.install(world["journal"])
     world["journal"].execute(
-        "INSERT INTO journal (task, step, op_key, action, args, before_state,"
-        " outcome) VALUES (:task, 3, 'k3', 'rename', '{}', '{}', '{}')",
+        "INSERT INTO journal (task, step, operation_key, action, args,"
+        " before_state, outcome) VALUES (:task, 3, 'k3', 'rename', '{}', '{}', '{}')",
         {"task": world["task"]},
     )
     with pytest.raises(ValueError, match="gaps"):
@@ -181,3 +182,58 @@ def test_make_plan_refuses_misnumbered_steps():
         make_plan("bad", [Step(1, "rename", {}), Step(3, "rename", {})])
     with pytest.raises(ValueError):
         make_plan("not an identifier", [])
+
+
+def test_each_step_carries_the_effects_operation_key(world):
+    crash_at(world, 41, act_first=True)  # the first mail was accepted
+    step = world["plan"].steps[40]
+    key = operation_key(world["task"], step.number, step.action, step.args)
+    row = world["journal"].execute(
+        "SELECT operation_key FROM journal WHERE step = 41").fetchone()
+    assert row["operation_key"] == key
+    assert [m["operation_key"] for m in mail.messages(world["mail"])] == [key]
+    assert mail.probe_sent(world["mail"], key)[0] is True
+    assert not hasattr(journal, "op_key")
+
+
+def test_reads_on_a_fresh_file_create_nothing(tmp_path):
+    plan = restock_plan()
+    with opened(tmp_path / "fresh.sqlite") as conn:
+        seen = journal.journal_status(conn, plan.task, plan)
+        assert seen.summary() == {"confirmed": 0, "in_doubt": 0, "not_started": 42}
+        assert seen.last_row == 0 and seen.irreversible_not_started == (41, 42)
+        assert journal.resolutions(conn, plan.task) == {"run": 0, "probe": 0}
+        with pytest.raises(UnknownTask):
+            load_plan(conn, plan.task)
+        tables = conn.execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == []  # no install: a read never creates a table
+
+
+def read_only(path):
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def test_status_and_plan_read_on_a_read_only_connection(world):
+    crash_at(world, 32, act_first=False)
+    conn = read_only(world["where"]["journal"])
+    try:
+        assert load_plan(conn, world["task"]) == world["plan"]
+        seen = journal.journal_status(conn, world["task"], world["plan"])
+        assert seen.summary() == {"confirmed": 31, "in_doubt": 1, "not_started": 10}
+    finally:
+        conn.close()
+
+
+def test_reads_do_not_wait_for_a_writer_holding_the_lock(world):
+    crash_at(world, 5, act_first=False)
+    path = world["where"]["journal"]
+    with opened(path, busy_timeout_ms=50) as reader, immediate(world["journal"]):
+        # a write would wait 50 ms, then fail "database is locked"
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            reader.execute("BEGIN IMMEDIATE")
+        assert load_plan(reader, world["task"]) == world["plan"]
+        seen = journal.journal_status(reader, world["task"], world["plan"])
+        assert (seen.count("confirmed"), seen.last_row) == (4, 5)
+        assert journal.resolutions(reader, world["task"]) == {"run": 4, "probe": 0}

@@ -7,10 +7,11 @@ import time
 import pytest
 
 from crashcourse import claims, fence, orders
+from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
 from crashcourse.store import count_rows, opened
-from crashcourse.workers.shop_worker import FLOUR, run_once
+from crashcourse.workers.shop_worker import run_once
 
 
 @pytest.fixture
@@ -20,104 +21,174 @@ def conn(tmp_path):
         yield conn
 
 
-def approved(conn, origin="phone:1", ttl=5.0):
+def signed_off(conn, origin="phone:1", ttl=5.0):
     work = claims.enqueue(conn, origin, origin, "restock flour")
-    held = claims.claim(conn, "w1", ttl=ttl, work_id=work)
-    op_id = orders.propose(conn, held, orders.ScriptedModel(FLOUR))
-    orders.approve(conn, op_id)
-    return held, op_id
+    claim = claims.claim(conn, "w1", ttl=ttl, work_id=work)
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+    orders.sign_off(conn, operation_key)
+    return claim, operation_key
 
 
-def supplier_orders(supplier, op_id):
+def supplier_orders(supplier, operation_key):
     with opened(supplier.db) as conn:
-        return conn.execute("SELECT count(*) FROM orders WHERE op_id = :op",
-                            {"op": op_id}).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM orders WHERE operation_key = :operation_key",
+            {"operation_key": operation_key}).fetchone()[0]
 
 
 def test_send_confirms_and_a_replacement_needs_no_model(conn, supplier):
-    held, op_id = approved(conn, "phone:send")
-    assert orders.send(conn, held, op_id, supplier.url) == "CONFIRMED"
-    assert orders.order_for(conn, held.id)["receipt"].startswith("R-")
-    assert supplier_orders(supplier, op_id) == 1
+    claim, operation_key = signed_off(conn, "phone:send")
+    assert orders.send(conn, claim, operation_key, supplier.url) == "CONFIRMED"
+    assert orders.order_for(conn, claim.id)["receipt"].startswith("R-")
+    assert supplier_orders(supplier, operation_key) == 1
 
 
 def test_a_draft_cannot_be_sent(conn, supplier):
     claims.enqueue(conn, "phone:draft", "s", "restock flour")
-    held = claims.claim(conn, "w1", ttl=5)
-    op_id = orders.propose(conn, held, orders.ScriptedModel(FLOUR))
+    claim = claims.claim(conn, "w1", ttl=5)
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
     with pytest.raises(PermissionError, match="DRAFT"):
-        orders.send(conn, held, op_id, supplier.url)
-    assert supplier_orders(supplier, op_id) == 0
+        orders.send(conn, claim, operation_key, supplier.url)
+    assert supplier_orders(supplier, operation_key) == 0
+
+
+def test_sign_off_takes_a_draft_once_and_readies_blocked_work(conn):
+    claims.enqueue(conn, "phone:sign", "s", "restock flour")
+    claim = claims.claim(conn, "w1", ttl=5)
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+    fence.finish(conn, claim, "BLOCKED", "waiting for sign-off")
+    orders.sign_off(conn, operation_key)
+    assert orders.order_for(conn, claim.id)["status"] == orders.SIGNED_OFF
+    assert claims.work_row(conn, claim.id)["status"] == "READY"
+    with pytest.raises(ValueError, match="DRAFT"):
+        orders.sign_off(conn, operation_key)
 
 
 def test_a_wait_longer_than_the_lease_is_not_admitted(conn, supplier):
-    held, op_id = approved(conn, "phone:short", ttl=1.0)
+    claim, operation_key = signed_off(conn, "phone:short", ttl=1.0)
     with pytest.raises(orders.LeaseTooShort):
-        orders.send(conn, held, op_id, supplier.url, wait_s=5.0)
-    assert orders.order_for(conn, held.id)["status"] == "APPROVED"
-    assert supplier_orders(supplier, op_id) == 0
+        orders.send(conn, claim, operation_key, supplier.url, wait_s=5.0)
+    assert orders.order_for(conn, claim.id)["status"] == "SIGNED_OFF"
+    assert supplier_orders(supplier, operation_key) == 0
 
 
 def test_a_stale_holder_cannot_send(conn, supplier):
-    held, op_id = approved(conn, "phone:stale", ttl=5.0)
-    fence.cancel(conn, held.id)
+    claim, operation_key = signed_off(conn, "phone:stale", ttl=5.0)
+    fence.cancel(conn, claim.id)
     with pytest.raises(fence.StaleClaim):
-        orders.send(conn, held, op_id, supplier.url)
-    assert supplier_orders(supplier, op_id) == 0
+        orders.send(conn, claim, operation_key, supplier.url)
+    assert supplier_orders(supplier, operation_key) == 0
     assert count_rows(conn, "refusals") == 1
 
 
-def test_run_once_continues_an_approved_order_without_the_model(conn, supplier):
-    held, op_id = approved(conn, "phone:resume", ttl=0.2)
-    time.sleep(max(0.0, held.expires - time.time()) + 0.01)  # real expiry
-    report = run_once(conn, "replacement", supplier.url, orders.NoNewReasoning(),
+def test_run_once_continues_a_signed_off_order_without_the_model(conn, supplier):
+    claim, operation_key = signed_off(conn, "phone:resume", ttl=0.2)
+    time.sleep(max(0.0, claim.expires - time.time()) + 0.01)  # real expiry
+    report = run_once(conn, "replacement", supplier.url, NoNewReasoning(),
                       ttl=5.0, wait_s=2.0)
-    assert report == {"work": held.id, "generation": 2, "status": "DONE"}
-    assert supplier_orders(supplier, op_id) == 1
-    proposals = [m for m in fence.transcript(conn, held.id) if m["kind"] == "proposal"]
+    assert report == {"work": claim.id, "generation": 2, "status": "DONE"}
+    assert supplier_orders(supplier, operation_key) == 1
+    proposals = [m for m in fence.transcript(conn, claim.id)
+                 if m["kind"] == "proposal"]
     assert [m["generation"] for m in proposals] == [1]
+    assert [m["operation_key"] for m in proposals] == [operation_key]
 
 
 def test_work_without_an_order_asks_the_model_once_and_blocks(conn, supplier):
     claims.enqueue(conn, "phone:new", "s", "restock flour")
-    model = orders.ScriptedModel(FLOUR)
+    model = ScriptedModel(FLOUR)
     report = run_once(conn, "w", supplier.url, model)
     assert report["status"] == "BLOCKED" and model.calls == 1
     with pytest.raises(AssertionError):
-        orders.NoNewReasoning().propose("anything")
+        NoNewReasoning().propose("anything")
 
 
 def test_lost_response_is_unknown_then_looked_up_not_resent(conn, tmp_path):
     with Harness() as harness:
         dropping = start_supplier(harness, tmp_path / "sup.db", "--drop-first-response")
-        held, op_id = approved(conn, "phone:lost")
-        assert orders.send(conn, held, op_id, dropping.url) == "UNKNOWN"
+        claim, operation_key = signed_off(conn, "phone:lost")
+        assert orders.send(conn, claim, operation_key, dropping.url) == "UNKNOWN"
         with pytest.raises(PermissionError, match="look the operation up"):
-            orders.send(conn, held, op_id, dropping.url)
-        assert orders.lookup(conn, op_id, dropping.url, held) == "CONFIRMED"
+            orders.send(conn, claim, operation_key, dropping.url)
+        assert orders.lookup(conn, operation_key, dropping.url, claim) == "CONFIRMED"
         dropping.stop()
     with opened(dropping.db) as sup:
         posts = sup.execute("SELECT count(*) FROM requests WHERE method = 'POST'")
         assert posts.fetchone()[0] == 1
         assert count_rows(sup, "orders") == 1
-    assert orders.order_for(conn, held.id)["status"] == "CONFIRMED"
+    assert orders.order_for(conn, claim.id)["status"] == "CONFIRMED"
 
 
 def test_bad_proposal_is_refused_before_anything_is_written(conn):
     claims.enqueue(conn, "phone:bad", "s", "restock")
-    held = claims.claim(conn, "w", ttl=5)
+    claim = claims.claim(conn, "w", ttl=5)
     for bad in [("", 1, 1), ("flour", 0, 1), ("flour", 1, True), ("flour", 1.5, 2)]:
         with pytest.raises(ValueError):
-            orders.propose(conn, held, orders.ScriptedModel(orders.Proposal(*bad)))
+            orders.propose(conn, claim, ScriptedModel(orders.Proposal(*bad)))
     assert count_rows(conn, "orders") == 0
 
 
 def test_recovery_pass_takes_only_work_with_an_uncertain_order(conn):
     claims.enqueue(conn, "phone:older", "s1", "restock salt")  # oldest, no order
-    held, op_id = approved(conn, "phone:sent", ttl=0.2)
-    orders.admit(conn, held, op_id, wait_s=0.1)  # SENDING, then the holder dies
-    assert claims.claim(conn, "r", ttl=5, recovery_only=True) is None  # lease lives
-    time.sleep(max(0.0, held.expires - time.time()) + 0.01)
-    recovered = claims.claim(conn, "r", ttl=5, recovery_only=True)
-    assert (recovered.id, recovered.generation) == (held.id, 2)
-    assert claims.claim(conn, "r2", ttl=5, recovery_only=True) is None
+    claim, operation_key = signed_off(conn, "phone:sent", ttl=0.2)
+    orders.admit(conn, claim, operation_key, wait_s=0.1)  # SENDING, then it dies
+    assert orders.claim_recovery(conn, "r", ttl=5) is None  # lease lives
+    time.sleep(max(0.0, claim.expires - time.time()) + 0.01)
+    recovered = orders.claim_recovery(conn, "r", ttl=5)
+    assert (recovered.id, recovered.generation) == (claim.id, 2)
+    assert orders.claim_recovery(conn, "r2", ttl=5) is None
+
+
+LEASE = 30.0  # propose and sign_off read the wall clock: leave them time
+
+
+def recovery_case(conn, origin, t0, *, send=True, cancel=False):
+    """Work with a signed-off order, sent (SENDING) or not, claimed at ``t0``."""
+    work = claims.enqueue(conn, origin, origin, "restock flour")
+    claim = claims.claim(conn, "w1", ttl=LEASE, now=t0, work_id=work)
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+    orders.sign_off(conn, operation_key)
+    if send:
+        orders.admit(conn, claim, operation_key, wait_s=1.0)
+    if cancel:
+        fence.cancel(conn, work)
+    return work
+
+
+def test_claim_recovery_follows_the_chapter_06_rule(conn):
+    t0 = time.time()
+    unsent = recovery_case(conn, "phone:unsent", t0, send=False)
+    cancelled = recovery_case(conn, "phone:cancelled", t0, cancel=True)
+    sending = recovery_case(conn, "phone:sending", t0)
+    expired = t0 + LEASE
+    # a live holder keeps it, whatever its order says
+    assert orders.claim_recovery(conn, "r", ttl=5, now=expired - 0.1) is None
+    recovered = orders.claim_recovery(conn, "r", ttl=5, now=expired)
+    assert (recovered.id, recovered.generation) == (sending, 2)
+    # a cancel is no permission to resend, and an unsent order is not recovery
+    # work: the ordinary pass takes it
+    assert orders.claim_recovery(conn, "r2", ttl=5, now=expired + 1) is None
+    ordinary = claims.claim(conn, "o", ttl=5, now=expired + 1)
+    assert ordinary.id == unsent and ordinary.id != cancelled
+
+
+def test_claim_recovery_takes_blocked_work_with_an_unknown_order(conn):
+    t0 = time.time()
+    work = recovery_case(conn, "phone:unknown", t0)
+    orders.record(conn, orders.order_for(conn, work)["operation_key"], "UNKNOWN")
+    claim = claims.claim(conn, "w2", ttl=LEASE, now=t0 + LEASE, work_id=work)
+    at = time.time()
+    fence.finish(conn, claim, "BLOCKED", "supplier outcome unknown", now=at)
+    # BLOCKED waits for its retry delay, like every claim
+    delay = fence.retry_delay(claim.generation)
+    assert orders.claim_recovery(conn, "r", ttl=5, now=at + delay - 0.1) is None
+    recovered = orders.claim_recovery(conn, "r", ttl=5, now=at + delay)
+    assert (recovered.id, recovered.generation) == (work, 3)
+    assert count_rows(conn, "claims") == 3
+
+
+def test_the_recovery_rule_reads_the_orders_table_and_lives_in_orders():
+    assert "FROM orders" in orders.RECOVERY
+    assert "orders" not in claims.ORDINARY and "RECOVERY" not in dir(claims)
+    for status in orders.UNCERTAIN:
+        assert f"'{status}'" in orders.RECOVERY

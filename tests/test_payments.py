@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from crashcourse import payments
 from crashcourse.effects import EffectConflict
+from crashcourse.services import payments
+from crashcourse.store import opened
+from crashcourse.workers import paying
 
 ORDER, AMOUNT, CURRENCY = "SUP-0042", 4000, "USD"
 KEY = "restock-0042/1/pay_invoice"
@@ -14,7 +16,7 @@ KEY = "restock-0042/1/pay_invoice"
 @pytest.fixture
 def db(tmp_path):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path)
+    payments.install(path)
     payments.approve(path, ORDER, AMOUNT, CURRENCY)
     return path
 
@@ -53,7 +55,7 @@ def test_changed_payload_under_a_used_key_conflicts(db, changed):
 
 def test_no_approval_refuses_a_new_payment(tmp_path):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path)
+    payments.install(path)
     with pytest.raises(payments.ApprovalRefused) as raised:
         payments.issue_payment(path, KEY, ORDER, AMOUNT, CURRENCY)
     assert isinstance(raised.value, PermissionError)
@@ -88,14 +90,22 @@ def test_replay_is_checked_before_authority(db):
     assert len(paid(db)) == 1
 
 
-def test_checkpoint_is_a_separate_record(db):
-    assert payments.load_checkpoint(db, "restock-0042") is None
-    payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
-    assert payments.load_checkpoint(db, "restock-0042") is None  # the gap
-    payments.save_checkpoint(db, "restock-0042", KEY, "committed")
-    saved = payments.load_checkpoint(db, "restock-0042")
-    assert (saved["key"], saved["outcome"]) == (KEY, "committed")
+def test_checkpoint_is_a_separate_record_in_a_separate_file(db, tmp_path):
+    with opened(tmp_path / "worker.sqlite") as state:
+        paying.install(state)
+        assert paying.load_checkpoint(state, "restock-0042") is None
+        payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+        assert paying.load_checkpoint(state, "restock-0042") is None  # the gap
+        paying.save_checkpoint(state, "restock-0042", KEY, "committed")
+        saved = paying.load_checkpoint(state, "restock-0042")
+        assert (saved["key"], saved["outcome"]) == (KEY, "committed")
+        assert [row["task"] for row in paying.checkpoints(state)] == ["restock-0042"]
     assert len(paid(db)) == 1
+    assert set(payments.snapshot(db)) == {"payments", "approvals"}  # no checkpoint
+    with opened(db) as service:  # the service's file has no checkpoint table
+        tables = {row[0] for row in service.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "checkpoints" not in tables
 
 
 BAD_AMOUNTS = [True, False, 40.0, float("nan"), float("inf"), -4000, 0, "4000", None]
@@ -138,7 +148,7 @@ def test_empty_order_is_refused_and_no_row(db, order):
 @pytest.mark.parametrize("amount", [0, -1, 2.5, True])
 def test_bad_approval_writes_no_approval(tmp_path, amount):
     path = tmp_path / "payments.sqlite"
-    payments.initialize(path)
+    payments.install(path)
     with pytest.raises((TypeError, ValueError)):
         payments.approve(path, ORDER, amount, CURRENCY)
     assert payments.snapshot(path)["approvals"] == []

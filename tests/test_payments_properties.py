@@ -19,7 +19,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from crashcourse import budget, payments, store
+from crashcourse import authority, budget, store
+from crashcourse.services import payments
 
 MAX_ACTIONS = 3
 CAPS = {"USD": 5000, "EUR": 2500}
@@ -79,11 +80,11 @@ def apply(path: Path, model: Model, step: tuple) -> None:
         if name == "revoke":
             payments.revoke(path, args[0])
         else:  # a stored expiry that is already in the past
-            payments.set_expiry(path, args[0], time.time() - 1)
+            authority.set_expiry(path, args[0], time.time() - 1)
         model.approvals[args[0]][f"approval_{name}d"] = True
     elif name == "policy":
         model.policy += 1
-        payments.set_policy_version(path, model.policy)
+        authority.set_policy_version(path, model.policy)
     elif name == "issue_approved":
         grant = model.approvals.get(args[1], {"action": (AMOUNTS[0], "USD")})
         apply(path, model, ("issue", *args, *grant["action"]))
@@ -123,7 +124,7 @@ def check_invariants(path: Path, model: Model) -> None:
 def test_service_matches_model(sequence):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "payments.sqlite"
-        payments.initialize(path, max_actions=MAX_ACTIONS, currency_caps=CAPS)
+        payments.install(path, max_actions=MAX_ACTIONS, currency_caps=CAPS)
         model = Model()
         for step in sequence:
             apply(path, model, step)
@@ -148,7 +149,7 @@ def edge_answer(charged: list[int], max_actions: int, cap: int, amount: int) -> 
 def test_budget_edge_is_exact(max_actions, cap, amounts):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "payments.sqlite"
-        payments.initialize(path, max_actions=max_actions, currency_caps={"USD": cap})
+        payments.install(path, max_actions=max_actions, currency_caps={"USD": cap})
         charged: dict[str, tuple] = {}
         for i, amount in enumerate(amounts):  # a fresh, approved action each time
             payments.approve(path, f"o{i}", amount, "USD")

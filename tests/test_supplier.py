@@ -47,18 +47,35 @@ def test_same_key_same_proposal_replays_the_receipt(supplier):
     assert first[0] == 201 and again[0] == 200
     assert again[1]["receipt"] == first[1]["receipt"]
     assert get(supplier.url, "replay") == (200, first[1])
+    assert first[1]["operation_key"] == "replay"  # the JSON field names the key
+
+
+def test_the_operation_key_is_the_column_in_orders_and_requests(supplier):
+    post(supplier.url, FLOUR, key="columns")
+    get(supplier.url, "columns")
+    with opened(supplier.db) as conn:
+        stored = conn.execute(
+            "SELECT count(*) FROM orders WHERE operation_key = 'columns'"
+        ).fetchone()[0]
+        asked = conn.execute(
+            "SELECT method FROM requests WHERE operation_key = 'columns' ORDER BY seq"
+        ).fetchall()
+    assert stored == 1
+    assert [row["method"] for row in asked] == ["POST", "GET"]
 
 
 def test_same_key_other_proposal_is_a_conflict(supplier):
     post(supplier.url, FLOUR, key="conflict")
     before = orders_in(supplier.db)
     status, body = post(supplier.url, {**FLOUR, "quantity": 60}, key="conflict")
-    assert (status, body["error"]) == (409, "conflict")
+    assert (status, body["error"], body["operation_key"]) == (409, "conflict",
+                                                             "conflict")
     assert orders_in(supplier.db) == before
 
 
 def test_unknown_operation_lookup_is_404(supplier):
-    assert get(supplier.url, "never-sent")[0] == 404
+    assert get(supplier.url, "never-sent") == (404, {"error": "not_found",
+                                                    "operation_key": "never-sent"})
 
 
 @pytest.mark.parametrize("body, raw, generation", [

@@ -1,7 +1,8 @@
 """Run every checkpoint in full mode, evidence under artifacts/runs/ (make checkpoints).
 
 Each checkpoints/chNN_*.py takes ``--output PATH`` and refuses an existing path;
-this runner gives each a fresh name and stops at the first one that fails.
+this runner gives each a fresh name, runs them all one after the other (a
+failure stops nothing) and names every one that failed at the end.
 """
 
 from __future__ import annotations
@@ -10,19 +11,37 @@ import subprocess
 import sys
 from pathlib import Path
 
+from crashcourse.book import start_checkpoint
 from crashcourse.evidence import new_run_path
 
 ROOT = Path(__file__).resolve().parent.parent
+FULL_TIMEOUT = 3600.0  # seconds per script: a full campaign runs for minutes
+
+
+def run_one(script: Path) -> bool:
+    """Run one checkpoint in full mode; say how it ended; True when it held."""
+    output = new_run_path(ROOT / "artifacts" / "runs", script.stem)
+    print(f"== {script.name} -> {output.relative_to(ROOT)}", file=sys.stderr,
+          flush=True)
+    try:
+        done = start_checkpoint(script.stem, output=output, timeout=FULL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        print(f"   {script.name}: no exit within {FULL_TIMEOUT:.0f} s",
+              file=sys.stderr, flush=True)
+        return False
+    if done.returncode == 0:
+        last = done.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
+        print(f"   {last[0]}", file=sys.stderr, flush=True)
+        return True
+    print(done.stderr[-3000:], file=sys.stderr)
+    print(f"   {script.name}: exit status {done.returncode}", file=sys.stderr,
+          flush=True)
+    return False
 
 
 def main() -> int:
-    failed = []
-    for script in sorted((ROOT / "checkpoints").glob("ch[0-9][0-9]_*.py")):
-        output = new_run_path(ROOT / "artifacts" / "runs", script.stem)
-        print(f"== {script.name} -> {output.relative_to(ROOT)}", file=sys.stderr)
-        done = subprocess.run([sys.executable, str(script), "--output", str(output)])
-        if done.returncode != 0:
-            failed.append(script.name)
+    scripts = sorted((ROOT / "checkpoints").glob("ch[0-9][0-9]_*.py"))
+    failed = [script.name for script in scripts if not run_one(script)]
     summary = "checkpoints failed: " + ", ".join(failed) if failed else "all held"
     print(summary)
     return 1 if failed else 0

@@ -2,8 +2,8 @@
 
 Write ``apply_checked`` on the ledger table below. It is what
 ``crashcourse.effects.apply_once`` does; write it yourself without importing
-that function (``crashcourse.store.immediate`` and ``effects.canonical`` are
-fine to use).
+that function. ``crashcourse.store.immediate`` and the shared checks in
+``crashcourse.validate`` (``canonical``, ``check_text``) are fine to use.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Exercise 02.2: a grader that finds a double charge from durable rows
 (chapter 02).
 
-The payment service's file holds two tables the grader may read:
+The grader is handed the payment service's file, by its path, and nothing
+else: no exit status, no report, not the worker's own file with its
+checkpoint. The service's file holds two tables the grader may read:
 
 * ``approvals (order_id, amount_cents, currency, revoked)``: one row per order,
   the amount it may be charged once (revoked approvals still say how much was
   approved);
 * ``payments (key, order_id, amount_cents, currency)``: one row per committed
-  payment.
+  payment, keyed by the operation key it was made under.
 
 Open the file with ``crashcourse.store.opened`` and use named SQL parameters.
 """
@@ -19,13 +21,14 @@ from pathlib import Path
 from crashcourse.store import opened  # noqa: F401  (open the file with this)
 
 
-def overcharged_orders(db: str | Path) -> dict[str, dict[str, int]]:
+def overcharged_orders(service: str | Path) -> dict[str, dict[str, int]]:
     """Every order whose committed payments add up to more than its approval.
 
     Return ``{order_id: {"payments": n, "charged_cents": total,
     "approved_cents": approved}}``, only for orders where ``total`` exceeds
     ``approved`` (an order with payments and no approval row counts as
     approved for 0). Orders charged within their approval are left out, so a
-    clean ledger gives ``{}``. Read only: write nothing to the file.
+    clean ledger gives ``{}``. ``service`` is the payment service's path.
+    Read only: write nothing to the file.
     """
     raise NotImplementedError("exercise 02.2: write overcharged_orders")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crashcourse import payments
 from crashcourse.harness import Harness, kill_and_resume
+from crashcourse.services import payments
 
 ORDER, AMOUNT, CURRENCY = "PO-1001", 4000, "USD"
 
@@ -15,18 +15,20 @@ def mod(answer):
     return answer("ch02", "grader")
 
 
-def service(path, approvals=((ORDER, AMOUNT, CURRENCY),)):
-    payments.initialize(path)
+def install_service(path, approvals=((ORDER, AMOUNT, CURRENCY),)):
+    payments.install(path)
     for approval in approvals:
         payments.approve(path, *approval)
     return path
 
 
-def run_worker(db, retry: str):
-    """Kill the worker after its payment and let a replacement run."""
-    args = ["-m", "crashcourse.workers.pay_invoice", "--db", str(db),
-            "--task", "restock-1", "--order", ORDER, "--amount", str(AMOUNT),
-            "--currency", CURRENCY, "--retry", retry]
+def run_worker(service, retry: str):
+    """Kill the worker after its payment and let a replacement run. Its
+    checkpoint goes to its own file; the grader is never handed that file."""
+    state = service.with_name(f"{service.stem}-worker.db")
+    args = ["-m", "crashcourse.workers.pay_invoice", "--payments", str(service),
+            "--state", str(state), "--task", "restock-1", "--order", ORDER,
+            "--amount", str(AMOUNT), "--currency", CURRENCY, "--retry", retry]
     with Harness() as harness:
         trial = kill_and_resume(harness, args, "after_payment",
                                 lambda: None, timeout=10)
@@ -34,65 +36,65 @@ def run_worker(db, retry: str):
 
 
 def test_the_mutant_is_caught_although_it_exited_zero(mod, tmp_path):
-    db = service(tmp_path / "mutant.db")
-    trial = run_worker(db, "new-key")
+    service = install_service(tmp_path / "mutant.db")
+    trial = run_worker(service, "new-key")
     assert trial.resumed_returncode == 0  # its own claim: success
-    assert mod.overcharged_orders(db) == {
+    assert mod.overcharged_orders(service) == {
         ORDER: {"payments": 2, "charged_cents": 8000, "approved_cents": 4000}
     }
 
 
 def test_the_reference_is_clean(mod, tmp_path):
-    db = service(tmp_path / "reference.db")
-    run_worker(db, "reuse-key")
-    assert mod.overcharged_orders(db) == {}
+    service = install_service(tmp_path / "reference.db")
+    run_worker(service, "reuse-key")
+    assert mod.overcharged_orders(service) == {}
 
 
 def test_two_orders_paid_once_each_are_clean(mod, tmp_path):
-    db = service(tmp_path / "two.db", [(ORDER, AMOUNT, CURRENCY),
-                                       ("PO-1002", 1250, "USD")])
-    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
-    payments.issue_payment(db, "k2", "PO-1002", 1250, "USD")
-    assert mod.overcharged_orders(db) == {}
+    service = install_service(tmp_path / "two.db", [(ORDER, AMOUNT, CURRENCY),
+                                                    ("PO-1002", 1250, "USD")])
+    payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
+    payments.issue_payment(service, "k2", "PO-1002", 1250, "USD")
+    assert mod.overcharged_orders(service) == {}
 
 
 def test_only_the_overcharged_order_is_reported(mod, tmp_path):
-    db = service(tmp_path / "mixed.db", [(ORDER, AMOUNT, CURRENCY),
-                                         ("PO-1002", 1250, "USD")])
-    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+    service = install_service(tmp_path / "mixed.db", [(ORDER, AMOUNT, CURRENCY),
+                                                      ("PO-1002", 1250, "USD")])
+    payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
     for key in ("k2", "k3", "k4"):
-        payments.issue_payment(db, key, "PO-1002", 1250, "USD")
-    assert mod.overcharged_orders(db) == {
+        payments.issue_payment(service, key, "PO-1002", 1250, "USD")
+    assert mod.overcharged_orders(service) == {
         "PO-1002": {"payments": 3, "charged_cents": 3750, "approved_cents": 1250}
     }
 
 
 def test_a_revoked_approval_still_covers_its_one_payment(mod, tmp_path):
-    db = service(tmp_path / "revoked.db")
-    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
-    payments.revoke(db, ORDER)
-    assert mod.overcharged_orders(db) == {}
+    service = install_service(tmp_path / "revoked.db")
+    payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
+    payments.revoke(service, ORDER)
+    assert mod.overcharged_orders(service) == {}
 
 
 def test_grading_writes_nothing(mod, tmp_path):
-    db = service(tmp_path / "read-only.db")
-    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
-    payments.issue_payment(db, "k2", ORDER, AMOUNT, CURRENCY)
-    before = payments.snapshot(db)
-    assert mod.overcharged_orders(db)[ORDER]["payments"] == 2
-    assert payments.snapshot(db) == before
+    service = install_service(tmp_path / "read-only.db")
+    payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
+    payments.issue_payment(service, "k2", ORDER, AMOUNT, CURRENCY)
+    before = payments.snapshot(service)
+    assert mod.overcharged_orders(service)[ORDER]["payments"] == 2
+    assert payments.snapshot(service) == before
 
 
 def test_a_payment_without_any_approval_is_overcharged(mod, tmp_path):
     from crashcourse.store import immediate, opened
 
-    db = service(tmp_path / "unapproved.db")
-    with opened(db) as conn, immediate(conn):  # a row imported from elsewhere
+    service = install_service(tmp_path / "unapproved.db")
+    with opened(service) as conn, immediate(conn):  # a row imported from elsewhere
         conn.execute(
             "INSERT INTO payments (key, order_id, amount_cents, currency)"
             " VALUES (:key, :order, :amount, :currency)",
             {"key": "k9", "order": "PO-9999", "amount": 500, "currency": "USD"},
         )
-    assert mod.overcharged_orders(db) == {
+    assert mod.overcharged_orders(service) == {
         "PO-9999": {"payments": 1, "charged_cents": 500, "approved_cents": 0}
     }

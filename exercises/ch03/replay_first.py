@@ -1,13 +1,14 @@
 """Exercise 03.1 (Kata 12): historical replay before new authorization."""
 
-from crashcourse import payments  # noqa: F401  (the building blocks you need)
+from crashcourse.services import payments  # noqa: F401  (its building blocks)
 from crashcourse.store import immediate, opened  # noqa: F401
 
 
 def issue_checked(path, key, order_id, amount_cents, currency) -> str:
     """Charge once per key, asking history before authority.
 
-    In ONE ``immediate`` transaction on ``opened(path)``:
+    ``path`` is the payment service's file. In ONE ``immediate`` transaction
+    on ``opened(path)``:
 
     * the key already names a payment for exactly this action: return
       ``"already_committed"`` (no approval needed, none restored);

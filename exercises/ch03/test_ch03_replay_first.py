@@ -2,7 +2,8 @@
 
 import pytest
 
-from crashcourse import payments
+from crashcourse import authority
+from crashcourse.services import payments
 
 ORDER, AMOUNT, CURRENCY = "PO-3001", 4000, "USD"
 
@@ -15,7 +16,7 @@ def issue(answer):
 @pytest.fixture
 def db(tmp_path):
     path = tmp_path / "payments.db"
-    payments.initialize(path)
+    payments.install(path)
     payments.approve(path, ORDER, AMOUNT, CURRENCY)
     return path
 
@@ -26,7 +27,7 @@ def count(db):
 
 def test_new_payment_commits(issue, db):
     assert issue(db, "k1", ORDER, AMOUNT, CURRENCY) == "committed"
-    assert payments.payment_history(db, "k1")["policy_version"] == 1
+    assert authority.payment_history(db, "k1")["policy_version"] == 1
 
 
 def test_revoke_before_payment_refuses(issue, db):

@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from crashcourse import payments
+from crashcourse import authority
+from crashcourse.services import payments
 
 ACTION = {"amount_cents": 4000, "currency": "USD"}
 
@@ -37,11 +38,11 @@ def test_why_refused(mod, grant, now, policy, reason):
 
 def test_explain_survives_later_changes(mod, tmp_path):
     db = tmp_path / "payments.db"
-    payments.initialize(db)
+    payments.install(db)
     expires = time.time() + 3600
     payments.approve(db, "PO-1", 4000, "USD", expires_unix=expires)
     payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
-    payments.set_policy_version(db, 2)
+    authority.set_policy_version(db, 2)
     payments.approve(db, "PO-1", 4000, "USD")  # re-granted under version 2
     payments.revoke(db, "PO-1")
     assert mod.explain(db, "k1") == {"order_id": "PO-1", "amount_cents": 4000,

@@ -2,8 +2,9 @@
 
 import pytest
 
-from crashcourse import payments
+from crashcourse.services import payments
 from crashcourse.store import immediate, opened
+from crashcourse.workers import paying
 
 
 @pytest.fixture
@@ -13,7 +14,7 @@ def room_for(answer):
 
 def service(tmp_path, **policy):
     db = tmp_path / "payments.db"
-    payments.initialize(db, **policy)
+    payments.install(db, **policy)
     payments.approve(db, "PO-1", 4000, "USD")
     return db
 
@@ -32,9 +33,13 @@ def test_no_policy_no_limit(tmp_path, room_for):
 def test_action_limit_from_rows_not_checkpoints(tmp_path, room_for):
     db = service(tmp_path, max_actions=1, currency_caps={"USD": 10_000})
     assert ask(db, room_for) is None
-    payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
-    with opened(db) as conn:
-        conn.execute("DELETE FROM checkpoints")  # a lost checkpoint
+    with opened(tmp_path / "worker.db") as state:  # the worker's own file
+        paying.install(state)
+        paid = paying.pay_then_checkpoint(state, db, "restock-1", "k1", "PO-1",
+                                          4000, "USD")
+        assert paid == {"outcome": "committed"}
+        state.execute("DELETE FROM checkpoints")  # a lost checkpoint
+        assert paying.checkpoints(state) == []
     assert ask(db, room_for) == "budget_action_limit"
 
 

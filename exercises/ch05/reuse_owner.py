@@ -1,7 +1,7 @@
 """Exercise 05.1: reuse the owner label.
 
 Every worker in the shop is configured as ``shop-worker``. Show that the
-database still tells the old holding from the new one, and make the log do
+database still tells the old claim from the new one, and make the log do
 the same.
 """
 
@@ -13,13 +13,13 @@ from crashcourse import claims, fence  # noqa: F401  (you will need both)
 from crashcourse.claims import Claim
 
 
-def holding_label(held: Claim) -> str:
-    """A one-line log label for a holding.
+def claim_label(claim: Claim) -> str:
+    """A one-line log label for a claim.
 
-    Two holdings of the same work under the same owner label must get
+    Two claims of the same work under the same owner label must get
     different labels; the label must also name the work and the owner.
     """
-    raise NotImplementedError("exercise 05.1: write holding_label")
+    raise NotImplementedError("exercise 05.1: write claim_label")
 
 
 def replace_under_same_label(

@@ -12,13 +12,14 @@ import sqlite3
 from crashcourse import fence
 from crashcourse.claims import Claim
 from crashcourse.store import ensure_schema
+from crashcourse.validate import check_amount  # noqa: F401  (the house's check)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reservations (
-    op_id        TEXT PRIMARY KEY,
-    work_id      TEXT NOT NULL REFERENCES work (id),
-    session      TEXT NOT NULL,
-    amount_cents INTEGER NOT NULL CHECK (amount_cents > 0)
+    operation_key TEXT PRIMARY KEY,
+    work_id       TEXT NOT NULL REFERENCES work (id),
+    session       TEXT NOT NULL,
+    amount_cents  INTEGER NOT NULL CHECK (amount_cents > 0)
 )
 """
 
@@ -30,16 +31,18 @@ def install(conn: sqlite3.Connection) -> None:
 
 
 def reserve(
-    conn: sqlite3.Connection, held: Claim, op_id: str, amount_cents: int,
+    conn: sqlite3.Connection, claim: Claim, operation_key: str, amount_cents: int,
     ceiling_cents: int,
 ) -> bool:
-    """Reserve ``amount_cents`` of the account for ``held``'s order ``op_id``.
+    """Reserve ``amount_cents`` of the account for ``claim``'s order, whose
+    operation key is ``operation_key``.
 
-    * ``amount_cents`` must be a positive int (not bool): else ``ValueError``
-      before anything is written.
-    * In ONE fenced transaction (``fence.fenced``): a stale ``held`` raises
+    * ``amount_cents`` goes through ``validate.check_amount`` before anything
+      is written: a bool or a float raises ``TypeError``, zero or a negative
+      amount ``ValueError``.
+    * In ONE fenced transaction (``fence.fenced``): a stale ``claim`` raises
       ``fence.StaleClaim``; if the reservations already committed plus this
       one would exceed ``ceiling_cents``, return False and write nothing;
-      otherwise insert the row and return True.
+      otherwise insert the row (keyed by ``operation_key``) and return True.
     """
     raise NotImplementedError("exercise 05.2: write reserve")

@@ -32,16 +32,18 @@ def test_nothing_the_old_holder_tried_is_stored(mod, conn):
     work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
     old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
     row = claims.work_row(conn, work)
-    assert (row["status"], row["generation"], row["result"]) == ("RUNNING", 2, None)
+    assert (row["status"], row["generation"], row["outcome"]) == ("RUNNING", 2, None)
     refused = conn.execute("SELECT generation, action FROM refusals").fetchall()
     assert [tuple(r) for r in refused] == [(1, "finish")]
+    granted = conn.execute("SELECT generation, owner FROM claims ORDER BY generation")
+    assert [tuple(r) for r in granted] == [(1, "shop-worker"), (2, "shop-worker")]
     assert new.expires == pytest.approx(old.expires + 5)
 
 
-def test_labels_tell_two_holdings_under_one_owner_apart(mod, conn):
+def test_labels_tell_two_claims_under_one_owner_apart(mod, conn):
     work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
     old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
-    first, second = mod.holding_label(old), mod.holding_label(new)
+    first, second = mod.claim_label(old), mod.claim_label(new)
     assert first != second
     for label in (first, second):
         assert "shop-worker" in label and work in label

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 
 from crashcourse import fence, orders  # noqa: F401  (you will need both)
-from crashcourse.store import immediate  # noqa: F401
+from crashcourse.store import immediate, sql_list  # noqa: F401
+from crashcourse.validate import clock  # noqa: F401
 
 
 def cancel_and_settle(
@@ -21,10 +22,12 @@ def cancel_and_settle(
     1. In ONE transaction: move the work to CANCELLED with a new generation
        (``fence.cancel_locked``) and revoke its orders that never left
        (``orders.revoke_unsent``).
-    2. For every order of ``work_id`` still SENDING or UNKNOWN: look it up at
-       the supplier (``orders.lookup`` with no claim). A receipt is recorded;
-       an order the supplier does not know stays uncertain. Never send.
+    2. For every order of ``work_id`` whose status is in ``orders.UNCERTAIN``
+       (SENDING or UNKNOWN): look it up at the supplier (``orders.lookup``
+       with no claim). A receipt is recorded; an order the supplier does not
+       know stays uncertain. Never send.
 
-    Return ``{"generation": int, "revoked": int, "looked_up": {op_id: answer}}``.
+    Return ``{"generation": int, "revoked": int,
+    "looked_up": {operation_key: answer}}``.
     """
     raise NotImplementedError("exercise 06.1: write cancel_and_settle")

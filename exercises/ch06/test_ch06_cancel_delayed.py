@@ -1,8 +1,11 @@
 """Grades exercise 06.1 (cancel_delayed.py) against a real supplier process."""
 
+import sqlite3
+
 import pytest
 
 from crashcourse import claims, fence, orders
+from crashcourse.example import ScriptedModel
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
 from crashcourse.store import opened
@@ -24,32 +27,33 @@ def mod(answer):
     return answer("ch06", "cancel_delayed")
 
 
-def approved(conn, held, proposal):
-    op_id = orders.propose(conn, held, orders.ScriptedModel(proposal))
-    orders.approve(conn, op_id)
-    return op_id
+def signed_off(conn, claim, proposal):
+    operation_key = orders.propose(conn, claim, ScriptedModel(proposal))
+    orders.sign_off(conn, operation_key)
+    return operation_key
 
 
 @pytest.fixture
 def shop(tmp_path, supplier):
-    """A held request: one order accepted by the supplier but not yet recorded,
-    one admitted that never arrived, one approved and never sent."""
+    """A claimed request: one order accepted by the supplier but not yet
+    recorded, one admitted that never arrived, one signed off and never sent."""
     with opened(tmp_path / "shop.db") as conn:
         orders.install(conn)
         claims.enqueue(conn, f"phone:{tmp_path.name}", "counter", "Restock flour")
-        held = claims.claim(conn, "worker-a", ttl=60)
-        sent, lost, unsent = (approved(conn, held, p)
+        claim = claims.claim(conn, "worker-a", ttl=60)
+        sent, lost, unsent = (signed_off(conn, claim, p)
                               for p in (SENT, NEVER_ARRIVED, UNSENT))
-        for op_id in (sent, lost):
-            orders.admit(conn, held, op_id, wait_s=5)
-        status, _ = orders.post(supplier.url, sent, held, SENT, 5)
+        for operation_key in (sent, lost):
+            orders.admit(conn, claim, operation_key, wait_s=5)
+        status, _ = orders.post(supplier.url, sent, claim, SENT, 5)
         assert status == 201
-        yield conn, held, {"sent": sent, "lost": lost, "unsent": unsent}
+        yield conn, claim, {"sent": sent, "lost": lost, "unsent": unsent}
 
 
-def status_of(conn, op_id):
-    return conn.execute("SELECT status, receipt FROM orders WHERE op_id = :op",
-                        {"op": op_id}).fetchone()
+def status_of(conn, operation_key):
+    return conn.execute(
+        "SELECT status, receipt FROM orders WHERE operation_key = :operation_key",
+        {"operation_key": operation_key}).fetchone()
 
 
 def posts(supplier):
@@ -59,29 +63,53 @@ def posts(supplier):
 
 
 def test_the_delayed_completion_is_refused(mod, shop, supplier):
-    conn, held, _ = shop
-    report = mod.cancel_and_settle(conn, held.id, supplier.url)
-    assert report["generation"] == held.generation + 1
+    conn, claim, _ = shop
+    report = mod.cancel_and_settle(conn, claim.id, supplier.url)
+    assert report["generation"] == claim.generation + 1
     with pytest.raises(fence.StaleClaim):
-        fence.finish(conn, held, "DONE", "the delayed result")
-    assert claims.work_row(conn, held.id)["status"] == "CANCELLED"
+        fence.finish(conn, claim, "DONE", "the delayed result")
+    assert claims.work_row(conn, claim.id)["status"] == claims.CANCELLED
 
 
 def test_unsent_revoked_sent_discovered_nothing_resent(mod, shop, supplier):
-    conn, held, ops = shop
+    conn, claim, ops = shop
     before = posts(supplier)
-    report = mod.cancel_and_settle(conn, held.id, supplier.url)
+    report = mod.cancel_and_settle(conn, claim.id, supplier.url)
     assert report["revoked"] == 1
-    assert status_of(conn, ops["unsent"])["status"] == "REVOKED"
+    assert status_of(conn, ops["unsent"])["status"] == orders.REVOKED
     sent = status_of(conn, ops["sent"])
-    assert sent["status"] == "CONFIRMED" and sent["receipt"].startswith("R-")
-    assert report["looked_up"] == {ops["sent"]: "CONFIRMED", ops["lost"]: "NOT_FOUND"}
+    assert sent["status"] == orders.CONFIRMED and sent["receipt"].startswith("R-")
+    assert report["looked_up"] == {ops["sent"]: orders.CONFIRMED,
+                                   ops["lost"]: orders.NOT_FOUND}
     assert posts(supplier) == before
 
 
 def test_an_order_the_supplier_never_saw_stays_uncertain(mod, shop, supplier):
-    conn, held, ops = shop
-    mod.cancel_and_settle(conn, held.id, supplier.url)
+    conn, claim, ops = shop
+    mod.cancel_and_settle(conn, claim.id, supplier.url)
     assert status_of(conn, ops["lost"])["status"] in orders.UNCERTAIN
     with pytest.raises(PermissionError):
-        orders.send(conn, held, ops["lost"], supplier.url)
+        orders.send(conn, claim, ops["lost"], supplier.url)
+
+
+@pytest.mark.parametrize("table", ["work", "orders"])
+def test_a_crash_inside_the_cancel_leaves_all_of_it_or_none(mod, shop, supplier,
+                                                             table):
+    """The process dies at the cancel's first write to ``table`` (SQLite refuses
+    the statement, as a kill would leave it undone): afterwards the work is
+    cancelled AND its unsent order revoked, or neither."""
+    conn, claim, ops = shop
+
+    def dies_at_the_write(action, name, *_):
+        hit = action == sqlite3.SQLITE_UPDATE and name == table
+        return sqlite3.SQLITE_DENY if hit else sqlite3.SQLITE_OK
+
+    conn.set_authorizer(dies_at_the_write)
+    try:
+        with pytest.raises(sqlite3.DatabaseError):
+            mod.cancel_and_settle(conn, claim.id, supplier.url)
+    finally:
+        conn.set_authorizer(None)
+    cancelled = claims.work_row(conn, claim.id)["status"] == claims.CANCELLED
+    revoked = status_of(conn, ops["unsent"])["status"] == orders.REVOKED
+    assert cancelled == revoked

@@ -1,9 +1,11 @@
 """Grades exercise 06.2 (unfenced_observe.py)."""
 
+import sqlite3
+
 import pytest
 
 from crashcourse import claims, fence
-from crashcourse.store import opened
+from crashcourse.store import connect, opened
 
 T0 = 1_700_000_000.0  # in the past: the real clock is later
 
@@ -52,3 +54,36 @@ def test_the_restored_fence_lets_the_current_holder_write(mod, replaced):
     row = conn.execute("SELECT * FROM transcript WHERE seq = :s", {"s": seq}).fetchone()
     assert row["generation"] == 2
     assert fence.transcript(conn, new.id) == [{"generation": 2, "text": "6 sacks"}]
+
+
+def test_no_replacement_fits_between_the_check_and_the_insert(mod, replaced,
+                                                               tmp_path):
+    """Just before the transcript row is written, a replacement tries to claim
+    the work from another connection. Under the fence's write lock it cannot
+    (it gives up after a short wait); if the check already let go of the lock,
+    it takes over and the row must not carry the superseded generation."""
+    conn, _, current = replaced
+    attempts = []
+
+    def replacement_tries_to_claim(sql: str) -> None:
+        if attempts or not sql.lstrip().upper().startswith("INSERT INTO TRANSCRIPT"):
+            return
+        rival = connect(tmp_path / "shop.db", busy_timeout_ms=200)
+        try:
+            attempts.append(claims.claim(rival, "worker-c", ttl=60,
+                                         now=current.expires + 1, work_id=current.id))
+        except sqlite3.OperationalError:  # locked: the fenced write holds the lock
+            attempts.append(None)
+        finally:
+            rival.close()
+
+    conn.set_trace_callback(replacement_tries_to_claim)
+    try:
+        mod.observe_restored(conn, current, {"text": "6 sacks"})
+    except fence.StaleClaim:
+        pass  # refused: the row is checked below either way
+    finally:
+        conn.set_trace_callback(None)
+    assert len(attempts) == 1  # the row was about to be written once
+    if attempts[0] is not None:  # the replacement got in before the insert
+        assert rows_of(conn, current.generation) == 0

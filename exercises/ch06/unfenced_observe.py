@@ -9,7 +9,7 @@ from crashcourse import fence  # noqa: F401
 from crashcourse.claims import Claim
 
 
-def observe_unfenced(conn: sqlite3.Connection, held: Claim, message: dict) -> int:
+def observe_unfenced(conn: sqlite3.Connection, claim: Claim, message: dict) -> int:
     """A copy of ``fence.observe`` WITHOUT the current-holder check.
 
     Insert one ``transcript`` row (work id, the claim's generation, the message
@@ -18,8 +18,8 @@ def observe_unfenced(conn: sqlite3.Connection, held: Claim, message: dict) -> in
     raise NotImplementedError("exercise 06.2: write observe_unfenced")
 
 
-def observe_restored(conn: sqlite3.Connection, held: Claim, message: dict) -> int:
+def observe_restored(conn: sqlite3.Connection, claim: Claim, message: dict) -> int:
     """The same write with the fence back: refused (``fence.StaleClaim``) and
-    absent unless ``held`` is the live holding. Do not call ``fence.observe``:
+    absent unless ``claim`` is the live claim. Do not call ``fence.observe``:
     rebuild it from ``fence.fenced``."""
     raise NotImplementedError("exercise 06.2: write observe_restored")

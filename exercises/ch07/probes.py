@@ -3,13 +3,17 @@
 A probe answers "did this step's effect happen?" by asking the target system.
 It returns ``(done, observed)``: ``done`` is True when the target shows the
 step's end state; ``observed`` is what the target shows now (a dict).
+
+The drive and the mail provider are services: call them by their address, the
+path of their file. Write the probes without ``drive.probe_rename`` and
+``mail.probe_sent`` (the runtime's own answers).
 """
 
 from __future__ import annotations
 
-import sqlite3
+from pathlib import Path
 
-from crashcourse.services import drive, mail  # noqa: F401  (use their tables)
+from crashcourse.services import drive, mail  # noqa: F401  (ask them by path)
 
 ACTIONS = {
     "rename": "make file F be called X on the drive",
@@ -18,7 +22,7 @@ ACTIONS = {
 }
 
 
-def probe_rename(drive_conn: sqlite3.Connection, args: dict, key: str):
+def probe_rename(drive_path: str | Path, args: dict, operation_key: str):
     """Is file ``args["file_id"]`` called ``args["name"]``? Look it up BY ID.
 
     ``observed`` is ``{"file_id": ..., "name": <current name>}``. Another file
@@ -27,11 +31,14 @@ def probe_rename(drive_conn: sqlite3.Connection, args: dict, key: str):
     raise NotImplementedError("exercise 07.1: probe the drive by file id")
 
 
-def probe_mail(mail_conn: sqlite3.Connection, args: dict, key: str):
-    """Did the provider accept a message whose X-Operation-Key is ``key``?
+def probe_mail(mail_path: str | Path, args: dict, operation_key: str):
+    """Did the provider accept a message whose X-Operation-Key is
+    ``operation_key``?
 
     Queued counts: the question is submission, not delivery. ``observed`` is
-    ``{"message_id": ..., "status": ...}`` or ``{"message_id": None}``.
+    ``{"message_id": ..., "status": ...}`` of the first such message, or
+    ``{"message_id": None}``. ``mail.messages`` lists what the provider
+    accepted, ``mail.sent_folder`` what it delivered.
     """
     raise NotImplementedError("exercise 07.1: search submitted mail by header")
 

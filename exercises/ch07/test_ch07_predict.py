@@ -3,8 +3,8 @@
 import pytest
 
 from crashcourse import journal
+from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
-from crashcourse.plan import restock_plan
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import build_world, paths
 

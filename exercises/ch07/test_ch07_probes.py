@@ -2,42 +2,50 @@
 
 import pytest
 
+from crashcourse.effects import operation_key
 from crashcourse.services import drive, mail
-from crashcourse.store import opened
 
 ARGS = {"file_id": "f001", "name": "invoice-2026-001.pdf"}
+MAIL = {"to": "owner@shop.example", "subject": "s", "body": "b"}
+KEY_41 = operation_key("restock", 41, "send_mail", MAIL)
+KEY_42 = operation_key("restock", 42, "send_mail", MAIL)
 
 
 @pytest.fixture
-def conns(tmp_path):
-    with opened(tmp_path / "d.sqlite") as d, opened(tmp_path / "m.sqlite") as m:
-        drive.initialize(d, {"f001": "scan-001.pdf", "f002": "scan-002.pdf"})
-        mail.initialize(m)
-        yield d, m
+def services(tmp_path):
+    """The drive's and the mail provider's files: their addresses."""
+    drive_path, mail_path = tmp_path / "drive.sqlite", tmp_path / "mail.sqlite"
+    drive.install(drive_path, {"f001": "scan-001.pdf", "f002": "scan-002.pdf"})
+    mail.install(mail_path)
+    return drive_path, mail_path
 
 
-def test_rename_probe_answers_by_id(answer, conns):
-    probes, (d, _) = answer("ch07", "probes"), conns
-    done, seen = probes.probe_rename(d, ARGS, "k")
+def test_rename_probe_answers_by_id(answer, services):
+    probes, (drive_path, _) = answer("ch07", "probes"), services
+    done, seen = probes.probe_rename(drive_path, ARGS, "k")
     assert (done, seen["name"]) == (False, "scan-001.pdf")
-    drive.rename_to(d, "f001", ARGS["name"])
-    assert probes.probe_rename(d, ARGS, "k")[0] is True
+    drive.rename_to(drive_path, "f001", ARGS["name"])
+    assert probes.probe_rename(drive_path, ARGS, "k")[0] is True
 
 
-def test_rename_probe_is_not_fooled_by_a_name_collision(answer, conns):
-    probes, (d, _) = answer("ch07", "probes"), conns
-    drive.rename_to(d, "f002", ARGS["name"], requester="supplier")
-    done, seen = probes.probe_rename(d, ARGS, "k")
+def test_rename_probe_is_not_fooled_by_a_name_collision(answer, services):
+    probes, (drive_path, _) = answer("ch07", "probes"), services
+    drive.rename_to(drive_path, "f002", ARGS["name"], requester="supplier")
+    done, seen = probes.probe_rename(drive_path, ARGS, "k")
     assert done is False and seen["file_id"] == "f001"
 
 
-def test_mail_probe_finds_a_queued_message_by_its_header(answer, conns):
-    probes, (_, m) = answer("ch07", "probes"), conns
-    assert probes.probe_mail(m, {}, "t/step-41") == (False, {"message_id": None})
-    mail.submit(m, "owner@shop.example", "s", "b", {mail.KEY_HEADER: "t/step-41"})
-    done, seen = probes.probe_mail(m, {}, "t/step-41")
-    assert (done, seen["status"]) == (True, "queued")
-    assert probes.probe_mail(m, {}, "t/step-42")[0] is False
+def test_mail_probe_finds_a_queued_message_by_its_header(answer, services):
+    probes, (_, mail_path) = answer("ch07", "probes"), services
+    assert probes.probe_mail(mail_path, MAIL, KEY_41) == (False, {"message_id": None})
+    mail.submit(mail_path, MAIL["to"], MAIL["subject"], MAIL["body"],
+                {mail.KEY_HEADER: KEY_41})
+    done, seen = probes.probe_mail(mail_path, MAIL, KEY_41)
+    assert (done, seen["status"]) == (True, mail.QUEUED)
+    assert probes.probe_mail(mail_path, MAIL, KEY_42)[0] is False
+    mail.tick(mail_path)  # delivered: still the same accepted message
+    assert probes.probe_mail(mail_path, MAIL, KEY_41) == (
+        True, {"message_id": seen["message_id"], "status": mail.SENT})
 
 
 def test_the_unverifiable_action_is_named(answer):

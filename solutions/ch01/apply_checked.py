@@ -7,8 +7,9 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from crashcourse.effects import EffectConflict, canonical
+from crashcourse.effects import EffectConflict
 from crashcourse.store import ensure_schema, immediate
+from crashcourse.validate import canonical, check_text
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
@@ -31,8 +32,7 @@ def apply_checked(
     mutate: Callable[[sqlite3.Connection], Any],
 ) -> tuple[str, Any]:
     """Run ``mutate(conn)`` at most once per ``key`` (see the exercise)."""
-    if not isinstance(key, str) or not key.strip():
-        raise ValueError("key must be a non-empty string")
+    check_text("operation key", key)  # ValueError before anything is written
     offered = canonical(payload)  # one spelling per value: sorted keys
     with immediate(conn):
         # Claim first; the primary key says whether this call won the claim.

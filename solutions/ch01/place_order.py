@@ -9,6 +9,7 @@ import sqlite3
 
 from crashcourse.effects import EffectConflict
 from crashcourse.store import ensure_schema, immediate
+from crashcourse.validate import check_count, check_text
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS supplier_orders (
@@ -25,13 +26,11 @@ def install(conn: sqlite3.Connection) -> None:
 
 
 def check_order(key: object, sku: object, quantity: object) -> dict:
-    if not isinstance(key, str) or not key.strip():
-        raise ValueError("key must be a non-empty string")
-    if not isinstance(sku, str) or not sku.strip():
-        raise ValueError("sku must be a non-empty string")
-    if isinstance(quantity, bool) or not isinstance(quantity, int):
-        raise TypeError("quantity must be an int")
-    if quantity <= 0:
+    """The house's door checks (``crashcourse.validate``), before any statement."""
+    check_text("operation key", key)
+    check_text("sku", sku)
+    check_count("quantity", quantity)  # TypeError for True, 2.5; ValueError below 0
+    if quantity == 0:
         raise ValueError("quantity must be positive")
     return {"sku": sku, "quantity": quantity}
 

@@ -21,9 +21,9 @@ HAVING sum(p.amount_cents) > coalesce(a.amount_cents, :nothing_approved)
 """
 
 
-def overcharged_orders(db: str | Path) -> dict[str, dict[str, int]]:
+def overcharged_orders(service: str | Path) -> dict[str, dict[str, int]]:
     """Every order whose committed payments add up to more than its approval."""
-    with opened(db) as conn:
+    with opened(service) as conn:  # the service's file is the only witness
         found = conn.execute(OVERCHARGED, {"nothing_approved": 0}).fetchall()
     return {
         row["order_id"]: {

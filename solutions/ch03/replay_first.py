@@ -1,6 +1,6 @@
 """Exercise 03.1 (Kata 12): historical replay before new authorization."""
 
-from crashcourse import payments
+from crashcourse.services import payments
 from crashcourse.store import immediate, opened
 
 

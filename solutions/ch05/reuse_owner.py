@@ -8,9 +8,9 @@ from crashcourse import claims, fence
 from crashcourse.claims import Claim
 
 
-def holding_label(held: Claim) -> str:
-    """Work, owner AND generation: the generation is what tells holdings apart."""
-    return f"{held.id} held by {held.owner} (generation {held.generation})"
+def claim_label(claim: Claim) -> str:
+    """Work, owner AND generation: the generation is what tells claims apart."""
+    return f"{claim.id} claimed by {claim.owner} (generation {claim.generation})"
 
 
 def replace_under_same_label(
@@ -20,7 +20,7 @@ def replace_under_same_label(
     old = claims.claim(conn, owner, ttl=ttl, now=now, work_id=work_id)
     new = claims.claim(conn, owner, ttl=ttl, now=old.expires, work_id=work_id)
     try:
-        fence.finish(conn, old, "DONE", "the old holder's result",
+        fence.finish(conn, old, "DONE", "the old holder's outcome",
                      now=old.expires + ttl / 2)
     except fence.StaleClaim as refusal:
         return old, new, refusal

@@ -7,13 +7,14 @@ import sqlite3
 from crashcourse import fence
 from crashcourse.claims import Claim
 from crashcourse.store import ensure_schema
+from crashcourse.validate import check_amount
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reservations (
-    op_id        TEXT PRIMARY KEY,
-    work_id      TEXT NOT NULL REFERENCES work (id),
-    session      TEXT NOT NULL,
-    amount_cents INTEGER NOT NULL CHECK (amount_cents > 0)
+    operation_key TEXT PRIMARY KEY,
+    work_id       TEXT NOT NULL REFERENCES work (id),
+    session       TEXT NOT NULL,
+    amount_cents  INTEGER NOT NULL CHECK (amount_cents > 0)
 )
 """
 
@@ -25,22 +26,19 @@ def install(conn: sqlite3.Connection) -> None:
 
 
 def reserve(
-    conn: sqlite3.Connection, held: Claim, op_id: str, amount_cents: int,
+    conn: sqlite3.Connection, claim: Claim, operation_key: str, amount_cents: int,
     ceiling_cents: int,
 ) -> bool:
     """Check the holder, sum what is reserved, insert: all in one transaction."""
-    if isinstance(amount_cents, bool) or not isinstance(amount_cents, int) or (
-        amount_cents <= 0
-    ):
-        raise ValueError(f"amount must be positive integer cents, got {amount_cents!r}")
-    with fence.fenced(conn, held, "reserve"):
+    check_amount(amount_cents)  # bad input raises before the write lock is taken
+    with fence.fenced(conn, claim, "reserve"):
         reserved = conn.execute(
             "SELECT coalesce(sum(amount_cents), 0) FROM reservations").fetchone()[0]
         if reserved + amount_cents > ceiling_cents:
             return False
         conn.execute(
-            "INSERT INTO reservations (op_id, work_id, session, amount_cents)"
-            " VALUES (:op_id, :work_id, :session, :amount)",
-            {"op_id": op_id, "work_id": held.id, "session": held.session,
-             "amount": amount_cents})
+            "INSERT INTO reservations (operation_key, work_id, session, amount_cents)"
+            " VALUES (:operation_key, :work_id, :session, :amount)",
+            {"operation_key": operation_key, "work_id": claim.id,
+             "session": claim.session, "amount": amount_cents})
     return True

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 from crashcourse import fence, orders
-from crashcourse.claims import clock
-from crashcourse.store import immediate
+from crashcourse.store import immediate, sql_list
+from crashcourse.validate import clock
 
 
 def cancel_and_settle(
@@ -14,12 +14,18 @@ def cancel_and_settle(
 ) -> dict:
     """Cancel and revoke in one transaction, then only ask about what went out."""
     with immediate(conn):
-        generation = fence.cancel_locked(conn, work_id, clock(None))
+        generation = fence.cancel_locked(conn, work_id, clock())
         revoked = orders.revoke_unsent(conn, work_id)
     uncertain = conn.execute(
-        "SELECT op_id FROM orders WHERE work_id = :id"
-        " AND status IN ('SENDING', 'UNKNOWN') ORDER BY rowid", {"id": work_id},
+        "SELECT operation_key FROM orders"
+        " WHERE work_id = :work_id"
+        # a request may have reached the supplier: ask, never resend
+        f" AND status IN {sql_list(orders.UNCERTAIN)}"
+        " ORDER BY rowid",
+        {"work_id": work_id},
     ).fetchall()
-    looked_up = {row["op_id"]: orders.lookup(conn, row["op_id"], supplier_url)
-                 for row in uncertain}
+    looked_up = {
+        row["operation_key"]: orders.lookup(conn, row["operation_key"], supplier_url)
+        for row in uncertain
+    }
     return {"generation": generation, "revoked": revoked, "looked_up": looked_up}

@@ -12,17 +12,17 @@ INSERT = ("INSERT INTO transcript (work_id, generation, message)"
           " VALUES (:work_id, :generation, :message)")
 
 
-def params(held: Claim, message: dict) -> dict:
-    return {"work_id": held.id, "generation": held.generation,
+def params(claim: Claim, message: dict) -> dict:
+    return {"work_id": claim.id, "generation": claim.generation,
             "message": json.dumps(message, sort_keys=True, allow_nan=False)}
 
 
-def observe_unfenced(conn: sqlite3.Connection, held: Claim, message: dict) -> int:
-    """The broken copy: nobody asks whether ``held`` is still the holder."""
-    return conn.execute(INSERT, params(held, message)).lastrowid
+def observe_unfenced(conn: sqlite3.Connection, claim: Claim, message: dict) -> int:
+    """The broken copy: nobody asks whether ``claim`` is still the live claim."""
+    return conn.execute(INSERT, params(claim, message)).lastrowid
 
 
-def observe_restored(conn: sqlite3.Connection, held: Claim, message: dict) -> int:
+def observe_restored(conn: sqlite3.Connection, claim: Claim, message: dict) -> int:
     """The check and the insert in one fenced transaction."""
-    with fence.fenced(conn, held, "observe"):
-        return conn.execute(INSERT, params(held, message)).lastrowid
+    with fence.fenced(conn, claim, "observe"):
+        return conn.execute(INSERT, params(claim, message)).lastrowid

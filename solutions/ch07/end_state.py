@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
+from pathlib import Path
 
 from crashcourse.plan import Step
 from crashcourse.services import drive
 
 
-def suffix_step(drive_conn: sqlite3.Connection, number: int, file_id: str,
-                suffix: str):
+def suffix_step(drive_path: str | Path, number: int, file_id: str, suffix: str):
     """Read the name once, at planning time, and state the full new name."""
-    current = drive.lookup(drive_conn, file_id)["name"]
+    current = drive.lookup(drive_path, file_id)["name"]
     stem, dot, extension = current.rpartition(".")
     new_name = f"{stem}{suffix}.{extension}" if dot else f"{current}{suffix}"
     return Step(number, "rename", {"file_id": file_id, "name": new_name})

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
+from pathlib import Path
 
-from crashcourse.services import drive
+from crashcourse.services import drive, mail
 
 ACTIONS = {
     "rename": "make file F be called X on the drive",
@@ -13,20 +13,21 @@ ACTIONS = {
 }
 
 
-def probe_rename(drive_conn: sqlite3.Connection, args: dict, key: str):
+def probe_rename(drive_path: str | Path, args: dict, operation_key: str):
     """Is file ``args["file_id"]`` called ``args["name"]``? Look it up BY ID."""
-    observed = drive.lookup(drive_conn, args["file_id"])
+    observed = drive.lookup(drive_path, args["file_id"])
     return observed["name"] == args["name"], observed
 
 
-def probe_mail(mail_conn: sqlite3.Connection, args: dict, key: str):
-    """Did the provider accept a message whose X-Operation-Key is ``key``?"""
-    row = mail_conn.execute(
-        "SELECT message_id, status FROM messages WHERE op_key = :key"
-        " ORDER BY message_id",
-        {"key": key},
-    ).fetchone()
-    return (True, dict(row)) if row else (False, {"message_id": None})
+def probe_mail(mail_path: str | Path, args: dict, operation_key: str):
+    """Did the provider accept a message whose X-Operation-Key is the step's?
+
+    Every accepted message counts, queued or delivered: not the sent folder."""
+    for message in mail.messages(mail_path):  # oldest first
+        if message["operation_key"] == operation_key:
+            return True, {"message_id": message["message_id"],
+                          "status": message["status"]}
+    return False, {"message_id": None}
 
 
 def unverifiable_action() -> str:

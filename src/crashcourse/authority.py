@@ -1,8 +1,9 @@
 """Authority now versus history: the terms of an approval (chapter 03).
 
-An approval in ``payments`` says what may be paid (order, amount, currency) and
-whether it was revoked. Chapter 03 adds two terms that can each change on their
-own, also while no worker is running:
+An approval in the payment service (``crashcourse.services.payments``) says
+what may be paid (order, amount, currency) and whether it was revoked.
+Chapter 03 adds two terms that can each change on their own, also while no
+worker is running:
 
 * a wall-clock expiry, stored as ``time.time()`` seconds (NULL: never). It is
   compared with the clock of whichever process asks, so it is only as good as
@@ -23,8 +24,8 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING
 
-from crashcourse.budget import MAX_ACTIONS, check_count
 from crashcourse.store import immediate, opened
+from crashcourse.validate import check_count
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
@@ -47,8 +48,6 @@ CREATE TABLE IF NOT EXISTS payment_evidence (
 )
 """
 
-REASONS = ("not_approved", "approval_revoked", "approval_expired", "policy_changed")
-
 
 def check_terms(expires_unix: object, policy_version: object) -> None:
     """Expiry: None or finite seconds; policy version: None or 1..10**6."""
@@ -59,7 +58,7 @@ def check_terms(expires_unix: object, policy_version: object) -> None:
     ):
         raise TypeError(f"expires_unix must be finite seconds, got {expires_unix!r}")
     if policy_version is not None:
-        check_count("policy_version", policy_version, MAX_ACTIONS)
+        check_count("policy_version", policy_version)
         if policy_version < 1:
             raise ValueError("policy_version starts at 1")
 

@@ -7,7 +7,7 @@ Nothing here counts: consumption is DERIVED from the committed rows of the
 a crash could leave out of step, and deleting the worker's checkpoint cannot
 give any allowance back.
 
-``shortfall`` is called by ``payments.issue_payment`` inside its
+``shortfall`` is called by ``services.payments.issue_payment`` inside its
 ``BEGIN IMMEDIATE`` transaction, after the replay and approval checks and
 before the insert: the write lock is held while the rows are counted, so two
 processes cannot both see the last unit free. A currency with no cap has no
@@ -16,11 +16,11 @@ allowance: there is no uncapped path.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import TYPE_CHECKING
 
 from crashcourse.store import immediate, opened
+from crashcourse.validate import MAX_CENTS, MAX_COUNT, check_count, check_currency
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
@@ -36,34 +36,21 @@ CREATE TABLE IF NOT EXISTS budget_caps (
 )
 """
 
-MAX_ACTIONS = 10**6  # far above any campaign; larger is a typo, not a plan
-MAX_CENTS = 10**12
-CURRENCY = re.compile(r"[A-Z]{3}")
 
 
 class BudgetPolicyError(ValueError):
     """The budget cannot be stored (payments exist, or another policy is set)."""
 
 
-def check_count(name: str, value: object, ceiling: int) -> int:
-    """An int from 0 to ``ceiling``: bool, float, str and negatives are refused."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if not 0 <= value <= ceiling:
-        raise ValueError(f"{name} must be between 0 and {ceiling}, got {value}")
-    return value
-
-
 def check_policy(max_actions: object, currency_caps: object) -> tuple[int, dict]:
     """Validate a whole budget policy before anything is written (chapter 04)."""
     if max_actions is None or currency_caps is None:
         raise TypeError("a budget needs both max_actions and currency_caps")
-    check_count("max_actions", max_actions, MAX_ACTIONS)
+    check_count("max_actions", max_actions, MAX_COUNT)
     if not isinstance(currency_caps, dict):
         raise TypeError("currency_caps must be a dict of currency -> cents")
     for currency, cap in currency_caps.items():
-        if not isinstance(currency, str) or not CURRENCY.fullmatch(currency):
-            raise ValueError(f"currency must be three upper-case letters: {currency!r}")
+        check_currency(currency)
         check_count(f"cap for {currency}", cap, MAX_CENTS)
     return max_actions, dict(currency_caps)
 

@@ -5,11 +5,14 @@ subject, role), fixed when it is queued; a trigger refuses any change to those
 fields. The *holder* fields (status, owner, generation, expires,
 available_after) say who may act on it now.
 
-``claim`` hands out a holding in one ``BEGIN IMMEDIATE`` transaction and bumps
-the generation every time, also when the owner label is reused. The fence that
-later writes must pass, ``assert_current``, lives in ``crashcourse.fence``
-(chapter 06). Leases are wall-clock (``time.time``) because another process
-must read them after a restart; a local budget uses ``time.monotonic``.
+``claim`` grants a claim in one ``BEGIN IMMEDIATE`` transaction, records it as
+a row of ``claims`` and bumps the generation every time, also when the owner
+label is reused. Which work a pass may take is a SQL fragment the caller
+passes in: ``ORDINARY`` here; chapter 06's recovery rule lives in
+``crashcourse.orders``, beside the table it reads. The fence that later writes
+must pass, ``assert_current``, lives in ``crashcourse.fence`` (chapter 06).
+Leases are wall-clock (``time.time``) because another process must read them
+after a restart; a local budget uses ``time.monotonic``.
 """
 
 from __future__ import annotations
@@ -20,9 +23,17 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-from crashcourse.store import ensure_schema, immediate
+from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.validate import check_text, clock
 
-SCHEMA = """
+READY, RUNNING, DONE = "READY", "RUNNING", "DONE"
+BLOCKED, CANCELLED = "BLOCKED", "CANCELLED"
+STATUSES = (READY, RUNNING, DONE, BLOCKED, CANCELLED)
+OPEN = (READY, RUNNING)  # work a claim may still be granted on
+# A status goes into a query's text from these constants; values are parameters.
+
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS work (
     id              TEXT PRIMARY KEY,
     origin          TEXT NOT NULL UNIQUE,  -- where the request came from: dedupes
@@ -32,21 +43,21 @@ CREATE TABLE IF NOT EXISTS work (
     role            TEXT NOT NULL,
     control         INTEGER NOT NULL DEFAULT 0 CHECK (control IN (0, 1)),
     created         REAL NOT NULL,
-    status          TEXT NOT NULL DEFAULT 'READY' CHECK (status IN
-                    ('READY', 'RUNNING', 'DONE', 'BLOCKED', 'CANCELLED')),
+    status          TEXT NOT NULL DEFAULT '{READY}'
+                    CHECK (status IN {sql_list(STATUSES)}),
     owner           TEXT,
     generation      INTEGER NOT NULL DEFAULT 0,
     expires         REAL,
     available_after REAL NOT NULL DEFAULT 0,
     finished        REAL,
-    result          TEXT
+    outcome         TEXT
 );
 -- the claim query walks open work in its ORDER BY and stops at the first fit;
 -- the session rule looks up live work in one session
 CREATE INDEX IF NOT EXISTS work_open_in_order ON work (control DESC, created)
-    WHERE status IN ('READY', 'RUNNING');
+    WHERE status IN {sql_list(OPEN)};
 CREATE INDEX IF NOT EXISTS work_live_in_session ON work (session, status, expires);
-CREATE TABLE IF NOT EXISTS holdings (
+CREATE TABLE IF NOT EXISTS claims (
     work_id    TEXT NOT NULL REFERENCES work (id),
     generation INTEGER NOT NULL,
     owner      TEXT NOT NULL,
@@ -92,7 +103,7 @@ class Claim:
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Create the work, holdings and runtime-control tables (chapter 05)."""
+    """Create the work, claims and runtime-control tables (chapter 05)."""
     ensure_schema(conn, SCHEMA)
     with immediate(conn):
         conn.execute(FIXED_ASSIGNMENT)
@@ -105,13 +116,6 @@ def work_id_for(origin: str) -> str:
     return "work-" + hashlib.sha256(origin.encode()).hexdigest()[:12]
 
 
-def check_text(name: str, value: object, *, empty_ok: bool = False) -> str:
-    """A string, non-blank unless ``empty_ok`` (chapter 05)."""
-    if not isinstance(value, str) or (not empty_ok and not value.strip()):
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    return value
-
-
 def check_lease(owner: object, ttl: object) -> float:
     """A non-empty owner and a finite lease, 0 < ttl <= 3600 s (chapter 05)."""
     check_text("owner", owner)
@@ -120,19 +124,6 @@ def check_lease(owner: object, ttl: object) -> float:
     if not math.isfinite(ttl) or not 0 < ttl <= MAX_TTL:
         raise ValueError(f"ttl must be finite and in (0, {MAX_TTL:.0f}], got {ttl!r}")
     return float(ttl)
-
-
-def clock(now: float | None) -> float:
-    """``now`` if given (a test's injected instant), else the wall clock.
-
-    Introduced in chapter 05."""
-    if now is None:
-        return time.time()
-    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(
-        now
-    ):
-        raise ValueError(f"now must be a finite number, got {now!r}")
-    return float(now)
 
 
 def enqueue(
@@ -162,8 +153,9 @@ def enqueue(
     return fields["id"]
 
 
-# Read the predicates by responsibility; each block is one rule.
-PICK = """
+# Read the predicates by responsibility; each block is one rule. {eligible} is
+# the pass's own rule (ORDINARY below, or orders.RECOVERY), comment included.
+PICK = f"""
 SELECT item.* FROM work AS item
 WHERE
     -- which work this pass may look at
@@ -172,41 +164,36 @@ WHERE
     AND (:control_only = 0 OR item.control = 1)
     -- its retry delay has passed
     AND item.available_after <= :now
-    -- eligible: {eligible}
+    {{eligible}}
     -- one live holder per session: a turn waits for the one before it
     AND NOT EXISTS (
         SELECT 1 FROM work AS other
         WHERE other.session = item.session
           AND other.id != item.id
-          AND other.status = 'RUNNING'
+          AND other.status = '{RUNNING}'
           AND other.expires > :now)
 -- operator control work first, then the oldest
 ORDER BY item.control DESC, item.created ASC, item.rowid ASC
 LIMIT 1
 """
-ORDINARY = """queued, or held under a lease that has run out
-    AND item.status IN ('READY', 'RUNNING')  -- lets SQLite walk work_open_in_order
-    AND (item.status = 'READY' OR item.expires <= :now)"""
-# Recovery pass: only work whose supplier order may have gone out (chapter 06).
-RECOVERY = """an order whose fate is uncertain, and no live holder
-    AND (item.status IN ('READY', 'BLOCKED')  -- a cancel is not permission
-         OR (item.status = 'RUNNING' AND item.expires <= :now))
-    AND EXISTS (
-        SELECT 1 FROM orders AS placed
-        WHERE placed.work_id = item.id
-          AND placed.status IN ('SENDING', 'UNKNOWN'))"""
+ORDINARY = f"""-- eligible: queued, or held under a lease that has run out
+    AND item.status IN {sql_list(OPEN)}  -- lets SQLite walk work_open_in_order
+    AND (item.status = '{READY}' OR item.expires <= :now)"""
 
 
 def claim(
     conn: sqlite3.Connection, owner: str, *, ttl: float, now: float | None = None,
     role: str = "shop", work_id: str | None = None, control_only: bool = False,
-    recovery_only: bool = False,
+    eligible: str = ORDINARY,
 ) -> Claim | None:
-    """Take the next eligible assignment for ``ttl`` seconds, or None (chapter 05)."""
+    """Take the next eligible assignment for ``ttl`` seconds, or None (chapter 05).
+
+    ``eligible`` is the pass's eligibility rule, a SQL fragment written in code
+    (never built from input) in the shape of ``ORDINARY``."""
     ttl = check_lease(owner, ttl)
-    query = PICK.format(eligible=RECOVERY if recovery_only else ORDINARY)
+    query = PICK.format(eligible=eligible)
     with immediate(conn):
-        now = clock(now)  # read under the write lock: holdings never interleave
+        now = clock(now)  # read under the write lock: claims never interleave
         control = conn.execute("SELECT * FROM runtime_control").fetchone()
         if control["paused"]:
             return None
@@ -216,20 +203,20 @@ def claim(
         }).fetchone()
         if row is None:
             return None
-        holding = {"work_id": row["id"], "generation": row["generation"] + 1,
+        granted = {"work_id": row["id"], "generation": row["generation"] + 1,
                    "owner": owner, "claimed_at": now, "expires": now + ttl}
         conn.execute(
-            "UPDATE work SET status = 'RUNNING', owner = :owner,"
+            f"UPDATE work SET status = '{RUNNING}', owner = :owner,"
             " generation = :generation, expires = :expires WHERE id = :work_id",
-            holding,
+            granted,
         )
         conn.execute(
-            "INSERT INTO holdings (work_id, generation, owner, claimed_at, expires)"
+            "INSERT INTO claims (work_id, generation, owner, claimed_at, expires)"
             " VALUES (:work_id, :generation, :owner, :claimed_at, :expires)",
-            holding,
+            granted,
         )
     return Claim(row["id"], row["session"], row["prompt"], row["subject"],
-                 row["role"], owner, holding["generation"], holding["expires"],
+                 row["role"], owner, granted["generation"], granted["expires"],
                  control["epoch"])
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from crashcourse.store import ensure_schema, immediate
+from crashcourse.validate import canonical, check_text
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS effect_ledger (
@@ -47,20 +48,14 @@ class Applied(NamedTuple):
     result: Any
 
 
-def canonical(value: Any) -> str:
-    """One JSON spelling per value: sorted keys, no spaces, no NaN."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 def operation_key(task: str, step: int | str, action: str, args: Any) -> str:
     """A key derived from (task, step, action, args), stable across processes.
 
     Readable prefix for people, digest for identity: two different argument
     sets never share a key, and nothing random or time-based goes in.
     """
-    for name, part in (("task", task), ("action", action)):
-        if not isinstance(part, str) or not part:
-            raise ValueError(f"{name} must be a non-empty string")
+    check_text("task", task)
+    check_text("action", action)
     digest = hashlib.sha256(canonical([task, step, action, args]).encode()).hexdigest()
     return f"{task}/{step}/{action}/{digest[:16]}"
 
@@ -72,9 +67,7 @@ def install(conn: sqlite3.Connection) -> None:
 
 def check_key(key: Any) -> str:
     """Refuse keys that cannot identify anything: empty, blank or not a string."""
-    if not isinstance(key, str) or not key.strip():
-        raise ValueError("operation key must be a non-empty string")
-    return key
+    return check_text("operation key", key)
 
 
 def apply_once(

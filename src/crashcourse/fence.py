@@ -2,8 +2,8 @@
 
 ``assert_current`` runs INSIDE the transaction of the write it protects, so no
 other holder can take the work between the check and the commit. A refused
-write leaves no row behind; the refusal itself is recorded afterwards, in its
-own transaction, in ``refusals`` (an audit trail the grader reads).
+write leaves no row behind; the refusal itself is noted afterwards, in its
+own transaction, in ``refusals`` (a best-effort audit trail the grader reads).
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from crashcourse import claims
-from crashcourse.claims import Claim, clock
+from crashcourse.claims import BLOCKED, CANCELLED, DONE, RUNNING, Claim
 from crashcourse.store import ensure_schema, immediate
+from crashcourse.validate import check_text, clock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS transcript (
     seq        INTEGER PRIMARY KEY,
     work_id    TEXT NOT NULL REFERENCES work (id),
-    generation INTEGER NOT NULL,          -- which holding produced the message
+    generation INTEGER NOT NULL,          -- which claim produced the message
     message    TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS refusals (
@@ -35,16 +36,17 @@ CREATE TABLE IF NOT EXISTS refusals (
 )
 """
 
-TERMINAL = ("DONE", "BLOCKED", "CANCELLED")
+TERMINAL = (DONE, BLOCKED, CANCELLED)
 MAX_RETRY_DELAY = 60.0
+OPERATOR = "operator"  # the owner a cancel leaves on the row: nobody's claim
 
 
 class StaleClaim(PermissionError):
     """A write offered by a holder that is no longer current (chapter 06)."""
 
-    def __init__(self, reason: str, held: Claim):
-        super().__init__(f"{held.id} generation {held.generation}: {reason}")
-        self.reason, self.held = reason, held
+    def __init__(self, reason: str, claim: Claim):
+        super().__init__(f"{claim.id} generation {claim.generation}: {reason}")
+        self.reason, self.claim = reason, claim
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -53,70 +55,85 @@ def install(conn: sqlite3.Connection) -> None:
     ensure_schema(conn, SCHEMA)
 
 
-def stale_reason(row, control, held: Claim, now: float) -> str | None:
-    """Why ``held`` may not write now, or None if it is the current holder.
+def stale_reason(row, control, claim: Claim, now: float) -> str | None:
+    """Why ``claim`` may not write now, or None if it is the current holder.
 
     Introduced in chapter 06."""
     checks = (
         (control["paused"], "paused"),
-        (control["epoch"] != held.epoch, "authority epoch replaced"),
+        (control["epoch"] != claim.epoch, "authority epoch replaced"),
         (row is None, "no such work"),
-        (row is not None and any(row[f] != getattr(held, f) for f in claims.ASSIGNMENT),
+        (row is not None
+         and any(row[f] != getattr(claim, f) for f in claims.ASSIGNMENT),
          "assignment fields differ"),
-        (row is not None and row["generation"] != held.generation, "superseded"),
-        (row is not None and row["owner"] != held.owner, "another owner"),
-        (row is not None and row["status"] != "RUNNING", "not running"),
+        (row is not None and row["generation"] != claim.generation, "superseded"),
+        (row is not None and row["owner"] != claim.owner, "another owner"),
+        (row is not None and row["status"] != RUNNING, "not running"),
         (row is not None and not (row["expires"] or 0) > now, "lease expired"),
     )
     return next((reason for failed, reason in checks if failed), None)
 
 
-def assert_current(conn: sqlite3.Connection, held: Claim, now: float | None = None):
-    """Raise ``StaleClaim`` unless ``held`` is the live holding (chapter 06).
+def assert_current(conn: sqlite3.Connection, claim: Claim, now: float | None = None):
+    """Raise ``StaleClaim`` unless ``claim`` is the live claim (chapter 06).
 
     Call it inside the write's own ``immediate`` block."""
     control = conn.execute("SELECT * FROM runtime_control").fetchone()
-    row = conn.execute("SELECT * FROM work WHERE id = :id", {"id": held.id}).fetchone()
-    reason = stale_reason(row, control, held, clock(now))
+    row = conn.execute("SELECT * FROM work WHERE id = :id", {"id": claim.id}).fetchone()
+    reason = stale_reason(row, control, claim, clock(now))
     if reason is not None:
-        raise StaleClaim(reason, held)
+        raise StaleClaim(reason, claim)
 
 
-def record_refusal(conn: sqlite3.Connection, held: Claim, action: str, reason: str):
-    """Note a refused write in its own transaction, after the rollback (chapter 06)."""
-    with immediate(conn):
-        conn.execute(
-            "INSERT INTO refusals (work_id, generation, owner, action, reason, at)"
-            " VALUES (:work_id, :generation, :owner, :action, :reason, :at)",
-            {"work_id": held.id, "generation": held.generation, "owner": held.owner,
-             "action": action, "reason": reason, "at": clock(None)},
-        )
+def record_refusal(
+    conn: sqlite3.Connection, claim: Claim, action: str, reason: str
+) -> bool:
+    """Note a refused write in ``refusals``, best effort; whether it was written.
+
+    The row is written after the refused write rolled back, in a transaction of
+    its own. A crash, or a database still busy after its timeout, between the
+    two loses the row; the refusal itself never depends on it: the write was
+    already undone and ``StaleClaim`` is raised either way (chapter 06)."""
+    try:
+        with immediate(conn):
+            conn.execute(
+                "INSERT INTO refusals (work_id, generation, owner, action, reason,"
+                " at) VALUES (:work_id, :generation, :owner, :action, :reason, :at)",
+                {"work_id": claim.id, "generation": claim.generation,
+                 "owner": claim.owner, "action": action, "reason": reason,
+                 "at": clock(None)},
+            )
+    except sqlite3.OperationalError as busy:
+        if "locked" not in str(busy) and "busy" not in str(busy):
+            raise  # a real fault, not a wait that ran out
+        return False
+    return True
 
 
 @contextmanager
 def fenced(
-    conn: sqlite3.Connection, held: Claim, action: str, now: float | None = None
+    conn: sqlite3.Connection, claim: Claim, action: str, now: float | None = None
 ) -> Iterator[sqlite3.Connection]:
     """One write transaction that starts with ``assert_current`` (chapter 06)."""
     try:
         with immediate(conn):
-            assert_current(conn, held, now)
+            assert_current(conn, claim, now)
             yield conn
     except StaleClaim as refused:
-        record_refusal(conn, held, action, refused.reason)
+        record_refusal(conn, claim, action, refused.reason)
         raise
 
 
 def observe(
-    conn: sqlite3.Connection, held: Claim, message: dict, now: float | None = None
+    conn: sqlite3.Connection, claim: Claim, message: dict, now: float | None = None
 ) -> int:
     """Append a transcript row stamped with its generation (chapter 06)."""
     text = json.dumps(message, sort_keys=True, allow_nan=False)
-    with fenced(conn, held, "observe", now):
+    with fenced(conn, claim, "observe", now):
         return conn.execute(
             "INSERT INTO transcript (work_id, generation, message)"
             " VALUES (:work_id, :generation, :message)",
-            {"work_id": held.id, "generation": held.generation, "message": text},
+            {"work_id": claim.id, "generation": claim.generation, "message": text},
         ).lastrowid
 
 
@@ -126,21 +143,23 @@ def retry_delay(generation: int) -> float:
 
 
 def finish(
-    conn: sqlite3.Connection, held: Claim, status: str, outcome: str,
+    conn: sqlite3.Connection, claim: Claim, status: str, outcome: str,
     now: float | None = None,
 ) -> None:
-    """End the holding: DONE, BLOCKED (with a retry delay) or CANCELLED (ch. 06)."""
+    """End the claim: DONE, BLOCKED (with a retry delay) or CANCELLED.
+
+    ``outcome`` goes to the ``work.outcome`` column (chapter 06)."""
     if status not in TERMINAL:
         raise ValueError(f"status must be one of {TERMINAL}, got {status!r}")
-    claims.check_text("outcome", outcome, empty_ok=True)
-    with fenced(conn, held, "finish", now):
+    check_text("outcome", outcome, empty_ok=True)
+    with fenced(conn, claim, "finish", now):
         at = clock(now)
-        delay = retry_delay(held.generation) if status == "BLOCKED" else 0.0
+        delay = retry_delay(claim.generation) if status == BLOCKED else 0.0
         conn.execute(
-            "UPDATE work SET status = :status, result = :result, expires = NULL,"
+            "UPDATE work SET status = :status, outcome = :outcome, expires = NULL,"
             " finished = :at, available_after = :after WHERE id = :id",
-            {"status": status, "result": outcome, "at": at, "after": at + delay,
-             "id": held.id},
+            {"status": status, "outcome": outcome, "at": at, "after": at + delay,
+             "id": claim.id},
         )
 
 
@@ -151,15 +170,15 @@ def cancel_locked(conn: sqlite3.Connection, work_id: str, now: float) -> int:
     row = claims.work_row(conn, work_id)
     generation = row["generation"] + 1
     conn.execute(
-        "UPDATE work SET status = 'CANCELLED', generation = :generation,"
-        " owner = 'operator', expires = NULL, finished = :now WHERE id = :id",
-        {"generation": generation, "now": now, "id": work_id},
+        f"UPDATE work SET status = '{CANCELLED}', generation = :generation,"
+        " owner = :owner, expires = NULL, finished = :now WHERE id = :id",
+        {"generation": generation, "owner": OPERATOR, "now": now, "id": work_id},
     )
     return generation
 
 
 def cancel(conn: sqlite3.Connection, work_id: str, now: float | None = None) -> int:
-    """Operator cancel: every earlier holding goes stale at once (chapter 06)."""
+    """Operator cancel: every earlier claim goes stale at once (chapter 06)."""
     with immediate(conn):
         return cancel_locked(conn, work_id, clock(now))
 

@@ -1,16 +1,15 @@
 """Kill a worker at a named boundary and start its replacement (chapter 00).
 
-Two sides share this module.
+The worker side is ``crashcourse.boundary`` (kept tiny so workers start fast,
+and imported from there, never from here): ``boundary("after_payment")``
+marks a registered point in the worker's code.
 
-Worker side (``crashcourse.boundary``, kept tiny so workers start fast):
-``boundary("after_payment")`` marks a registered point in the worker's code.
-
-Parent side: ``Harness`` starts owned workers (each in its own process group,
-with ``sys.executable``), waits for a marker with a deadline, sends SIGKILL to
-that worker's own group, checks the exit status is -9, and starts a
-replacement. On leaving the ``with`` block it kills and reaps whatever it
-started that is still alive, also when an assertion failed inside the block.
-It never signals a process it did not start.
+This module is the parent side: ``Harness`` starts owned workers (each in its
+own process group, with ``sys.executable``), waits for a marker with a
+deadline, sends SIGKILL to that worker's own group, checks the exit status is
+-9, and starts a replacement. On leaving the ``with`` block it kills and reaps
+whatever it started that is still alive, also when an assertion failed inside
+the block. It never signals a process it did not start.
 """
 
 from __future__ import annotations
@@ -24,13 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from crashcourse.boundary import (  # noqa: F401  (boundary: the worker side)
-    CONTROL_FD_ENV,
-    HOLD_EXPIRED,
-    MARKER_FD_ENV,
-    STOP_AT_ENV,
-    boundary,
-)
+from crashcourse.boundary import CONTROL_FD_ENV, MARKER_FD_ENV, STOP_AT_ENV
 
 # Every wait is bounded, but generously: CI runs the tests and the notebooks
 # side by side on two cores, where a bound of a few seconds leaves no margin

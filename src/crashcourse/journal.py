@@ -12,7 +12,8 @@ reads the journal:
 Steps run in order and a step's intent is written only after the previous
 outcome, so at most ONE row can lack an outcome; the partial unique index
 ``one_in_doubt`` makes SQLite refuse a second one as well. Everything
-``journal_status`` reports is counted from rows and step numbers.
+``journal_status`` reports is counted from rows and step numbers; it only
+reads (no install, no write lock), so an observer never delays a worker.
 """
 
 from __future__ import annotations
@@ -22,21 +23,23 @@ import sqlite3
 from collections import namedtuple
 
 from crashcourse.boundary import boundary
+from crashcourse.effects import operation_key
 from crashcourse.plan import Plan, Step
 from crashcourse.store import ensure_schema, immediate
 
 PHASES = ("before_intent", "after_intent", "after_action", "after_outcome")
+SKIP, PROBE, RUN = "skip", "probe", "run"  # how run_step settled a step
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS journal (
-    task         TEXT NOT NULL,
-    step         INTEGER NOT NULL,
-    op_key       TEXT NOT NULL UNIQUE,   -- travels with the action (mail header)
-    action       TEXT NOT NULL,
-    args         TEXT NOT NULL,
-    before_state TEXT NOT NULL,          -- what the probe saw: for an unwind
-    outcome      TEXT,                   -- NULL: intent written, outcome not
-    resolved_by  TEXT CHECK (resolved_by IN ('run', 'probe')),
+    task          TEXT NOT NULL,
+    step          INTEGER NOT NULL,
+    operation_key TEXT NOT NULL UNIQUE,  -- travels with the action (mail header)
+    action        TEXT NOT NULL,
+    args          TEXT NOT NULL,
+    before_state  TEXT NOT NULL,         -- what the probe saw: for an unwind
+    outcome       TEXT,                  -- NULL: intent written, outcome not
+    resolved_by   TEXT CHECK (resolved_by IN ('{RUN}', '{PROBE}')),
     PRIMARY KEY (task, step)
 );
 -- at most one step of a task may be in doubt, whatever the code does
@@ -45,12 +48,12 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_in_doubt ON journal (task)
 """
 
 
-
 class Action(namedtuple("_ActionFields", "execute probe")):
-    """How to perform one kind of step and how to ask if it happened (ch. 07).
+    """How to perform one kind of step and how to ask if it happened (chapter 07).
 
-    ``execute(args, op_key) -> result``; ``probe(args, op_key) -> (done,
-    observed)``: did the target reach the step's end state, and what it shows.
+    ``execute(args, operation_key) -> result``; ``probe(args, operation_key) ->
+    (done, observed)``: did the target reach the step's end state, and what it
+    shows.
     """
 
     __slots__ = ()
@@ -61,9 +64,16 @@ def install(conn: sqlite3.Connection) -> None:
     ensure_schema(conn, SCHEMA)
 
 
-def op_key(task: str, step: int) -> str:
-    """The step's operation key; the task id already fixes the args (ch. 07)."""
-    return f"{task}/step-{step}"
+def _key(task: str, step: Step) -> str:
+    """The step's operation key: the same task, step, action and args, same key."""
+    return operation_key(task, step.number, step.action, step.args)
+
+
+def _installed(conn: sqlite3.Connection) -> bool:
+    """Whether the journal table exists; a read asks, it never creates it."""
+    return conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal'"
+    ).fetchone() is not None
 
 
 def _row(conn, task: str, step: int):
@@ -75,7 +85,7 @@ def _row(conn, task: str, step: int):
 
 def _resolve_in_doubt(conn, task: str, step: Step, action: Action) -> dict | None:
     """Ask the target about a step in doubt; its observation if it happened."""
-    done, observed = action.probe(step.args, op_key(task, step.number))
+    done, observed = action.probe(step.args, _key(task, step))
     where = {"task": task, "step": step.number}
     with immediate(conn):
         if not done:  # provably not there: forget the intent, run the step again
@@ -83,7 +93,7 @@ def _resolve_in_doubt(conn, task: str, step: Step, action: Action) -> dict | Non
                          where)
             return None
         conn.execute(
-            "UPDATE journal SET outcome = :outcome, resolved_by = 'probe'"
+            f"UPDATE journal SET outcome = :outcome, resolved_by = '{PROBE}'"
             " WHERE task = :task AND step = :step AND outcome IS NULL",
             {**where, "outcome": json.dumps(observed, sort_keys=True)},
         )
@@ -91,21 +101,22 @@ def _resolve_in_doubt(conn, task: str, step: Step, action: Action) -> dict | Non
 
 
 def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action) -> str:
-    """Run one step through the journal; says how: skip, probe or run (ch. 07)."""
+    """Run one step through the journal; says how: skip, probe or run (chapter 07)."""
     row = _row(conn, task, step.number)
     if row is not None and row["outcome"] is not None:
-        return "skip"
+        return SKIP
     if row is not None and _resolve_in_doubt(conn, task, step, action) is not None:
-        return "probe"
-    name, key = f"step-{step.number}", op_key(task, step.number)
+        return PROBE
+    name, key = f"step-{step.number}", _key(task, step)
     boundary(f"{name}:before_intent")
     _, before = action.probe(step.args, key)
     with immediate(conn):
         conn.execute(
-            "INSERT INTO journal (task, step, op_key, action, args, before_state)"
-            " VALUES (:task, :step, :key, :action, :args, :before)",
-            {"task": task, "step": step.number, "key": key, "action": step.action,
-             "args": json.dumps(step.args, sort_keys=True),
+            "INSERT INTO journal (task, step, operation_key, action, args,"
+            " before_state) VALUES (:task, :step, :operation_key, :action, :args,"
+            " :before)",
+            {"task": task, "step": step.number, "operation_key": key,
+             "action": step.action, "args": json.dumps(step.args, sort_keys=True),
              "before": json.dumps(before, sort_keys=True)},
         )
     boundary(f"{name}:after_intent")
@@ -113,17 +124,17 @@ def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action) ->
     boundary(f"{name}:after_action")
     with immediate(conn):
         conn.execute(
-            "UPDATE journal SET outcome = :outcome, resolved_by = 'run'"
+            f"UPDATE journal SET outcome = :outcome, resolved_by = '{RUN}'"
             " WHERE task = :task AND step = :step",
             {"task": task, "step": step.number,
              "outcome": json.dumps(result, sort_keys=True)},
         )
     boundary(f"{name}:after_outcome")
-    return "run"
+    return RUN
 
 
 def confirmed_count(conn: sqlite3.Connection, task: str) -> int:
-    """How many steps have an outcome: steps 1..n, since they run in order."""
+    """How many steps have an outcome: steps 1..n, in order (chapter 07)."""
     return conn.execute(
         "SELECT count(*) FROM journal WHERE task = :task AND outcome IS NOT NULL",
         {"task": task},
@@ -142,7 +153,7 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
     if missing:
         raise KeyError(f"no action registered for {sorted(missing)}")
     skipped = confirmed_count(conn, task)
-    done = {"skip": skipped, "probe": 0, "run": 0}
+    done = {SKIP: skipped, PROBE: 0, RUN: 0}
     for step in plan.steps[skipped:]:
         done[run_step(conn, task, step, actions[step.action])] += 1
     return done
@@ -169,17 +180,17 @@ class JournalStatus(
 
 
 def journal_status(conn: sqlite3.Connection, task: str, plan: Plan) -> JournalStatus:
-    """Count confirmed / in doubt / provably not started from rows (ch. 07).
+    """Count confirmed / in doubt / provably not started from rows (chapter 07).
 
     A step after the last row cannot have begun: its intent would have been
     committed first. So an irreversible step numbered after ``last_row`` is
     proved not performed by comparing two numbers, without asking anyone.
+    It only reads: no journal table yet is an empty journal.
     """
-    install(conn)
     rows = dict(conn.execute(
         "SELECT step, outcome IS NOT NULL FROM journal WHERE task = :task",
         {"task": task},
-    ).fetchall())
+    ).fetchall()) if _installed(conn) else {}
     last = max(rows, default=0)
     if sorted(rows) != list(range(1, last + 1)):
         raise ValueError(f"journal of {task} has gaps: steps {sorted(rows)}")
@@ -193,10 +204,12 @@ def journal_status(conn: sqlite3.Connection, task: str, plan: Plan) -> JournalSt
 
 
 def resolutions(conn: sqlite3.Connection, task: str) -> dict[str, int]:
-    """How the task's outcomes were established: by running or by a probe."""
+    """How the task's outcomes were established: by running or by a probe.
+
+    Introduced in chapter 07; it only reads, like ``journal_status``."""
     rows = conn.execute(
         "SELECT resolved_by, count(*) FROM journal"
         " WHERE task = :task AND outcome IS NOT NULL GROUP BY resolved_by",
         {"task": task},
-    ).fetchall()
-    return {"run": 0, "probe": 0, **{by: n for by, n in rows}}
+    ).fetchall() if _installed(conn) else []
+    return {RUN: 0, PROBE: 0, **{by: n for by, n in rows}}

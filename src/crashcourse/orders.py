@@ -1,15 +1,14 @@
 """Supplier orders on the agent side (chapter 06).
 
-An order moves DRAFT -> APPROVED -> SENDING -> CONFIRMED / REJECTED / UNKNOWN
-(REVOKED when the work is cancelled before it went out). Its id is an
-operation key derived from the work and the proposal, so a replacement sends
-the SAME id, never a new one.
+An order moves DRAFT -> SIGNED_OFF -> SENDING -> CONFIRMED / REJECTED / UNKNOWN
+(REVOKED when the work is cancelled before it went out). Its operation key is
+derived from the work and the proposal: a replacement sends the SAME key.
 
 * ``admit`` is the fenced write that lets a request out: current holder only,
   and only if the declared wait fits in what is left of the lease. It records
   SENDING before a byte leaves.
 * A lost or timed-out response leaves UNKNOWN; ``lookup`` asks the supplier.
-  A resend from SENDING/UNKNOWN is admitted only after THIS holding looked it up.
+  A resend from SENDING/UNKNOWN is admitted only after THIS claim looked it up.
 * Every request carries the fencing token (work id, generation), so the
   supplier itself can refuse a stale holder's delayed request.
 """
@@ -22,27 +21,41 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 
-from crashcourse import fence
+from crashcourse import claims, effects, fence
 from crashcourse.boundary import boundary
-from crashcourse.claims import Claim, check_text, clock
-from crashcourse.effects import operation_key
-from crashcourse.store import ensure_schema, immediate
+from crashcourse.claims import BLOCKED, READY, RUNNING, Claim
+from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.validate import check_text, clock
 
-SCHEMA = """
+DRAFT, SIGNED_OFF, SENDING = "DRAFT", "SIGNED_OFF", "SENDING"
+CONFIRMED, REJECTED, UNKNOWN, REVOKED = "CONFIRMED", "REJECTED", "UNKNOWN", "REVOKED"
+STATUSES = (DRAFT, SIGNED_OFF, SENDING, CONFIRMED, REJECTED, UNKNOWN, REVOKED)
+UNCERTAIN = (SENDING, UNKNOWN)  # a request may have reached the supplier
+UNSENT = (DRAFT, SIGNED_OFF)  # no request has left yet
+NOT_FOUND = "NOT_FOUND"  # what ``lookup`` says when the supplier has no such key
+# A status goes into a query's text from these constants; values are parameters.
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS orders (
-    op_id        TEXT PRIMARY KEY,
-    work_id      TEXT NOT NULL REFERENCES work (id),
-    sku          TEXT NOT NULL,
-    quantity     INTEGER NOT NULL CHECK (quantity > 0),
-    unit_cents   INTEGER NOT NULL CHECK (unit_cents > 0),
-    status       TEXT NOT NULL CHECK (status IN ('DRAFT', 'APPROVED', 'SENDING',
-                 'CONFIRMED', 'REJECTED', 'UNKNOWN', 'REVOKED')),
-    receipt      TEXT,
-    sent_generation    INTEGER,   -- the holding that let the last request out
-    checked_generation INTEGER    -- the holding that last looked it up
+    operation_key TEXT PRIMARY KEY,
+    work_id       TEXT NOT NULL REFERENCES work (id),
+    sku           TEXT NOT NULL,
+    quantity      INTEGER NOT NULL CHECK (quantity > 0),
+    unit_cents    INTEGER NOT NULL CHECK (unit_cents > 0),
+    status        TEXT NOT NULL CHECK (status IN {sql_list(STATUSES)}),
+    receipt       TEXT,
+    sent_generation    INTEGER,   -- the claim that let the last request out
+    checked_generation INTEGER    -- the claim that last looked it up
 )
 """
-UNCERTAIN = ("SENDING", "UNKNOWN")
+# ``claim_recovery``'s rule: only work whose supplier order may have gone out.
+RECOVERY = f"""-- eligible: an order whose fate is uncertain, and no live holder
+    AND (item.status IN {sql_list((READY, BLOCKED))}  -- a cancel is not permission
+         OR (item.status = '{RUNNING}' AND item.expires <= :now))
+    AND EXISTS (
+        SELECT 1 FROM orders AS placed
+        WHERE placed.work_id = item.id
+          AND placed.status IN {sql_list(UNCERTAIN)})"""
 
 
 class ResponseLost(ConnectionError):
@@ -58,7 +71,7 @@ class LeaseTooShort(PermissionError):
 
 
 class OrderConflict(ValueError):
-    """The supplier holds this operation id with another proposal."""
+    """The supplier holds this operation key with another proposal."""
 
 
 @dataclass(frozen=True)
@@ -77,28 +90,16 @@ class Proposal:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
-class ScriptedModel:
-    """A stand-in reasoning model that always proposes the same order."""
-
-    def __init__(self, proposal: Proposal):
-        self.proposal, self.calls = proposal, 0
-
-    def propose(self, prompt: str) -> Proposal:
-        self.calls += 1
-        return self.proposal
-
-
-class NoNewReasoning:
-    """A model that fails if called: recovery must continue from records."""
-
-    def propose(self, prompt: str) -> Proposal:
-        raise AssertionError("recovery asked the model for a new proposal")
-
-
 def install(conn: sqlite3.Connection) -> None:
     """Claims, fence and the agent's orders table (chapter 06)."""
     fence.install(conn)
     ensure_schema(conn, SCHEMA)
+
+
+def claim_recovery(conn: sqlite3.Connection, owner: str, *, ttl: float,
+                   now: float | None = None) -> Claim | None:
+    """Claim work whose order may have gone out (``RECOVERY``) (chapter 06)."""
+    return claims.claim(conn, owner, ttl=ttl, now=now, eligible=RECOVERY)
 
 
 def order_for(conn: sqlite3.Connection, work_id: str) -> dict | None:
@@ -110,71 +111,68 @@ def order_for(conn: sqlite3.Connection, work_id: str) -> dict | None:
     return dict(row) if row else None
 
 
-def propose(conn: sqlite3.Connection, held: Claim, model) -> str:
-    """Ask the model once, store its proposal as a DRAFT (fenced); the op id.
-
-    Introduced in chapter 06."""
-    proposal = model.propose(held.prompt)
-    op_id = operation_key(held.id, 1, "supplier_order", asdict(proposal))
-    with fence.fenced(conn, held, "propose"):
+def propose(conn: sqlite3.Connection, claim: Claim, model) -> str:
+    """Ask the model once, store a DRAFT (fenced); its operation key (chapter 06)."""
+    proposal = asdict(model.propose(claim.prompt))
+    operation_key = effects.operation_key(claim.id, 1, "supplier_order", proposal)
+    with fence.fenced(conn, claim, "propose"):
         conn.execute(
-            "INSERT INTO orders (op_id, work_id, sku, quantity, unit_cents, status)"
-            " VALUES (:op_id, :work_id, :sku, :quantity, :unit_cents, 'DRAFT')",
-            {"op_id": op_id, "work_id": held.id, **asdict(proposal)},
+            "INSERT INTO orders (operation_key, work_id, sku, quantity, unit_cents,"
+            " status) VALUES (:operation_key, :work_id, :sku, :quantity, :unit_cents,"
+            f" '{DRAFT}')",
+            {"operation_key": operation_key, "work_id": claim.id, **proposal},
         )
         conn.execute(
             "INSERT INTO transcript (work_id, generation, message)"
             " VALUES (:id, :generation, :message)",
-            {"id": held.id, "generation": held.generation, "message": json.dumps(
-                {"kind": "proposal", "op_id": op_id, **asdict(proposal)},
+            {"id": claim.id, "generation": claim.generation, "message": json.dumps(
+                {"kind": "proposal", "operation_key": operation_key, **proposal},
                 sort_keys=True)},
         )
-    return op_id
+    return operation_key
 
 
-def approve(conn: sqlite3.Connection, op_id: str) -> None:
-    """The operator approves a DRAFT; BLOCKED work waiting for it becomes READY.
-
-    Introduced in chapter 06."""
+def sign_off(conn: sqlite3.Connection, operation_key: str) -> None:
+    """The operator signs off a DRAFT; BLOCKED work on it is READY (chapter 06)."""
     with immediate(conn):
         changed = conn.execute(
-            "UPDATE orders SET status = 'APPROVED'"
-            " WHERE op_id = :op_id AND status = 'DRAFT'", {"op_id": op_id}).rowcount
+            f"UPDATE orders SET status = '{SIGNED_OFF}'"
+            f" WHERE operation_key = :operation_key AND status = '{DRAFT}'",
+            {"operation_key": operation_key}).rowcount
         if not changed:
-            raise ValueError(f"no DRAFT order {op_id!r} to approve")
+            raise ValueError(f"no DRAFT order {operation_key!r} to sign off")
         conn.execute(
-            "UPDATE work SET status = 'READY', available_after = 0"
-            " WHERE status = 'BLOCKED'"
-            " AND id = (SELECT work_id FROM orders WHERE op_id = :op_id)",
-            {"op_id": op_id})
+            f"UPDATE work SET status = '{READY}', available_after = 0"
+            f" WHERE status = '{BLOCKED}' AND id = (SELECT work_id FROM orders"
+            "   WHERE operation_key = :operation_key)",
+            {"operation_key": operation_key})
 
 
-def admit(conn: sqlite3.Connection, held: Claim, op_id: str, wait_s: float,
-          now: float | None = None) -> Proposal:
-    """Let one request out: fenced, lease long enough, SENDING first (ch. 06)."""
-    with fence.fenced(conn, held, "send", now):
-        row = conn.execute("SELECT * FROM orders WHERE op_id = :op_id AND"
-                           " work_id = :work_id", {"op_id": op_id, "work_id": held.id}
-                           ).fetchone()
+def admit(conn: sqlite3.Connection, claim: Claim, operation_key: str,
+          wait_s: float, now: float | None = None) -> Proposal:
+    """Let one request out: fenced, lease long enough, SENDING first (chapter 06)."""
+    with fence.fenced(conn, claim, "send", now):
+        row = conn.execute(
+            "SELECT * FROM orders"
+            " WHERE operation_key = :operation_key AND work_id = :work_id",
+            {"operation_key": operation_key, "work_id": claim.id}).fetchone()
         if row is None:
-            raise KeyError(f"work {held.id} has no order {op_id!r}")
+            raise KeyError(f"work {claim.id} has no order {operation_key!r}")
         resend = row["status"] in UNCERTAIN
-        if resend and row["checked_generation"] != held.generation:
+        if resend and row["checked_generation"] != claim.generation:
             raise PermissionError("look the operation up before sending it again")
-        if row["status"] != "APPROVED" and not resend:
-            raise PermissionError(f"order is {row['status']}, not APPROVED")
-        if not 0 < wait_s < held.expires - clock(now):
+        if row["status"] != SIGNED_OFF and not resend:
+            raise PermissionError(f"order is {row['status']}, not {SIGNED_OFF}")
+        if not 0 < wait_s < claim.expires - clock(now):
             raise LeaseTooShort(f"a {wait_s} s wait does not fit in the lease")
-        conn.execute("UPDATE orders SET status = 'SENDING',"
-                     " sent_generation = :generation WHERE op_id = :op_id",
-                     {"generation": held.generation, "op_id": op_id})
+        conn.execute(f"UPDATE orders SET status = '{SENDING}', sent_generation"
+                     " = :generation WHERE operation_key = :operation_key",
+                     {"generation": claim.generation, "operation_key": operation_key})
     return Proposal(row["sku"], row["quantity"], row["unit_cents"])
 
 
 def call(request: urllib.request.Request, wait_s: float) -> tuple[int, dict]:
-    """One HTTP exchange: (status, JSON body); a lost answer is ``ResponseLost``.
-
-    Introduced in chapter 06."""
+    """One HTTP exchange: (status, JSON body), or ``ResponseLost`` (chapter 06)."""
     try:
         with urllib.request.urlopen(request, timeout=wait_s) as response:
             return response.status, json.loads(response.read())
@@ -184,69 +182,69 @@ def call(request: urllib.request.Request, wait_s: float) -> tuple[int, dict]:
         raise ResponseLost(f"no answer from the supplier: {lost!r}") from None
 
 
-def post(url: str, op_id: str, held: Claim, proposal: Proposal, wait_s: float):
+def post(url: str, operation_key: str, claim: Claim, proposal: Proposal,
+         wait_s: float):
     """POST the order with its idempotency key and fencing token (chapter 06)."""
     request = urllib.request.Request(
         f"{url}/orders", method="POST", data=json.dumps(asdict(proposal)).encode(),
-        headers={"Content-Type": "application/json", "Idempotency-Key": op_id,
-                 "X-Work-Id": held.id, "X-Generation": str(held.generation)})
+        headers={"Content-Type": "application/json", "Idempotency-Key": operation_key,
+                 "X-Work-Id": claim.id, "X-Generation": str(claim.generation)})
     return call(request, wait_s)
 
 
-def record(conn: sqlite3.Connection, op_id: str, status: str, receipt=None) -> None:
-    """Record what the supplier said; only an uncertain order can change.
-
-    Introduced in chapter 06."""
+def record(conn: sqlite3.Connection, operation_key: str, status: str,
+           receipt=None) -> None:
+    """Record what the supplier said; only an uncertain order changes (chapter 06)."""
     with immediate(conn):
         conn.execute(
             "UPDATE orders SET status = :status, receipt = :receipt"
-            " WHERE op_id = :op_id AND status IN ('SENDING', 'UNKNOWN')",
-            {"status": status, "receipt": receipt, "op_id": op_id})
+            " WHERE operation_key = :operation_key"
+            f" AND status IN {sql_list(UNCERTAIN)}",
+            {"status": status, "receipt": receipt, "operation_key": operation_key})
 
 
-def send(conn: sqlite3.Connection, held: Claim, op_id: str, url: str,
+def send(conn: sqlite3.Connection, claim: Claim, operation_key: str, url: str,
          wait_s: float = 2.0) -> str:
-    """Admit, POST, record the answer; returns the order's new status (ch. 06)."""
-    proposal = admit(conn, held, op_id, wait_s)
+    """Admit, POST, record the answer; the order's new status (chapter 06)."""
+    proposal = admit(conn, claim, operation_key, wait_s)
     boundary("after_sending_recorded")
     try:
-        status, body = post(url, op_id, held, proposal, wait_s)
+        status, body = post(url, operation_key, claim, proposal, wait_s)
     except ResponseLost:
-        record(conn, op_id, "UNKNOWN")
-        return "UNKNOWN"
+        record(conn, operation_key, UNKNOWN)
+        return UNKNOWN
     boundary("before_receipt")
     if status == 412:
         raise StaleAtSupplier(f"supplier holds generation {body.get('highest')}")
     if status == 409:
-        raise OrderConflict(f"supplier holds {op_id!r} with another proposal")
-    outcome = "CONFIRMED" if status in (200, 201) else "REJECTED"
-    record(conn, op_id, outcome, body.get("receipt"))
+        raise OrderConflict(f"supplier holds {operation_key!r} with another proposal")
+    outcome = CONFIRMED if status in (200, 201) else REJECTED
+    record(conn, operation_key, outcome, body.get("receipt"))
     return outcome
 
 
-def lookup(conn: sqlite3.Connection, op_id: str, url: str,
-           held: Claim | None = None, wait_s: float = 2.0) -> str:
-    """Ask the supplier whether ``op_id`` exists; record a receipt if it does.
-
-    Introduced in chapter 06."""
-    status, body = call(urllib.request.Request(f"{url}/orders/{op_id}"), wait_s)
+def lookup(conn: sqlite3.Connection, operation_key: str, url: str,
+           claim: Claim | None = None, wait_s: float = 2.0) -> str:
+    """Ask the supplier for ``operation_key``; keep its receipt if any (chapter 06)."""
+    request = urllib.request.Request(f"{url}/orders/{operation_key}")
+    status, body = call(request, wait_s)
     if status == 200:
-        record(conn, op_id, "CONFIRMED", body["receipt"])
-        return "CONFIRMED"
+        record(conn, operation_key, CONFIRMED, body["receipt"])
+        return CONFIRMED
     if status != 404:
         raise ResponseLost(f"lookup answered {status}")
-    if held is not None:
-        with fence.fenced(conn, held, "lookup"):
+    if claim is not None:
+        with fence.fenced(conn, claim, "lookup"):
             conn.execute("UPDATE orders SET checked_generation = :generation"
-                         " WHERE op_id = :op_id",
-                         {"generation": held.generation, "op_id": op_id})
-    return "NOT_FOUND"
+                         " WHERE operation_key = :operation_key",
+                         {"generation": claim.generation,
+                          "operation_key": operation_key})
+    return NOT_FOUND
 
 
 def revoke_unsent(conn: sqlite3.Connection, work_id: str) -> int:
-    """Inside an open transaction: DRAFT and APPROVED orders can no longer go out.
-
-    Introduced in chapter 06."""
+    """In an open transaction: unsent orders can no longer go out (chapter 06)."""
     return conn.execute(
-        "UPDATE orders SET status = 'REVOKED' WHERE work_id = :id"
-        " AND status IN ('DRAFT', 'APPROVED')", {"id": work_id}).rowcount
+        f"UPDATE orders SET status = '{REVOKED}'"
+        f" WHERE work_id = :id AND status IN {sql_list(UNSENT)}",
+        {"id": work_id}).rowcount

@@ -10,6 +10,10 @@ The task id is derived from the plan's content, so a changed plan is a new task.
 ``order_plan`` puts reversible work first, the verification gates next and the
 irreversible steps last: a run interrupted anywhere before the first
 irreversible step cannot have done anything that cannot be undone.
+
+``load_plan`` only reads: it never creates the table, so a resumed run or an
+observer that only looks takes no write lock. The running example's plan
+(``restock_plan``) lives in ``crashcourse.example``.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ class Step(_StepFields):
 
 
 class Plan(namedtuple("_PlanFields", "name steps")):
-    """A named, numbered sequence of steps; ``task`` is its durable id."""
+    """A named, numbered sequence of steps; ``task`` is its durable id (chapter 07)."""
 
     __slots__ = ()
 
@@ -80,7 +84,9 @@ def make_plan(name: str, steps: list[Step]) -> Plan:
 
 
 def order_plan(name: str, steps: list[Step]) -> Plan:
-    """Reversible work, then gates, then irreversible steps; renumbered (ch. 07)."""
+    """Reversible work, then gates, then irreversible steps; renumbered.
+
+    Introduced in chapter 07."""
 
     def rank(step: Step) -> int:
         return 2 if step.irreversible else 1 if step.gate else 0
@@ -111,11 +117,15 @@ def save_plan(conn: sqlite3.Connection, plan: Plan) -> str:
 
 
 def load_plan(conn: sqlite3.Connection, task: str) -> Plan:
-    """The plan stored under ``task``, exactly as it was produced (chapter 07)."""
-    ensure_schema(conn, PLAN_SCHEMA)
+    """The plan stored under ``task``, exactly as it was produced (chapter 07).
+
+    A read: no ``plans`` table yet means no plan, ``UnknownTask``."""
+    stored = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'plans'"
+    ).fetchone()
     row = conn.execute(
         "SELECT body FROM plans WHERE task = :task", {"task": task}
-    ).fetchone()
+    ).fetchone() if stored else None
     if row is None:
         raise UnknownTask(task)
     data = json.loads(row["body"])
@@ -123,29 +133,5 @@ def load_plan(conn: sqlite3.Connection, task: str) -> Plan:
 
 
 def first_irreversible(plan: Plan) -> int | None:
-    """The number of the plan's first irreversible step, or None."""
+    """The number of the plan's first irreversible step, or None (chapter 07)."""
     return next((s.number for s in plan.steps if s.irreversible), None)
-
-
-# --- the running example: tidy the invoice scans, then tell people ------------
-
-
-def scan_files(count: int = 40) -> dict[str, str]:
-    """The drive as the shop left it: {file_id: name} of ``count`` scans."""
-    return {f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, count + 1)}
-
-
-def restock_plan(renames: int = 40, mails: int = 2) -> Plan:
-    """The chapter's plan: rename the scans, then (last) send the summaries."""
-    steps = [
-        Step(0, "rename", {"file_id": file_id, "name": f"invoice-2026-{i:03d}.pdf"})
-        for i, file_id in enumerate(scan_files(renames), start=1)
-    ]
-    recipients = ["orders@supplier.example", "owner@shop.example"][:mails]
-    steps += [
-        Step(0, "send_mail", {"to": to, "subject": "restock invoices filed",
-                              "body": f"{renames} invoices renamed"},
-             irreversible=True)
-        for to in recipients
-    ]
-    return order_plan("restock", steps)

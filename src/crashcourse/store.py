@@ -103,3 +103,16 @@ def table_rows(conn: sqlite3.Connection, table: str, order_by: str = "rowid") ->
         raise ValueError("table and order_by must be identifiers")
     cursor = conn.execute(f"SELECT * FROM {table} ORDER BY {order_by}")
     return [dict(row) for row in cursor.fetchall()]
+
+
+def sql_list(values: tuple[str, ...]) -> str:
+    """``('A', 'B')`` for a SQL ``IN``, from a module's status constants.
+
+    The statuses are spelled once, in Python; the schema's CHECKs and the
+    queries are built from the same tuples, so they cannot drift apart. Only
+    identifiers are accepted: this quotes constants, never input.
+    Introduced in chapter 05."""
+    for value in values:
+        if not (isinstance(value, str) and value.isidentifier()):
+            raise ValueError(f"not a status constant: {value!r}")
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"

@@ -1,7 +1,10 @@
 """The outside world of the shop assistant: services with their own stores.
 
-``supplier`` (chapter 06) is a real HTTP server process with its own SQLite
-file; later chapters add mail and a drive. ``start_supplier`` is the parent
+A service is called by its address, never through a connection the caller
+holds: ``payments`` (chapters 00-04), ``mail`` and ``drive`` (chapter 07) by
+the path of their SQLite file, opened for each call; the ``supplier``
+(chapter 06), a real HTTP server process with its own file, by its URL.
+Each creates its tables with ``install``. ``start_supplier`` is the parent
 side: it starts the server as an owned child of a ``Harness`` and waits,
 bounded, for its ready file.
 """

@@ -7,6 +7,10 @@ repeated request is harmless, but the drive still logs every request it gets
 (``rename_requests``): the campaign counts duplicates from that log, never from
 the worker's memory.
 
+Like every service, the drive is called by its address, the path of its file:
+each call opens it, does its work (writes in one ``BEGIN IMMEDIATE``) and
+closes it.
+
 Two probes answer "did the rename happen?":
 
 * ``probe_rename`` looks the file up BY ID: is file F called X now?
@@ -18,8 +22,12 @@ Two probes answer "did the rename happen?":
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
-from crashcourse.store import ensure_schema, immediate
+from crashcourse.store import ensure_schema, immediate, opened
+
+if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
+    from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -41,20 +49,21 @@ class UnknownFile(LookupError):
     """No file with that id exists on the drive (chapter 07)."""
 
 
-def initialize(conn, files: dict[str, str] | None = None, owner: str = "shop"):
+def install(path: str | Path, files: dict[str, str] | None = None,
+            owner: str = "shop") -> None:
     """Create the drive's tables and add ``files`` ({file_id: name}) (chapter 07)."""
-    ensure_schema(conn, SCHEMA)
-    with immediate(conn):
-        for file_id, name in (files or {}).items():
-            conn.execute(
-                "INSERT INTO files (file_id, name, owner)"
-                " VALUES (:file_id, :name, :owner)",
-                {"file_id": file_id, "name": name, "owner": owner},
-            )
+    with opened(path) as conn:
+        ensure_schema(conn, SCHEMA)
+        with immediate(conn):
+            for file_id, name in (files or {}).items():
+                conn.execute(
+                    "INSERT INTO files (file_id, name, owner)"
+                    " VALUES (:file_id, :name, :owner)",
+                    {"file_id": file_id, "name": name, "owner": owner},
+                )
 
 
-def lookup(conn: sqlite3.Connection, file_id: str) -> dict:
-    """The file's current id and name; ``UnknownFile`` if there is none."""
+def _lookup(conn: sqlite3.Connection, file_id: str) -> dict:
     row = conn.execute(
         "SELECT file_id, name FROM files WHERE file_id = :file_id",
         {"file_id": file_id},
@@ -64,12 +73,19 @@ def lookup(conn: sqlite3.Connection, file_id: str) -> dict:
     return dict(row)
 
 
-def rename_to(conn, file_id: str, name: str, requester: str = "assistant") -> dict:
+def lookup(path: str | Path, file_id: str) -> dict:
+    """The file's current id and name, or ``UnknownFile`` (chapter 07)."""
+    with opened(path) as conn:
+        return _lookup(conn, file_id)
+
+
+def rename_to(path: str | Path, file_id: str, name: str,
+              requester: str = "assistant") -> dict:
     """Make file ``file_id`` be called ``name`` (an end state) (chapter 07)."""
     if not isinstance(name, str) or not name.strip() or "/" in name:
         raise ValueError(f"not a file name: {name!r}")
-    with immediate(conn):
-        before = lookup(conn, file_id)
+    with opened(path) as conn, immediate(conn):
+        before = _lookup(conn, file_id)
         changed = before["name"] != name
         conn.execute(
             "UPDATE files SET name = :name WHERE file_id = :file_id",
@@ -84,42 +100,46 @@ def rename_to(conn, file_id: str, name: str, requester: str = "assistant") -> di
     return {"file_id": file_id, "name": name, "was": before["name"]}
 
 
-def probe_rename(conn, file_id: str, name: str) -> tuple[bool, dict]:
+def probe_rename(path: str | Path, file_id: str, name: str) -> tuple[bool, dict]:
     """Ask the drive by id: is file ``file_id`` called ``name``? (chapter 07)
 
     Returns ``(done, observed)``; ``observed`` is the file as it is now, which
     the journal also keeps as the step's ``before_state``.
     """
-    observed = lookup(conn, file_id)
+    observed = lookup(path, file_id)
     return observed["name"] == name, observed
 
 
-def probe_rename_by_name(conn, file_id: str, name: str) -> tuple[bool, dict]:
+def probe_rename_by_name(path: str | Path, file_id: str,
+                         name: str) -> tuple[bool, dict]:
     """The WRONG probe (chapter 07): any file called ``name`` counts as done."""
-    row = conn.execute(
-        "SELECT file_id, name FROM files WHERE name = :name ORDER BY file_id",
-        {"name": name},
-    ).fetchone()
-    if row is None:
-        return False, lookup(conn, file_id)
-    return True, dict(row)
+    with opened(path) as conn:
+        row = conn.execute(
+            "SELECT file_id, name FROM files WHERE name = :name ORDER BY file_id",
+            {"name": name},
+        ).fetchone()
+        if row is None:
+            return False, _lookup(conn, file_id)
+        return True, dict(row)
 
 
-def names(conn, owner: str | None = "shop") -> dict[str, str]:
-    """{file_id: name} of every file (of ``owner``, or all when None)."""
-    rows = conn.execute(
-        "SELECT file_id, name FROM files"
-        " WHERE :owner IS NULL OR owner = :owner ORDER BY file_id",
-        {"owner": owner},
-    ).fetchall()
+def names(path: str | Path, owner: str | None = "shop") -> dict[str, str]:
+    """{file_id: name} of every file of ``owner`` (None: all) (chapter 07)."""
+    with opened(path) as conn:
+        rows = conn.execute(
+            "SELECT file_id, name FROM files"
+            " WHERE :owner IS NULL OR owner = :owner ORDER BY file_id",
+            {"owner": owner},
+        ).fetchall()
     return {row["file_id"]: row["name"] for row in rows}
 
 
-def duplicate_requests(conn, requester: str = "assistant") -> int:
-    """Requests beyond the first for the same (file, name), from the drive's log."""
-    return conn.execute(
-        "SELECT coalesce(sum(n - 1), 0) FROM ("
-        "  SELECT count(*) AS n FROM rename_requests"
-        "  WHERE requester = :requester GROUP BY file_id, name)",
-        {"requester": requester},
-    ).fetchone()[0]
+def duplicate_requests(path: str | Path, requester: str = "assistant") -> int:
+    """Requests beyond the first per (file, name), from the log (chapter 07)."""
+    with opened(path) as conn:
+        return conn.execute(
+            "SELECT coalesce(sum(n - 1), 0) FROM ("
+            "  SELECT count(*) AS n FROM rename_requests"
+            "  WHERE requester = :requester GROUP BY file_id, name)",
+            {"requester": requester},
+        ).fetchone()[0]

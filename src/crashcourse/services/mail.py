@@ -8,91 +8,105 @@ Sending is a DELTA: every accepted submission is one more message, and the
 provider has no idempotency key. What makes a safe retry possible is a header
 the caller stamps on each message, ``X-Operation-Key``: ``probe_sent`` asks the
 provider for SUBMITTED messages carrying that header, queued or delivered.
+
+Like every service, the provider is called by its address, the path of its
+file: each call opens it, does its work (writes in one ``BEGIN IMMEDIATE``)
+and closes it.
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from crashcourse.store import ensure_schema, immediate
+from crashcourse.store import ensure_schema, immediate, opened
+
+if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
+    from pathlib import Path
 
 KEY_HEADER = "X-Operation-Key"
+QUEUED, SENT = "queued", "sent"
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS messages (
-    message_id INTEGER PRIMARY KEY AUTOINCREMENT,  -- the provider's own id
-    recipient  TEXT NOT NULL,
-    subject    TEXT NOT NULL,
-    body       TEXT NOT NULL,
-    headers    TEXT NOT NULL,                      -- JSON object
-    op_key     TEXT,                  -- the header, indexed for the search
-    status     TEXT NOT NULL DEFAULT 'queued'
-               CHECK (status IN ('queued', 'sent'))
+    message_id    INTEGER PRIMARY KEY AUTOINCREMENT,  -- the provider's own id
+    recipient     TEXT NOT NULL,
+    subject       TEXT NOT NULL,
+    body          TEXT NOT NULL,
+    headers       TEXT NOT NULL,                      -- JSON object
+    operation_key TEXT,                -- the header, indexed for the search
+    status        TEXT NOT NULL DEFAULT '{QUEUED}'
+                  CHECK (status IN ('{QUEUED}', '{SENT}'))
 );
-CREATE INDEX IF NOT EXISTS messages_by_key ON messages (op_key)
+CREATE INDEX IF NOT EXISTS messages_by_key ON messages (operation_key)
 """
 
 
-def initialize(conn) -> None:
+def install(path: str | Path) -> None:
     """Create the provider's tables (chapter 07)."""
-    ensure_schema(conn, SCHEMA)
+    with opened(path) as conn:
+        ensure_schema(conn, SCHEMA)
 
 
-def submit(conn, recipient: str, subject: str, body: str, headers: dict) -> dict:
+def submit(path: str | Path, recipient: str, subject: str, body: str,
+           headers: dict) -> dict:
     """Queue one message; every call is a new message (chapter 07)."""
     if "@" not in str(recipient):
         raise ValueError(f"not an address: {recipient!r}")
-    with immediate(conn):
+    with opened(path) as conn, immediate(conn):
         cursor = conn.execute(
-            "INSERT INTO messages (recipient, subject, body, headers, op_key)"
-            " VALUES (:recipient, :subject, :body, :headers, :op_key)",
+            "INSERT INTO messages (recipient, subject, body, headers, operation_key)"
+            " VALUES (:recipient, :subject, :body, :headers, :operation_key)",
             {"recipient": recipient, "subject": subject, "body": body,
              "headers": json.dumps(headers, sort_keys=True),
-             "op_key": headers.get(KEY_HEADER)},
+             "operation_key": headers.get(KEY_HEADER)},
         )
-    return {"message_id": cursor.lastrowid, "status": "queued"}
+    return {"message_id": cursor.lastrowid, "status": QUEUED}
 
 
-def tick(conn) -> int:
-    """Deliver everything queued; returns how many messages were sent."""
-    with immediate(conn):
+def tick(path: str | Path) -> int:
+    """Deliver everything queued; how many messages were sent (chapter 07)."""
+    with opened(path) as conn, immediate(conn):
         return conn.execute(
-            "UPDATE messages SET status = 'sent' WHERE status = 'queued'"
+            f"UPDATE messages SET status = '{SENT}' WHERE status = '{QUEUED}'"
         ).rowcount
 
 
-def probe_sent(conn, key: str) -> tuple[bool, dict]:
+def probe_sent(path: str | Path, operation_key: str) -> tuple[bool, dict]:
     """Was a message with this operation key SUBMITTED? (chapter 07)
 
     Searches the whole provider, queue included, by the header: the question
     a retry needs answered is "was it accepted?", not "was it delivered?".
     """
-    row = conn.execute(
-        "SELECT message_id, status FROM messages WHERE op_key = :key"
-        " ORDER BY message_id",
-        {"key": key},
-    ).fetchone()
+    with opened(path) as conn:
+        row = conn.execute(
+            "SELECT message_id, status FROM messages"
+            " WHERE operation_key = :operation_key ORDER BY message_id",
+            {"operation_key": operation_key},
+        ).fetchone()
     return (True, dict(row)) if row else (False, {"message_id": None})
 
 
-def sent_folder(conn) -> list[dict]:
+def sent_folder(path: str | Path) -> list[dict]:
     """What the sent folder shows: delivered messages only (chapter 07)."""
-    return [m for m in messages(conn) if m["status"] == "sent"]
+    return [m for m in messages(path) if m["status"] == SENT]
 
 
-def messages(conn) -> list[dict]:
-    """Every message the provider accepted, oldest first."""
-    rows = conn.execute(
-        "SELECT message_id, recipient, subject, op_key, status FROM messages"
-        " ORDER BY message_id"
-    ).fetchall()
+def messages(path: str | Path) -> list[dict]:
+    """Every message the provider accepted, oldest first (chapter 07)."""
+    with opened(path) as conn:
+        rows = conn.execute(
+            "SELECT message_id, recipient, subject, operation_key, status"
+            " FROM messages ORDER BY message_id"
+        ).fetchall()
     return [dict(row) for row in rows]
 
 
-def duplicate_messages(conn) -> int:
-    """Messages beyond the first per operation key, from the provider's rows."""
-    return conn.execute(
-        "SELECT coalesce(sum(n - 1), 0) FROM ("
-        "  SELECT count(*) AS n FROM messages"
-        "  WHERE op_key IS NOT NULL GROUP BY op_key)"
-    ).fetchone()[0]
+def duplicate_messages(path: str | Path) -> int:
+    """Messages beyond the first per operation key, from the rows (chapter 07)."""
+    with opened(path) as conn:
+        return conn.execute(
+            "SELECT coalesce(sum(n - 1), 0) FROM ("
+            "  SELECT count(*) AS n FROM messages"
+            "  WHERE operation_key IS NOT NULL GROUP BY operation_key)"
+        ).fetchone()[0]

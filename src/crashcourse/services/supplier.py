@@ -6,13 +6,14 @@
 It binds 127.0.0.1 on a port the OS picks and writes ``{"port": N}`` to the
 ready file (temp file + rename, so a reader never sees half of it).
 
-``POST /orders`` takes the operation id in ``Idempotency-Key`` and a fencing
+``POST /orders`` takes the operation key in ``Idempotency-Key`` and a fencing
 token in ``X-Work-Id`` / ``X-Generation``; the body is the proposal
 ``{"sku", "quantity", "unit_cents"}``. Answers: 201 new order; 200 the original
-receipt (same id, same proposal); 409 same id, other proposal; 412 the
+receipt (same key, same proposal); 409 same key, other proposal; 412 the
 generation is lower than the highest this supplier accepted for that work;
 422 rejected (fault switch); 400 malformed, nothing stored.
-``GET /orders/{id}``: 200 with the order, or 404.
+``GET /orders/{key}``: 200 with the order, or 404. Every order in an answer
+carries its key as the JSON field ``operation_key``.
 
 Fault switches: drop the first response after committing (the connection just
 closes), hold the first POST for N s before looking at it, reject every order.
@@ -31,27 +32,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from crashcourse.store import ensure_schema, immediate, opened
+from crashcourse.validate import canonical
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS orders (
-    op_id      TEXT PRIMARY KEY,      -- the caller's idempotency key
-    work_id    TEXT NOT NULL,
-    proposal   TEXT NOT NULL,         -- canonical JSON of sku, quantity, price
-    generation INTEGER NOT NULL,      -- the token it was accepted under
-    receipt    TEXT NOT NULL UNIQUE
+    operation_key TEXT PRIMARY KEY,   -- the caller's idempotency key
+    work_id       TEXT NOT NULL,
+    proposal      TEXT NOT NULL,      -- canonical JSON of sku, quantity, price
+    generation    INTEGER NOT NULL,   -- the token it was accepted under
+    receipt       TEXT NOT NULL UNIQUE
 );
 CREATE TABLE IF NOT EXISTS fences (
     work_id    TEXT PRIMARY KEY,
     generation INTEGER NOT NULL       -- highest generation accepted so far
 );
 CREATE TABLE IF NOT EXISTS requests (
-    seq        INTEGER PRIMARY KEY,
-    method     TEXT NOT NULL,
-    op_id      TEXT NOT NULL,
-    work_id    TEXT,
-    generation INTEGER,
-    answer     INTEGER NOT NULL,      -- the HTTP status it was given
-    at         REAL NOT NULL
+    seq           INTEGER PRIMARY KEY,
+    method        TEXT NOT NULL,
+    operation_key TEXT NOT NULL,
+    work_id       TEXT,
+    generation    INTEGER,
+    answer        INTEGER NOT NULL,   -- the HTTP status it was given
+    at            REAL NOT NULL
 )
 """
 FIELDS = {"sku": str, "quantity": int, "unit_cents": int}
@@ -62,13 +64,8 @@ class BadRequest(ValueError):
     """Malformed input: answered with 400 and nothing stored."""
 
 
-def canonical(value) -> str:
-    """One JSON spelling per proposal, so a replay compares equal (chapter 06)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 def parse_proposal(body: bytes) -> dict:
-    """Exactly sku (text), quantity and unit_cents (positive ints, bounded) (ch. 06)"""
+    """Exactly sku (text), quantity and unit_cents (positive, bounded) (chapter 06)."""
     try:
         proposal = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -88,17 +85,18 @@ def parse_proposal(body: bytes) -> dict:
 
 def parse_token(headers) -> tuple[str, str, int]:
     """Idempotency-Key, X-Work-Id and a positive X-Generation (chapter 06)."""
-    key, work = headers.get("Idempotency-Key", ""), headers.get("X-Work-Id", "")
-    generation = headers.get("X-Generation", "")
-    if not key.strip() or not work.strip() or not generation.isdigit():
+    operation_key = headers.get("Idempotency-Key", "")
+    work, generation = headers.get("X-Work-Id", ""), headers.get("X-Generation", "")
+    if not operation_key.strip() or not work.strip() or not generation.isdigit():
         raise BadRequest("Idempotency-Key, X-Work-Id and X-Generation required")
     if int(generation) < 1:
         raise BadRequest("X-Generation must be positive")
-    return key, work, int(generation)
+    return operation_key, work, int(generation)
 
 
-def accept(conn, key: str, work: str, generation: int, proposal: dict, fence=True):
-    """Decide one POST in one transaction: (status, answer body) (ch. 06)"""
+def accept(conn, operation_key: str, work: str, generation: int, proposal: dict,
+           fence=True):
+    """Decide one POST in one transaction: (status, answer body) (chapter 06)."""
     with immediate(conn):
         highest = conn.execute(
             "SELECT generation FROM fences WHERE work_id = :work", {"work": work}
@@ -106,41 +104,47 @@ def accept(conn, key: str, work: str, generation: int, proposal: dict, fence=Tru
         if fence and highest is not None and generation < highest[0]:
             status, body = 412, {"error": "stale_generation", "highest": highest[0]}
         else:
-            status, body = place(conn, key, work, generation, proposal)
+            status, body = place(conn, operation_key, work, generation, proposal)
         conn.execute(
-            "INSERT INTO requests (method, op_id, work_id, generation, answer, at)"
-            " VALUES ('POST', :key, :work, :generation, :answer, :at)",
-            {"key": key, "work": work, "generation": generation, "answer": status,
-             "at": time.time()},
+            "INSERT INTO requests (method, operation_key, work_id, generation,"
+            " answer, at) VALUES ('POST', :operation_key, :work, :generation,"
+            " :answer, :at)",
+            {"operation_key": operation_key, "work": work, "generation": generation,
+             "answer": status, "at": time.time()},
         )
     return status, body
 
 
-def place(conn, key: str, work: str, generation: int, proposal: dict):
+def place(conn, operation_key: str, work: str, generation: int, proposal: dict):
     """Replay, conflict, or a new order that raises this work's fence (chapter 06)."""
-    row = conn.execute(
-        "SELECT * FROM orders WHERE op_id = :key", {"key": key}).fetchone()
+    row = find_order(conn, operation_key)
     if row is not None and row["proposal"] != canonical(proposal):
-        return 409, {"error": "conflict", "op_id": key}
+        return 409, {"error": "conflict", "operation_key": operation_key}
     if row is not None:
         return 200, order_body(row)
     serial = conn.execute("SELECT count(*) FROM orders").fetchone()[0] + 1
-    new = {"key": key, "work": work, "proposal": canonical(proposal),
-           "generation": generation, "receipt": f"R-{serial:05d}"}
+    new = {"operation_key": operation_key, "work": work, "generation": generation,
+           "proposal": canonical(proposal), "receipt": f"R-{serial:05d}"}
     conn.execute(
-        "INSERT INTO orders (op_id, work_id, proposal, generation, receipt)"
-        " VALUES (:key, :work, :proposal, :generation, :receipt)", new)
+        "INSERT INTO orders (operation_key, work_id, proposal, generation, receipt)"
+        " VALUES (:operation_key, :work, :proposal, :generation, :receipt)", new)
     conn.execute(
         "INSERT INTO fences (work_id, generation) VALUES (:work, :generation)"
         " ON CONFLICT (work_id) DO UPDATE SET generation ="
         " max(generation, excluded.generation)", new)
-    row = conn.execute("SELECT * FROM orders WHERE op_id = :key", new).fetchone()
-    return 201, order_body(row)
+    return 201, order_body(find_order(conn, operation_key))
+
+
+def find_order(conn, operation_key: str):
+    """The order stored under ``operation_key``, or None (chapter 06)."""
+    return conn.execute(
+        "SELECT * FROM orders WHERE operation_key = :operation_key",
+        {"operation_key": operation_key}).fetchone()
 
 
 def order_body(row) -> dict:
     """The receipt the supplier answers with (chapter 06)."""
-    return {"op_id": row["op_id"], "receipt": row["receipt"],
+    return {"operation_key": row["operation_key"], "receipt": row["receipt"],
             "generation": row["generation"], **json.loads(row["proposal"])}
 
 
@@ -164,17 +168,18 @@ class Handler(BaseHTTPRequestHandler):
         prefix = "/orders/"
         if not self.path.startswith(prefix) or len(self.path) == len(prefix):
             return self.answer(404, {"error": "not_found"})
-        key = self.path[len(prefix):]
+        operation_key = self.path[len(prefix):]
         with opened(self.config.db) as conn:
-            row = conn.execute(
-                "SELECT * FROM orders WHERE op_id = :key", {"key": key}).fetchone()
+            row = find_order(conn, operation_key)
             with immediate(conn):
                 conn.execute(
-                    "INSERT INTO requests (method, op_id, answer, at)"
-                    " VALUES ('GET', :key, :answer, :at)",
-                    {"key": key, "answer": 200 if row else 404, "at": time.time()})
+                    "INSERT INTO requests (method, operation_key, answer, at)"
+                    " VALUES ('GET', :operation_key, :answer, :at)",
+                    {"operation_key": operation_key, "answer": 200 if row else 404,
+                     "at": time.time()})
         if row is None:
-            return self.answer(404, {"error": "not_found", "op_id": key})
+            return self.answer(404, {"error": "not_found",
+                                     "operation_key": operation_key})
         self.answer(200, order_body(row))
 
     def do_POST(self) -> None:
@@ -183,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path != "/orders":
             return self.answer(404, {"error": "not_found"})
         try:
-            key, work, generation = parse_token(self.headers)
+            operation_key, work, generation = parse_token(self.headers)
             proposal = parse_proposal(body)
         except BadRequest as bad:
             return self.answer(400, {"error": "bad_request", "detail": str(bad)})
@@ -194,8 +199,8 @@ class Handler(BaseHTTPRequestHandler):
             status, result = 422, {"error": "rejected"}
         else:
             with opened(self.config.db) as conn:
-                status, result = accept(conn, key, work, generation, proposal,
-                                        fence=not self.config.no_fence)
+                status, result = accept(conn, operation_key, work, generation,
+                                        proposal, fence=not self.config.no_fence)
         if first and self.config.drop_first_response and status in (200, 201):
             self.close_connection = True  # committed, but the caller hears nothing
             return
@@ -203,6 +208,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line above: the file, the ready file, the faults (chapter 06)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", required=True, help="the supplier's SQLite file")
     parser.add_argument("--ready", required=True, help="write the port here")
@@ -213,12 +219,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def serve(config: argparse.Namespace) -> None:
-    """Initialise the store, bind, announce the port, serve until killed.
-
-    Introduced in chapter 06."""
-    with opened(config.db) as conn:
+def install(path: str | Path) -> None:
+    """Create the supplier's tables in its own file (chapter 06)."""
+    with opened(path) as conn:
         ensure_schema(conn, SCHEMA)
+
+
+def serve(config: argparse.Namespace) -> None:
+    """Install the store, bind, announce the port, serve until killed (chapter 06)."""
+    install(config.db)
     Handler.config = config
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

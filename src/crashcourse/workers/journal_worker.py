@@ -10,9 +10,11 @@ decides what is left. Each step announces four boundaries,
 ``step-N:before_intent`` ... ``step-N:after_outcome``, where the parent may
 kill it.
 
-It imports only sqlite3, json and the crashcourse modules the steps need, so a
-campaign of hundreds of kills is not spent starting interpreters. It prints one
-JSON line saying what it did; graders never read it.
+The drive and the mail provider are called by the paths of their files, like
+every service; the journal file is the worker's own, opened once. It imports
+only sqlite3, json and the crashcourse modules the steps need, so a campaign
+of hundreds of kills is not spent starting interpreters. It prints one JSON
+line saying what it did; graders never read it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 import sys
 
 from crashcourse import journal
-from crashcourse.plan import Plan, load_plan, restock_plan, save_plan, scan_files
+from crashcourse.plan import Plan, load_plan, save_plan
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
 
@@ -30,7 +32,9 @@ PROBES = ("correct", "filename-only")
 
 
 def paths(directory: str) -> dict[str, str]:
-    """Where the journal, the drive and the mail provider keep their files."""
+    """Where the journal, the drive and the mail provider keep their files.
+
+    Introduced in chapter 07."""
     return {name: os.path.join(directory, f"{name}.sqlite")
             for name in ("journal", "drive", "mail")}
 
@@ -39,46 +43,53 @@ def build_world(directory: str, plan: Plan | None = None) -> str:
     """A fresh world in ``directory``: the 40 scans on the drive, an empty mail
     provider, ``plan`` (the restock plan) stored beside the journal. Returns
     the task id (chapter 07)."""
+    # Here, not at the top: the worker process itself only loads stored plans,
+    # and the example pulls in the chapter 06 modules it would never use.
+    from crashcourse.example import restock_plan, scan_files
+
     where = paths(directory)
-    with opened(where["drive"]) as conn:
-        drive.initialize(conn, scan_files())
-    with opened(where["mail"]) as conn:
-        mail.initialize(conn)
+    drive.install(where["drive"], scan_files())
+    mail.install(where["mail"])
     with opened(where["journal"]) as conn:
         task = save_plan(conn, plan or restock_plan())
         journal.install(conn)
     return task
 
 
-def restock_actions(drive_db, mail_db, probe: str = "correct") -> dict:
+def restock_actions(drive_path: str, mail_path: str,
+                    probe: str = "correct") -> dict:
     """The running example's actions, bound to the two services (chapter 07).
 
-    ``drive_db`` and ``mail_db`` are open connections to the services' files.
+    ``drive_path`` and ``mail_path`` are the services' files (their addresses).
     """
     if probe not in PROBES:
         raise ValueError(f"probe must be one of {PROBES}")
     by_id = drive.probe_rename if probe == "correct" else drive.probe_rename_by_name
 
-    def rename(args: dict, key: str) -> dict:
-        return drive.rename_to(drive_db, args["file_id"], args["name"])
+    def rename(args: dict, operation_key: str) -> dict:
+        return drive.rename_to(drive_path, args["file_id"], args["name"])
 
-    def send(args: dict, key: str) -> dict:
-        return mail.submit(mail_db, args["to"], args["subject"], args["body"],
-                           {mail.KEY_HEADER: key})
+    def renamed(args: dict, operation_key: str) -> tuple[bool, dict]:
+        return by_id(drive_path, args["file_id"], args["name"])
 
-    return {
-        "rename": journal.Action(
-            rename, lambda args, key: by_id(drive_db, args["file_id"], args["name"])),
-        "send_mail": journal.Action(
-            send, lambda args, key: mail.probe_sent(mail_db, key)),
-    }
+    def send(args: dict, operation_key: str) -> dict:
+        return mail.submit(mail_path, args["to"], args["subject"], args["body"],
+                           {mail.KEY_HEADER: operation_key})
+
+    def sent(args: dict, operation_key: str) -> tuple[bool, dict]:
+        return mail.probe_sent(mail_path, operation_key)
+
+    return {"rename": journal.Action(rename, renamed),
+            "send_mail": journal.Action(send, sent)}
 
 
 USAGE = "usage: journal_worker --dir DIR --task TASK [--probe correct|filename-only]"
 
 
 def parse(argv: list[str]) -> dict[str, str]:
-    """``--name value`` pairs; argparse would cost every trial ~20 ms to import."""
+    """``--name value`` pairs; argparse would cost every trial ~20 ms to import.
+
+    Introduced in chapter 07."""
     if len(argv) % 2 or not all(a.startswith("--") for a in argv[::2]):
         raise SystemExit(USAGE)
     options = {"probe": "correct", **dict(zip((a[2:] for a in argv[::2]),
@@ -89,13 +100,13 @@ def parse(argv: list[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Load the stored plan and run or resume it through the journal (chapter 07)."""
     args = parse(sys.argv[1:] if argv is None else argv)
     where = paths(args["dir"])
-    with opened(where["drive"]) as drive_db, opened(where["mail"]) as mail_db:
-        actions = restock_actions(drive_db, mail_db, args["probe"])
-        with opened(where["journal"]) as conn:
-            plan = load_plan(conn, args["task"])
-            done = journal.run_plan(conn, args["task"], plan, actions)
+    actions = restock_actions(where["drive"], where["mail"], args["probe"])
+    with opened(where["journal"]) as conn:
+        plan = load_plan(conn, args["task"])
+        done = journal.run_plan(conn, args["task"], plan, actions)
     print(json.dumps(done, sort_keys=True))
     return 0
 

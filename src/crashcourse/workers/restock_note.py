@@ -25,11 +25,11 @@ import argparse
 import json
 import sqlite3
 import sys
-from pathlib import Path
 
 from crashcourse import effects
 from crashcourse.boundary import boundary
 from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.validate import check_count, check_text
 
 CONFLICT_EXIT = 4  # same task, different note: refused, nothing written
 
@@ -47,21 +47,17 @@ CREATE TABLE IF NOT EXISTS restock_notes (
 """
 
 
-def initialize(path: str | Path) -> None:
+def install(conn: sqlite3.Connection) -> None:
     """Create the shop's tables and its effect ledger (idempotent; chapter 00)."""
-    with opened(path) as conn:
-        ensure_schema(conn, SCHEMA)
-        effects.install(conn)
+    ensure_schema(conn, SCHEMA)
+    effects.install(conn)
 
 
 def check_note(sku: object, quantity: object, text: object) -> dict:
     """The note as a payload; a blank item, a non-positive or non-int quantity
     or a non-string text raises before anything is written (chapter 01)."""
-    if not isinstance(sku, str) or not sku.strip():
-        raise ValueError("sku must be a non-empty string")
-    if isinstance(quantity, bool) or not isinstance(quantity, int):
-        raise TypeError(f"quantity must be an int, got {quantity!r}")
-    if quantity <= 0:
+    check_text("sku", sku)
+    if check_count("quantity", quantity) == 0:
         raise ValueError("quantity must be positive")
     if not isinstance(text, str):
         raise TypeError("text must be a string")
@@ -90,40 +86,38 @@ def write_note(conn: sqlite3.Connection, note: dict) -> dict:
     return {"note_id": cursor.lastrowid}
 
 
-def post_keyed(path, task: str, note: dict) -> effects.Applied:
+def post_keyed(conn: sqlite3.Connection, task: str, note: dict) -> effects.Applied:
     """The reference: at most one note per (task, item) (chapter 01)."""
-    with opened(path) as conn:
-        return effects.apply_once(
-            conn, note_key(task, note["sku"]), note, lambda c: write_note(c, note)
-        )
+    return effects.apply_once(
+        conn, note_key(task, note["sku"]), note, lambda c: write_note(c, note)
+    )
 
 
-def post_naive(path, note: dict) -> effects.Applied:
+def post_naive(conn: sqlite3.Connection, note: dict) -> effects.Applied:
     """The draft: one transaction, no identity; every run posts again."""
-    with opened(path) as conn, immediate(conn):
+    with immediate(conn):
         result = write_note(conn, note)
     return effects.Applied("applied", result)
 
 
-def snapshot(path: str | Path) -> dict:
+def snapshot(conn: sqlite3.Connection) -> dict:
     """Every durable row of the shop: notes, stock, effect ledger (chapter 00)."""
-    with opened(path) as conn:
-        return {
-            "restock_notes": table_rows(conn, "restock_notes"),
-            "stock": table_rows(conn, "stock"),
-            "effect_ledger": table_rows(conn, "effect_ledger"),
-        }
+    return {
+        "restock_notes": table_rows(conn, "restock_notes"),
+        "stock": table_rows(conn, "stock"),
+        "effect_ledger": table_rows(conn, "effect_ledger"),
+    }
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(conn: sqlite3.Connection, args: argparse.Namespace) -> dict:
     note = check_note(args.sku, args.quantity, args.text)
-    initialize(args.db)
+    install(conn)
     boundary("before_apply")
     try:
         if args.mode == "naive":
-            done = post_naive(args.db, note)
+            done = post_naive(conn, note)
         else:
-            done = post_keyed(args.db, args.task, note)
+            done = post_keyed(conn, args.task, note)
     except effects.EffectConflict:
         return {"task": args.task, "status": "conflict"}
     boundary("after_commit")
@@ -145,7 +139,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    report = run(parse(argv))
+    args = parse(argv)
+    with opened(args.db) as conn:
+        report = run(conn, args)
     print(json.dumps(report, sort_keys=True))
     return CONFLICT_EXIT if report["status"] == "conflict" else 0
 

@@ -4,10 +4,10 @@
 
 Modes (the parent picks one per experiment):
 
-``hold``   claim, store an approved order, stop at boundary ``holding``; when
+``hold``   claim, store a signed-off order, stop at boundary ``holding``; when
            released, try three writes with the old claim (observe, finish,
            send) and print which were refused.
-``send``   claim, store an approved order and send it (boundaries
+``send``   claim, store a signed-off order and send it (boundaries
            ``after_sending_recorded`` and ``before_receipt`` in ``orders.send``).
 ``drain``  claim -> observe -> finish until nothing is eligible (chapter 05's
            many-process test; no supplier).
@@ -25,9 +25,12 @@ import sys
 
 from crashcourse import claims, fence, orders
 from crashcourse.boundary import boundary
+from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.store import opened
 
-FLOUR = orders.Proposal("flour-25kg", 6, 2150)
+# What the order's status means for the work once this pass is over.
+FINAL = {orders.CONFIRMED: claims.DONE, orders.REJECTED: claims.DONE,
+         orders.DRAFT: claims.BLOCKED, orders.REVOKED: claims.CANCELLED}
 
 
 def run_once(conn, owner: str, url: str, model, *, ttl: float = 5.0,
@@ -36,46 +39,48 @@ def run_once(conn, owner: str, url: str, model, *, ttl: float = 5.0,
 
     Work with an order continues from that record and never calls ``model``
     (chapter 06)."""
-    held = (claims.claim(conn, owner, ttl=ttl, recovery_only=True)
-            or claims.claim(conn, owner, ttl=ttl))
-    if held is None:
+    claim = (orders.claim_recovery(conn, owner, ttl=ttl)
+             or claims.claim(conn, owner, ttl=ttl))
+    if claim is None:
         return None
-    order = orders.order_for(conn, held.id)
+    report = {"work": claim.id, "generation": claim.generation}
+    order = orders.order_for(conn, claim.id)
     if order is None:
-        orders.propose(conn, held, model)
-        fence.finish(conn, held, "BLOCKED", "waiting for approval")
-        return {"work": held.id, "generation": held.generation, "status": "BLOCKED"}
-    status = order["status"]
+        orders.propose(conn, claim, model)
+        fence.finish(conn, claim, claims.BLOCKED, "waiting for sign-off")
+        return report | {"status": claims.BLOCKED}
+    status, operation_key = order["status"], order["operation_key"]
     if status in orders.UNCERTAIN:
-        status = orders.lookup(conn, order["op_id"], url, held, wait_s)
-    if status in ("APPROVED", "NOT_FOUND"):
-        status = orders.send(conn, held, order["op_id"], url, wait_s)
-    final = {"CONFIRMED": "DONE", "REJECTED": "DONE", "DRAFT": "BLOCKED",
-             "REVOKED": "CANCELLED"}.get(status)
+        status = orders.lookup(conn, operation_key, url, claim, wait_s)
+    if status in (orders.SIGNED_OFF, orders.NOT_FOUND):
+        status = orders.send(conn, claim, operation_key, url, wait_s)
+    final = FINAL.get(status)
     if final is None:  # still UNKNOWN: keep the lease short, try again later
-        fence.finish(conn, held, "BLOCKED", "supplier outcome unknown")
-        return {"work": held.id, "generation": held.generation, "status": "BLOCKED"}
-    fence.observe(conn, held, {"kind": "outcome", "order": status})
-    fence.finish(conn, held, final, status)
-    return {"work": held.id, "generation": held.generation, "status": final}
+        fence.finish(conn, claim, claims.BLOCKED, "supplier outcome unknown")
+        return report | {"status": claims.BLOCKED}
+    fence.observe(conn, claim, {"kind": "outcome", "order": status})
+    fence.finish(conn, claim, final, status)
+    return report | {"status": final}
 
 
-def take_and_approve(conn, args) -> tuple[claims.Claim, str]:
-    """Claim, propose with the scripted model, approve as the operator would."""
-    held = claims.claim(conn, args.owner, ttl=args.ttl, work_id=args.work)
-    if held is None:
+def take_and_sign_off(conn, args) -> tuple[claims.Claim, str]:
+    """Claim, propose with the scripted model, sign off as the operator would.
+
+    Introduced in chapter 06."""
+    claim = claims.claim(conn, args.owner, ttl=args.ttl, work_id=args.work)
+    if claim is None:
         raise SystemExit("nothing to claim")
-    op_id = orders.propose(conn, held, orders.ScriptedModel(FLOUR))
-    orders.approve(conn, op_id)  # the operator's approval, stored before the wait
-    return held, op_id
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+    orders.sign_off(conn, operation_key)  # the operator's, stored before the wait
+    return claim, operation_key
 
 
-def stale_attempts(conn, held, op_id, url) -> dict:
+def stale_attempts(conn, claim, operation_key, url) -> dict:
     """Try the three guarded writes with a claim that may be stale (chapter 06)."""
     attempts = {
-        "observe": lambda: fence.observe(conn, held, {"kind": "late", "text": "old"}),
-        "finish": lambda: fence.finish(conn, held, "DONE", "old holder's result"),
-        "send": lambda: orders.send(conn, held, op_id, url, wait_s=0.5),
+        "observe": lambda: fence.observe(conn, claim, {"kind": "late", "text": "old"}),
+        "finish": lambda: fence.finish(conn, claim, claims.DONE, "old holder's result"),
+        "send": lambda: orders.send(conn, claim, operation_key, url, wait_s=0.5),
     }
     outcome = {}
     for name, attempt in attempts.items():
@@ -104,35 +109,38 @@ def patiently(step, attempts: int = 20):
 def drain(conn, owner: str, ttl: float) -> int:
     """Claim, observe, finish until nothing is eligible; how many finished.
 
-    Introduced in chapter 06."""
+    Introduced in chapter 05."""
     done = 0
-    while (held := patiently(lambda: claims.claim(conn, owner, ttl=ttl))):
-        patiently(lambda: fence.observe(conn, held, {"kind": "done", "by": owner}))
-        patiently(lambda: fence.finish(conn, held, "DONE", owner))
+    while (claim := patiently(lambda: claims.claim(conn, owner, ttl=ttl))):
+        patiently(lambda: fence.observe(conn, claim, {"kind": "done", "by": owner}))
+        patiently(lambda: fence.finish(conn, claim, claims.DONE, owner))
         done += 1
     return done
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one mode on the agent's file and print its report (chapters 05-06)."""
     args = parse(argv)
     with opened(args.db) as conn:
         if args.mode == "drain":
             report = {"finished": drain(conn, args.owner, args.ttl)}
         elif args.mode == "run":
-            report = run_once(conn, args.owner, args.url, orders.NoNewReasoning(),
+            report = run_once(conn, args.owner, args.url, NoNewReasoning(),
                               ttl=args.ttl, wait_s=args.wait)
         else:
-            held, op_id = take_and_approve(conn, args)
+            claim, operation_key = take_and_sign_off(conn, args)
             if args.mode == "send":
-                report = {"send": orders.send(conn, held, op_id, args.url, args.wait)}
+                report = {"send": orders.send(conn, claim, operation_key, args.url,
+                                              args.wait)}
             else:
                 boundary("holding")
-                report = stale_attempts(conn, held, op_id, args.url)
+                report = stale_attempts(conn, claim, operation_key, args.url)
     print(json.dumps(report, sort_keys=True))
     return 0
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line above (chapters 05-06)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=("hold", "send", "drain", "run"))
     parser.add_argument("--db", required=True, help="the agent's SQLite file")

@@ -1,38 +1,39 @@
-"""Chapter 01 checkpoint: an operation id outlives the process that used it.
+"""Chapter 01 checkpoint: an operation key outlives the process that used it.
 
-    python checkpoints/ch01_operation_ids.py --output PATH [--quick] [--repetitions N]
+    python checkpoints/ch01_operation_keys.py --output PATH [--repetitions N | --quick]
 
 Every trial gets a fresh shop database (a real SQLite file) and real worker
 processes (``crashcourse.workers.restock_note``). Workers are SIGKILLed at a
 registered boundary by ``crashcourse.harness`` and a new process reruns the task
-with the same id. Interventions:
+with the same operation key. Interventions:
 
 * ``uninterrupted``: one run, one note.
 * ``kill_before_apply`` / ``kill_inside_transaction``: killed before the commit;
   nothing is on disk, the rerun applies the note once.
-* ``kill_after_commit``: the rerun with the same id reports ``already_applied``.
+* ``kill_after_commit``: the rerun with the same key reports ``already_applied``.
 * ``changed_payload_after_commit``: the rerun offers another quantity under the
-  same id; it is refused (exit 4) and the rows stay exactly as they were.
-* ``race_two_processes``: two workers released together on one id; one note.
+  same key; it is refused (exit 4) and the rows stay exactly as they were.
+* ``race_two_processes``: two workers released together on one key; one note.
 * ``naive_kill_after_commit``: the draft without identity; the grader must see
   the second note (a detected mutant, not a pass of the draft).
 
-Each count is read from the durable rows after the process is gone. Exit 0
+Each count is read from the durable rows after the process is gone. Every
+intervention runs ``--repetitions`` times (default 3; ``--quick``: once). Exit 0
 only when every trial holds; an existing ``--output`` is refused (exit 2)
 before anything runs. Progress goes to stderr.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from crashcourse import evidence
+from crashcourse import evidence, experiment
 from crashcourse.harness import Harness, kill_and_resume
+from crashcourse.store import opened
 from crashcourse.workers import restock_note
 
 SCHEMA = "crashcourse.ch01.operation_ids/1"
@@ -59,6 +60,12 @@ def worker_args(db: Path, note: dict, mode: str) -> list[str]:
             "--mode", mode]
 
 
+def shop_rows(db: Path) -> dict:
+    """Every durable row of the shop's file, read afresh by the grader."""
+    with opened(db) as conn:
+        return restock_note.snapshot(conn)
+
+
 def counts(rows: dict) -> dict:
     """What the grader counts, read from a snapshot of durable rows."""
     return {
@@ -81,8 +88,8 @@ def run_killed(harness, db, name) -> dict:
     boundary, mode, rerun_note, _, _ = INTERVENTIONS[name]
     trial = kill_and_resume(
         harness, worker_args(db, NOTE, mode), boundary,
-        lambda: restock_note.snapshot(db),
-        resume_args=worker_args(db, rerun_note, mode),
+        lambda: shop_rows(db),
+        resume_args=worker_args(db, rerun_note, mode), timeout=experiment.TIMEOUT,
     )
     return {
         "boundary": boundary,
@@ -101,19 +108,19 @@ def run_plain(harness, db, name) -> dict:
     if name == "race_two_processes":
         racers = [harness.start(args, stop_at="before_apply") for _ in range(2)]
         for racer in racers:
-            racer.wait_for_boundary()
+            racer.wait_for_boundary(experiment.TIMEOUT)
         for racer in racers:
             racer.release()
-        done = [racer.finish() for racer in racers]
+        done = [racer.finish(experiment.TIMEOUT) for racer in racers]
     else:
-        done = [harness.run(args)]
+        done = [harness.run(args, experiment.TIMEOUT)]
     return {
         "boundary": None, "interrupted_pid": None, "interrupted_returncode": None,
         "snapshot_at_interruption": None,
         "resumed_pids": [d.pid for d in done],
         "resumed_returncodes": [d.returncode for d in done],
         "reported_statuses": [reported(d.stdout) for d in done],
-        "final_snapshot": restock_note.snapshot(db),
+        "final_snapshot": shop_rows(db),
     }
 
 
@@ -147,13 +154,14 @@ def run_trial(name: str, repetition: int) -> dict:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ch01-") as tmp, Harness() as harness:
         db = Path(tmp) / "shop.db"
-        restock_note.initialize(db)
+        with opened(db) as conn:
+            restock_note.install(conn)
         killed = INTERVENTIONS[name][0] is not None
         trial = evidence.attempt({}, run_killed if killed else run_plain,
                                  harness, db, name)
         if "error" in trial:
             return failed_trial(name, repetition, trial["error"],
-                                restock_note.snapshot(db))
+                                shop_rows(db))
     at_kill = trial["snapshot_at_interruption"]
     trial |= {
         "intervention": name,
@@ -164,7 +172,7 @@ def run_trial(name: str, repetition: int) -> dict:
         "final_counts": counts(trial["final_snapshot"]),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
-    trial["passed"] = judge(name, trial)
+    trial["holds"] = judge(name, trial)
     return trial
 
 
@@ -175,55 +183,44 @@ def failed_trial(name: str, repetition: int, error: str, rows: dict) -> dict:
         "intervention": name, "repetition": repetition, "mutant": name in MUTANTS,
         "expected_notes": INTERVENTIONS[name][3],
         "error": error,
-        "final_snapshot": rows, "final_counts": counts(rows), "passed": False,
+        "final_snapshot": rows, "final_counts": counts(rows), "holds": False,
     }
 
 
 def summarize(trials: list[dict]) -> dict:
-    per = {name: {"trials": 0, "passed": 0, "final_notes": []}
+    per = {name: {"trials": 0, "held": 0, "final_notes": []}
            for name in INTERVENTIONS}
     for trial in trials:
         entry = per[trial["intervention"]]
         entry["trials"] += 1
-        entry["passed"] += trial["passed"]
+        entry["held"] += trial["holds"]
         entry["final_notes"].append(trial["final_counts"]["restock_notes"])
     return {
         "trials": len(trials),
-        "passed": sum(t["passed"] for t in trials),
-        "mutants_detected": sum(t["passed"] for t in trials if t["mutant"]),
-        "all_held": all(t["passed"] for t in trials),
+        "held": sum(t["holds"] for t in trials),
+        "mutants_detected": sum(t["holds"] for t in trials if t["mutant"]),
+        "all_held": all(t["holds"] for t in trials),
         "per_intervention": per,
     }
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", required=True, help="new JSON evidence file")
-    parser.add_argument("--quick", action="store_true", help="one repetition")
-    parser.add_argument("--repetitions", type=int, default=3, help="1 to 20")
-    args = parser.parse_args(argv)
-    if not 1 <= args.repetitions <= 20:
-        parser.error("--repetitions must be between 1 and 20")
-    return args
+def run(args) -> tuple[dict, list[dict]]:
+    """Every intervention, ``--repetitions`` times (once with ``--quick``)."""
+    repetitions = 1 if args.quick else args.repetitions
+    progress = experiment.Progress(repetitions * len(INTERVENTIONS))
+    trials = [progress.report(f"{name} #{repetition}", run_trial(name, repetition))
+              for repetition in range(1, repetitions + 1)
+              for name in INTERVENTIONS]
+    return summarize(trials), trials
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    if evidence.refused_output(output := args.output):
-        return 2
-    repetitions = 1 if args.quick else args.repetitions
-    trials = []
-    for repetition in range(1, repetitions + 1):
-        for name in INTERVENTIONS:
-            trials.append(run_trial(name, repetition))
-            verdict = "holds" if trials[-1]["passed"] else "FAILED"
-            why = f" ({trials[-1]['error']})" if "error" in trials[-1] else ""
-            print(f"{name} #{repetition}: {verdict}{why}", file=sys.stderr)
-    summary = summarize(trials)
-    evidence.record(output, SCHEMA, __file__, summary, trials)
-    print(f"{summary['passed']}/{summary['trials']} trials held -> {output}",
-          file=sys.stderr)
-    return 0 if summary["all_held"] else 1
+    parser = experiment.command_line(
+        __doc__, count="repetitions", default=3,
+        count_help="repetitions of every intervention",
+        quick_help="one repetition, what the test suite runs")
+    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
+                           run=run)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""The payment service and the worker's checkpoint (chapters 01-04).
+"""The payment service: part of the outside world (chapters 00-04).
 
-The payment service is part of the outside world: its own SQLite file, its own
-answer to "did this charge happen?". It charges an order against an approval
-and binds each idempotency key to the exact action (order, amount, currency).
+The payment service keeps its own SQLite file and its own answer to "did this
+charge happen?". Like every service in ``crashcourse.services`` it is called
+by its address, here the path of its file: each call opens the file, does its
+work in one transaction and closes it. It charges an order against an approval
+and binds each operation key (its idempotency key) to the exact action (order,
+amount, currency).
 
 ``issue_payment`` works inside one ``BEGIN IMMEDIATE`` transaction, always in
 this order:
@@ -10,22 +13,22 @@ this order:
 1. historical replay: the key already names a committed payment. Same action:
    ``"already_committed"`` (no new effect, so no approval or budget is needed,
    and none is restored). Another action: ``PaymentConflict``, nothing written.
-2. current authority (chapter 03): a NEW payment needs an approval for exactly
-   this order, amount and currency that is not revoked, not expired and granted
-   under the current policy version, else ``ApprovalRefused(reason)``.
+2. current authority (chapter 03, ``crashcourse.authority``): a NEW payment
+   needs an approval for exactly this order, amount and currency that is not
+   revoked, not expired and granted under the current policy version, else
+   ``ApprovalRefused(reason)``.
 3. budget capacity (chapter 04, ``crashcourse.budget``): if a budget policy is
    stored, the new payment must fit it, else ``BudgetExhausted(reason)``.
 4. insert the payment and the evidence that explains it later.
 5. commit: ``"committed"``.
 
-The worker's completion checkpoint is a different table, written by the worker
-in a separate transaction AFTER the payment commits (the chapter 02 gap).
+The worker's completion checkpoint is NOT here: it is the worker's own record,
+in the worker's own file (``crashcourse.workers.paying``), written in a
+separate transaction AFTER the payment commits (the chapter 02 gap).
 """
 
 from __future__ import annotations
 
-import math
-import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -33,11 +36,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from crashcourse import authority, budget
-from crashcourse.authority import (  # noqa: F401  (chapter 03 names, re-exported)
-    payment_history,
-    set_expiry,
-    set_policy_version,
-)
 from crashcourse.boundary import boundary
 from crashcourse.effects import EffectConflict, check_key
 from crashcourse.store import (
@@ -47,6 +45,7 @@ from crashcourse.store import (
     opened,
     table_rows,
 )
+from crashcourse.validate import check_amount, check_currency, check_text
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
@@ -59,25 +58,16 @@ CREATE TABLE IF NOT EXISTS approvals (
     revoked      INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1))
 );
 CREATE TABLE IF NOT EXISTS payments (
-    key          TEXT PRIMARY KEY,   -- the idempotency key, bound to one action
+    key          TEXT PRIMARY KEY,   -- the operation key, bound to one action
     order_id     TEXT NOT NULL,
     amount_cents INTEGER NOT NULL CHECK (amount_cents > 0),
     currency     TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    task     TEXT PRIMARY KEY,       -- the worker's own record, not the service's
-    key      TEXT NOT NULL,
-    outcome  TEXT NOT NULL
 )
 """
 
-CURRENCY = re.compile(r"[A-Z]{3}")
-MAX_CENTS = budget.MAX_CENTS  # far above any invoice; stops overflow-sized input
-REFUSAL_REASONS = authority.REASONS
-
 
 class PaymentConflict(EffectConflict):
-    """The key was already used for another order, amount or currency."""
+    """The key was already used for another order, amount or currency (ch. 02)."""
 
 
 class ApprovalRefused(PermissionError):
@@ -99,33 +89,14 @@ class PaymentServiceBusy(RuntimeError):
     is no fallback path that charges without reading the budget."""
 
 
-def check_amount(amount_cents: object) -> int:
-    """Positive integer cents; bool, float, NaN and huge values are refused."""
-    if isinstance(amount_cents, bool) or not isinstance(amount_cents, int):
-        nan = isinstance(amount_cents, float) and math.isnan(amount_cents)
-        shown = "NaN" if nan else repr(amount_cents)
-        raise TypeError(f"amount must be integer cents, got {shown}")
-    if not 0 < amount_cents <= MAX_CENTS:
-        raise ValueError(f"amount must be between 1 and {MAX_CENTS} cents")
-    return amount_cents
-
-
-def check_currency(currency: object) -> str:
-    """Three upper-case letters, as in ISO 4217 (``USD``, ``EUR``)."""
-    if not isinstance(currency, str) or not CURRENCY.fullmatch(currency):
-        raise ValueError(f"currency must be three upper-case letters, got {currency!r}")
-    return currency
-
-
 def check_action(key: object, order_id: object, amount: object, currency: object):
-    """Validate a whole payment action before any transaction starts."""
+    """Validate a whole payment action before any transaction starts (ch. 02)."""
     check_key(key)
-    if not isinstance(order_id, str) or not order_id.strip():
-        raise ValueError("order id must be a non-empty string")
+    check_text("order id", order_id)
     return check_amount(amount), check_currency(currency)
 
 
-def initialize(
+def install(
     path: str | Path, *, max_actions=None, currency_caps=None,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
 ) -> None:
@@ -146,7 +117,7 @@ def approve(
     path: str | Path, order_id: str, amount_cents: int, currency: str,
     *, expires_unix: float | None = None, policy_version: int | None = None,
 ) -> None:
-    """Record (or replace) the approval to pay ``order_id`` this amount.
+    """Record (or replace) the approval to pay ``order_id`` this amount (ch. 02).
 
     Chapter 03 adds its terms: a wall-clock expiry (None: never) and the policy
     version it is granted under (None: the service's current one)."""
@@ -164,7 +135,7 @@ def approve(
 
 
 def revoke(path: str | Path, order_id: str) -> None:
-    """Withdraw authority for NEW payments on ``order_id``; history stays."""
+    """Withdraw authority for NEW payments on ``order_id``; history stays (ch. 02)."""
     with opened(path) as conn, immediate(conn):
         conn.execute(
             "UPDATE approvals SET revoked = 1 WHERE order_id = :order",
@@ -176,7 +147,7 @@ def issue_payment(
     path: str | Path, key: str, order_id: str, amount_cents: int, currency: str,
     *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
 ) -> str:
-    """Charge once per key: ``"committed"`` or ``"already_committed"``."""
+    """Charge once per key: ``"committed"`` or ``"already_committed"`` (ch. 02)."""
     check_action(key, order_id, amount_cents, currency)
     action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
     with busy_means_not_charged(f"{key!r} was not charged"), \
@@ -205,7 +176,7 @@ def busy_means_not_charged(what: str) -> Iterator[None]:
 
 
 def find_payment(conn: sqlite3.Connection, key: str) -> dict | None:
-    """The action a committed key was used for, or None."""
+    """The action a committed key was used for, or None (chapter 02)."""
     row = conn.execute(
         "SELECT order_id, amount_cents, currency FROM payments WHERE key = :key",
         {"key": key},
@@ -234,32 +205,12 @@ def record_payment(conn, key: str, action: dict, terms: dict) -> None:
     authority.record_evidence(conn, key, terms)
 
 
-def save_checkpoint(path: str | Path, task: str, key: str, outcome: str) -> None:
-    """The worker records that ``task`` finished (its own table, own transaction)."""
-    with opened(path) as conn, immediate(conn):
-        conn.execute(
-            "INSERT INTO checkpoints (task, key, outcome)"
-            " VALUES (:task, :key, :outcome)"
-            " ON CONFLICT (task) DO UPDATE SET key = :key, outcome = :outcome",
-            {"task": task, "key": key, "outcome": outcome},
-        )
-
-
-def load_checkpoint(path: str | Path, task: str) -> dict | None:
-    """The worker's completion record for ``task``, or None."""
-    with opened(path) as conn:
-        row = conn.execute(
-            "SELECT task, key, outcome FROM checkpoints WHERE task = :task",
-            {"task": task},
-        ).fetchone()
-    return dict(row) if row else None
-
-
 def snapshot(path: str | Path) -> dict:
-    """Every durable row the grader reads: payments, checkpoints, approvals."""
+    """Every durable row of the service a grader reads: payments, approvals.
+
+    Introduced in chapter 02."""
     with opened(path) as conn:
         return {
             "payments": table_rows(conn, "payments"),
-            "checkpoints": table_rows(conn, "checkpoints"),
             "approvals": table_rows(conn, "approvals"),
         }

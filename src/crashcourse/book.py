@@ -1,0 +1,114 @@
+"""The chapters' kit, introduced in chapter 00: four helpers every chapter uses.
+
+- ``check`` prints a value the prose relies on and stops the notebook, saying
+  why, when the value is not the one the text claims.
+- ``fresh_folder`` gives a demonstration its own new, empty folder, so no
+  cell ever reads rows an earlier run left behind.
+- ``run_checkpoint`` runs ``checkpoints/NAME.py`` as a real child process,
+  checks its exit status (its stderr is the reason shown when it differs) and
+  returns the evidence it wrote to a new file.
+- ``start_checkpoint`` is the level below: it runs the script and hands back
+  a ``CheckpointRun`` whatever the exit status (the tests and
+  ``tools/run_checkpoints.py`` judge it themselves).
+
+The checkpoints live beside ``src/`` in a checkout of the book, so these
+helpers need the package installed editable from that checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import crashcourse
+
+# A quick checkpoint takes seconds on an idle machine; this bound leaves room
+# for two loaded CI cores and still ends a run that hangs.
+CHECKPOINT_TIMEOUT = 300.0
+CHECKPOINTS = Path(crashcourse.__file__).resolve().parents[2] / "checkpoints"
+
+
+def check(label: str, value: object, expected: object, why: str | None = None):
+    """Print ``label: value``; raise AssertionError unless it equals ``expected``.
+
+    ``why`` (a worker's stderr, say) is added to the message. Returns ``value``
+    (chapter 00)."""
+    print(f"{label}: {value}")
+    if value != expected:
+        message = f"{label}: got {value!r}, expected {expected!r}"
+        if why:
+            message += "\n" + why
+        raise AssertionError(message)
+    return value
+
+
+def fresh_folder(chapter: str) -> Path:
+    """A new, empty temporary folder named after ``chapter`` (chapter 00)."""
+    return Path(tempfile.mkdtemp(prefix=f"{chapter}-"))
+
+
+@dataclass(frozen=True)
+class CheckpointRun:
+    """One finished run of a checkpoint script (chapter 00)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    output: Path
+
+    @property
+    def evidence(self) -> dict:
+        """The JSON evidence the run wrote to ``output``."""
+        return json.loads(self.output.read_text(encoding="utf-8"))
+
+
+def _script(name: str) -> Path:
+    """``checkpoints/{name}.py`` of this checkout, or a clear error."""
+    if not CHECKPOINTS.is_dir():
+        raise FileNotFoundError(
+            f"no checkpoints folder at {CHECKPOINTS}: the checkpoints ship with a "
+            "checkout of the book, so install crashcourse from one "
+            "(pip install -e .)"
+        )
+    script = CHECKPOINTS / f"{name}.py"
+    if not script.is_file():
+        raise FileNotFoundError(f"no checkpoint {name!r} in {CHECKPOINTS}")
+    return script
+
+
+def start_checkpoint(
+    name: str, *flags: str, output: str | Path, timeout: float = CHECKPOINT_TIMEOUT
+) -> CheckpointRun:
+    """Run ``checkpoints/{name}.py *flags --output OUTPUT`` with this interpreter.
+
+    Waits at most ``timeout`` seconds (subprocess.TimeoutExpired past that) and
+    returns the run whatever its exit status (chapter 00)."""
+    output = Path(output)
+    done = subprocess.run(
+        [sys.executable, str(_script(name)), *flags, "--output", str(output)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return CheckpointRun(done.returncode, done.stdout, done.stderr, output)
+
+
+def run_checkpoint(
+    name: str, *flags: str, expect: int = 0, timeout: float = CHECKPOINT_TIMEOUT
+) -> dict:
+    """Run a checkpoint into a new evidence file, check its exit status, return
+    the evidence. On a surprise the AssertionError ends with its stderr
+    (chapter 00)."""
+    folder = fresh_folder(name)
+    done = start_checkpoint(name, *flags, output=folder / f"{name}.json",
+                            timeout=timeout)
+    check(f"{name} exit status", done.returncode, expect, why=done.stderr[-3000:])
+    found = done.evidence
+    shutil.rmtree(folder)  # kept only when the check above stopped the chapter
+    return found

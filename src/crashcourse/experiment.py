@@ -1,0 +1,146 @@
+"""The one skeleton of every checkpoint script, introduced in chapter 02.
+
+A checkpoint (``checkpoints/chNN_*.py``) says what its trials are and how each
+is judged; this module gives every one of them the same command line and the
+same sequence, so one chapter's evidence reads like another's.
+
+- ``command_line`` builds the parser: ``--output PATH`` (required), ``--quick``,
+  ``--repetitions N`` or ``--trials N`` (one rule: 1 to ``MAX_TRIALS``), and
+  ``--seed N`` where the trials are drawn at random. ``--help`` gives each
+  option's meaning and default; a script adds its own options to the parser.
+- ``Progress`` prints one line on stderr per finished trial:
+  ``[3/21] kill_after_payment: holds``, or ``FAILS (why)``.
+- ``main`` refuses an existing ``--output`` (exit 2) before anything runs,
+  runs the trials, adds ``elapsed_s`` and ``quick`` to the summary, records the
+  evidence (``evidence.record``) and exits 0 only when every trial holds.
+
+Every wait in a checkpoint is bounded by ``TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from crashcourse import evidence, harness
+
+TIMEOUT = harness.DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
+MAX_TRIALS = 10_000  # trials (or repetitions) in one run; more is a typo
+
+
+def parse_count(text: str) -> int:
+    """The type of ``--repetitions`` and ``--trials``: a whole number from 1 to
+    ``MAX_TRIALS``, with one message for every refusal (chapter 02)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_TRIALS:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number from 1 to {MAX_TRIALS}, got {text!r}"
+        )
+    return value
+
+
+def command_line(
+    doc: str,
+    *,
+    quick_help: str,
+    count: str | None = None,
+    default: int | None = None,
+    count_help: str | None = None,
+    seed: int | None = None,
+) -> argparse.ArgumentParser:
+    """The parser every checkpoint starts from (chapter 02).
+
+    ``doc`` (the script's docstring) heads ``--help``. ``count`` is
+    ``"repetitions"`` or ``"trials"`` (with its ``default``), or None for a
+    checkpoint of fixed cases; ``--quick`` and the count exclude each other.
+    ``seed`` adds ``--seed N`` with that default."""
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--output", required=True, type=Path, metavar="PATH",
+        help="new JSON evidence file; an existing path is refused before "
+        "anything runs (required, no default)",
+    )
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help=f"{quick_help} (default: the full run)")
+    if count is not None:
+        size.add_argument(
+            f"--{count}", type=parse_count, default=default, metavar="N",
+            help=f"{count_help or 'how many ' + count}, 1 to {MAX_TRIALS} "
+            "(default: %(default)s)",
+        )
+    if seed is not None:
+        parser.add_argument(
+            "--seed", type=int, default=seed, metavar="N",
+            help="seed of the random draw: the same seed, the same trials "
+            "(default: %(default)s)",
+        )
+    return parser
+
+
+class Progress:
+    """One flushed line per finished trial on ``stream`` (stderr when None),
+    numbered out of ``total`` (chapter 02). Safe to call from threads."""
+
+    def __init__(self, total: int, stream: TextIO | None = None):
+        self.total, self.done, self.stream = total, 0, stream
+        self._lock = threading.Lock()
+
+    def report(self, label: str, trial: dict) -> dict:
+        """Print ``[i/N] label: holds`` or ``... FAILS (why)``; return ``trial``."""
+        verdict = "holds" if trial.get("holds") is True else "FAILS"
+        failed = [name for name, ok in trial.get("checks", {}).items() if not ok]
+        why = trial.get("error") or ", ".join(failed)
+        if verdict == "FAILS" and why:
+            verdict += f" ({why})"
+        with self._lock:
+            self.done += 1
+            print(f"[{self.done}/{self.total}] {label}: {verdict}",
+                  file=self.stream or sys.stderr, flush=True)
+        return trial
+
+
+Run = Callable[[argparse.Namespace], Sequence]
+
+
+def main(
+    argv: list[str] | None,
+    *,
+    parser: argparse.ArgumentParser,
+    schema: str,
+    script: str | Path,
+    run: Run,
+) -> int:
+    """Parse, refuse an existing ``--output`` (2), run, record, judge (chapter 02).
+
+    ``run(args)`` returns ``(summary, trials)``, or ``(summary, trials, extra)``
+    where ``extra`` holds further top-level fields of the evidence. Returns 0
+    when there are trials and every one has ``holds: True``, else 1."""
+    args = parser.parse_args(argv)
+    if evidence.refused_output(args.output):
+        return 2
+    started = time.monotonic()
+    summary, trials, *extra = run(args)
+    summary = {**summary, "elapsed_s": round(time.monotonic() - started, 3),
+               "quick": args.quick}
+    ran = None if argv is None else [str(script), *argv]
+    try:
+        evidence.record(args.output, schema, script, summary, trials, argv=ran,
+                        **(extra[0] if extra else {}))
+    except evidence.EvidenceExists as refused:  # appeared while the trials ran
+        print(f"refused: {refused}", file=sys.stderr)
+        return 2
+    held = sum(trial.get("holds") is True for trial in trials)
+    print(f"{held}/{len(trials)} trials hold -> {args.output}",
+          file=sys.stderr, flush=True)
+    return 0 if trials and held == len(trials) else 1

@@ -1,0 +1,74 @@
+"""The checks every module makes at its door, written once (chapters 01-05).
+
+Each runtime function validates its arguments BEFORE it opens a transaction,
+so bad input raises and nothing is written. The rules are the same wherever a
+value appears, so they live here: whole positive cents, a three-letter
+currency, non-blank text, bounded counts, an injected clock, and one JSON
+spelling per value. This module imports only the standard library's ``json``,
+``math``, ``re`` and ``time``: workers import it, and start-up is a trial's cost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+
+CURRENCY = re.compile(r"[A-Z]{3}")
+MAX_CENTS = 10**12  # far above any invoice; larger is a typo or an overflow probe
+MAX_COUNT = 10**6  # far above any campaign or policy version
+
+
+def canonical(value: object) -> str:
+    """One JSON spelling per value: sorted keys, no spaces, no NaN (chapter 01)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def check_text(name: str, value: object, *, empty_ok: bool = False) -> str:
+    """A string, and not blank unless ``empty_ok`` (chapter 01)."""
+    if not isinstance(value, str) or (not empty_ok and not value.strip()):
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_count(name: str, value: object, ceiling: int = MAX_COUNT) -> int:
+    """An int from 0 to ``ceiling``; bool, float, str and negatives are refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if not 0 <= value <= ceiling:
+        raise ValueError(f"{name} must be between 0 and {ceiling}, got {value}")
+    return value
+
+
+def check_amount(amount_cents: object) -> int:
+    """Positive whole cents up to ``MAX_CENTS``; bool, float and NaN are refused.
+
+    Introduced in chapter 02."""
+    if isinstance(amount_cents, bool) or not isinstance(amount_cents, int):
+        nan = isinstance(amount_cents, float) and math.isnan(amount_cents)
+        shown = "NaN" if nan else repr(amount_cents)
+        raise TypeError(f"amount must be integer cents, got {shown}")
+    if not 0 < amount_cents <= MAX_CENTS:
+        raise ValueError(f"amount must be between 1 and {MAX_CENTS} cents")
+    return amount_cents
+
+
+def check_currency(currency: object) -> str:
+    """Three upper-case letters, as in ISO 4217 (``USD``, ``EUR``) (chapter 02)."""
+    if not isinstance(currency, str) or not CURRENCY.fullmatch(currency):
+        raise ValueError(f"currency must be three upper-case letters, got {currency!r}")
+    return currency
+
+
+def clock(now: object = None) -> float:
+    """``now`` if given (a test's injected instant), else the wall clock.
+
+    Introduced in chapter 05."""
+    if now is None:
+        return time.time()
+    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(
+        now
+    ):
+        raise ValueError(f"now must be a finite number, got {now!r}")
+    return float(now)

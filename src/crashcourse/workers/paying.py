@@ -1,0 +1,141 @@
+"""The worker's side of paying an invoice (chapters 00-04).
+
+Two records answer two questions (chapter 02). The payment service, called by
+the path of its file, answers "was this charge made?". The worker's own store,
+an open connection to the worker's own file, holds its *checkpoint*: "did this
+task finish, and under which key?". They are different files written in
+different transactions, so a kill between the two leaves a payment with no
+checkpoint: the gap every chapter from 00 to 04 kills the worker in.
+
+``pay_then_checkpoint`` is the one sequence both payment workers run
+(``pay_invoice`` derives its key, ``charge`` is given one), with the registered
+boundaries ``before_payment``, ``after_payment`` and ``after_checkpoint``
+(``payment_inserted`` is inside the service). ``EXITS`` is their one table of
+exit statuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from crashcourse.boundary import boundary
+from crashcourse.services import payments
+from crashcourse.store import ensure_schema, immediate, opened, table_rows
+
+if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
+    from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+    task     TEXT PRIMARY KEY,       -- the worker's own record, not the service's
+    key      TEXT NOT NULL,          -- the operation key it paid under
+    outcome  TEXT NOT NULL           -- what the service answered
+)
+"""
+
+# A refused NEW payment, a key bound to another action and a locked service are
+# outcomes, not crashes: each has its own status, and none charged anything.
+EXITS = {"committed": 0, "already_committed": 0, "refused": 3, "conflict": 4,
+         "busy": 5}
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Create the worker's checkpoint table in its own file (chapter 02)."""
+    ensure_schema(conn, SCHEMA)
+
+
+def save_checkpoint(conn: sqlite3.Connection, task: str, key: str,
+                    outcome: str) -> None:
+    """Record that ``task`` finished, in its own transaction (chapter 02)."""
+    with immediate(conn):
+        conn.execute(
+            "INSERT INTO checkpoints (task, key, outcome)"
+            " VALUES (:task, :key, :outcome)"
+            " ON CONFLICT (task) DO UPDATE SET key = :key, outcome = :outcome",
+            {"task": task, "key": key, "outcome": outcome},
+        )
+
+
+def load_checkpoint(conn: sqlite3.Connection, task: str) -> dict | None:
+    """The worker's completion record for ``task``, or None (chapter 02)."""
+    row = conn.execute(
+        "SELECT task, key, outcome FROM checkpoints WHERE task = :task",
+        {"task": task},
+    ).fetchone()
+    return dict(row) if row else None
+
+
+def checkpoints(conn: sqlite3.Connection) -> list[dict]:
+    """Every checkpoint row of the worker's file; none before it installed its
+    table. A read: it never takes the write lock (chapter 02)."""
+    made = conn.execute("SELECT 1 FROM sqlite_master"
+                        " WHERE type = 'table' AND name = 'checkpoints'").fetchone()
+    return table_rows(conn, "checkpoints") if made else []
+
+
+def snapshot(service: str | Path, state: str | Path) -> dict:
+    """What a grader reads after a payment run, from two files: the service's
+    payments and approvals, and the worker's own checkpoints (chapter 02)."""
+    with opened(state) as conn:
+        rows = checkpoints(conn)
+    return {**payments.snapshot(service), "checkpoints": rows}
+
+
+def pay_then_checkpoint(
+    state: sqlite3.Connection, service: str, task: str, key: str,
+    order: str, amount: int, currency: str,
+    *, busy_timeout_ms: int = payments.DEFAULT_BUSY_TIMEOUT_MS,
+) -> dict:
+    """Pay under ``key`` at the service, then checkpoint in ``state``.
+
+    Returns the worker's report; its ``outcome`` names the exit status in
+    ``EXITS``. Introduced in chapter 00; the refusals in chapters 03-04."""
+    boundary("before_payment")
+    try:
+        outcome = payments.issue_payment(
+            service, key, order, amount, currency, busy_timeout_ms=busy_timeout_ms)
+    except payments.ApprovalRefused as refused:  # BudgetExhausted included
+        return {"outcome": "refused", "reason": refused.reason}
+    except payments.PaymentConflict:
+        return {"outcome": "conflict"}
+    except payments.PaymentServiceBusy as busy:
+        return {"outcome": "busy", "reason": str(busy)}
+    boundary("after_payment")
+    save_checkpoint(state, task, key, outcome)
+    boundary("after_checkpoint")
+    return {"outcome": outcome}
+
+
+def payment_arguments(description: str) -> argparse.ArgumentParser:
+    """The command line both payment workers share (chapter 00)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--payments", required=True,
+                        help="the payment service's SQLite file")
+    parser.add_argument("--state", required=True,
+                        help="the worker's own SQLite file (its checkpoint)")
+    parser.add_argument("--task", required=True, help="the workflow's task id")
+    parser.add_argument("--order", required=True, help="the supplier order to pay")
+    parser.add_argument("--amount", type=int, required=True, help="integer cents")
+    parser.add_argument("--currency", required=True, help="e.g. USD")
+    parser.add_argument(
+        "--busy-timeout-ms", type=int, default=payments.DEFAULT_BUSY_TIMEOUT_MS,
+        help="how long to wait for a locked payment service (then exit 5)")
+    return parser
+
+
+def run_worker(args: argparse.Namespace,
+               choose_key: Callable[[sqlite3.Connection, argparse.Namespace], str]
+               ) -> int:
+    """A payment worker's whole run: open its own file, choose the key, pay,
+    checkpoint, print one JSON report; the exit status (chapter 00)."""
+    with opened(args.state) as state:
+        install(state)
+        report = pay_then_checkpoint(
+            state, args.payments, args.task, choose_key(state, args), args.order,
+            args.amount, args.currency, busy_timeout_ms=args.busy_timeout_ms)
+    print(json.dumps({"task": args.task, **report}, sort_keys=True))
+    return EXITS[report["outcome"]]

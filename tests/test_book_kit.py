@@ -1,0 +1,173 @@
+"""crashcourse.book, the chapters' kit: check, fresh_folder and the checkpoint runs.
+
+The checkpoint helpers run against a tiny fake checkpoints folder (real child
+processes, a few lines of stdlib each), so these tests take well under a second.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crashcourse import book
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A stand-in checkpoint: writes its flags and its own --output path as evidence
+# to a NEW file, says something on stdout and stderr, exits with --exit.
+FAKE = textwrap.dedent("""
+    import argparse, json, sys
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--exit", type=int, default=0)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    with open(args.output, "x") as handle:
+        json.dump({"quick": args.quick, "output": args.output}, handle)
+    print("to stdout")
+    print("[1/1] the only trial: FAILS (row 7 missing)" if args.exit else
+          "[1/1] the only trial: holds", file=sys.stderr)
+    sys.exit(args.exit)
+""")
+SLOW = "import time\ntime.sleep(30)\n"
+
+
+@pytest.fixture
+def fake_checkpoints(tmp_path, monkeypatch):
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    (folder / "ch99_fake.py").write_text(FAKE)
+    (folder / "ch99_slow.py").write_text(SLOW)
+    monkeypatch.setattr(book, "CHECKPOINTS", folder)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # fresh folders here
+    return folder
+
+
+def remove_fresh_folder(evidence: dict) -> None:
+    """A run whose status was as expected leaves no folder behind."""
+    folder = Path(evidence["output"]).parent
+    assert folder.parent == Path(tempfile.gettempdir())
+    assert not folder.exists()
+
+
+def test_check_prints_label_and_value_and_returns_the_value(capsys):
+    assert book.check("payments at the end", 1, 1) == 1
+    assert book.check("rows", [1, 2], [1, 2]) == [1, 2]
+    assert capsys.readouterr().out == "payments at the end: 1\nrows: [1, 2]\n"
+
+
+def test_check_raises_with_got_and_expected(capsys):
+    with pytest.raises(AssertionError) as raised:
+        book.check("exit status", "0", 0)
+    assert str(raised.value) == "exit status: got '0', expected 0"
+    assert capsys.readouterr().out == "exit status: 0\n"
+
+
+def test_check_adds_why_on_its_own_line():
+    with pytest.raises(AssertionError) as raised:
+        book.check("exit status", 1, 0, why="[3/7] kill_after_payment: FAILS")
+    assert str(raised.value) == (
+        "exit status: got 1, expected 0\n[3/7] kill_after_payment: FAILS")
+
+
+def test_fresh_folder_is_new_and_empty_each_call():
+    first, second = book.fresh_folder("ch99"), book.fresh_folder("ch99")
+    try:
+        assert first != second
+        for folder in (first, second):
+            assert folder.is_dir() and list(folder.iterdir()) == []
+            assert folder.name.startswith("ch99-")
+    finally:
+        shutil.rmtree(first)
+        shutil.rmtree(second)
+
+
+def test_the_checkpoints_folder_is_the_checkout_s():
+    assert book.CHECKPOINTS == ROOT / "checkpoints"
+    assert book.CHECKPOINT_TIMEOUT == 300
+
+
+def test_start_checkpoint_returns_the_run_whatever_its_status(fake_checkpoints,
+                                                               tmp_path):
+    output = tmp_path / "evidence.json"
+    done = book.start_checkpoint("ch99_fake", "--exit", "3", output=output)
+    assert isinstance(done, book.CheckpointRun)
+    assert (done.returncode, done.stdout, done.output) == (3, "to stdout\n", output)
+    assert "FAILS (row 7 missing)" in done.stderr
+    assert done.evidence == {"quick": False, "output": str(output)}
+
+
+def test_start_checkpoint_passes_the_flags_before_the_output(fake_checkpoints,
+                                                             tmp_path):
+    done = book.start_checkpoint("ch99_fake", "--quick", output=tmp_path / "e.json")
+    assert done.returncode == 0 and done.evidence["quick"] is True
+
+
+def test_start_checkpoint_is_bounded(fake_checkpoints, tmp_path):
+    with pytest.raises(subprocess.TimeoutExpired):
+        book.start_checkpoint("ch99_slow", output=tmp_path / "e.json", timeout=0.5)
+
+
+def test_run_checkpoint_checks_the_status_and_returns_the_evidence(
+    fake_checkpoints, capsys
+):
+    evidence = book.run_checkpoint("ch99_fake", "--quick")
+    try:
+        assert evidence["quick"] is True
+        output = Path(evidence["output"])
+        assert output.name == "ch99_fake.json"
+        assert output.parent.name.startswith("ch99_fake-")  # a fresh folder
+        assert capsys.readouterr().out == "ch99_fake exit status: 0\n"
+    finally:
+        remove_fresh_folder(evidence)
+
+
+def test_run_checkpoint_writes_a_new_file_each_time(fake_checkpoints):
+    first = book.run_checkpoint("ch99_fake")
+    second = book.run_checkpoint("ch99_fake")
+    try:
+        assert first["output"] != second["output"]
+    finally:
+        remove_fresh_folder(first)
+        remove_fresh_folder(second)
+
+
+def test_run_checkpoint_shows_stderr_when_the_status_surprises(fake_checkpoints):
+    with pytest.raises(AssertionError) as raised:
+        book.run_checkpoint("ch99_fake", "--exit", "1")
+    message = str(raised.value)
+    assert message.startswith("ch99_fake exit status: got 1, expected 0\n")
+    assert "[1/1] the only trial: FAILS (row 7 missing)" in message
+    (kept,) = Path(tempfile.gettempdir()).iterdir()  # kept for a look at it
+    assert (kept / "ch99_fake.json").is_file()
+
+
+def test_run_checkpoint_accepts_an_expected_failure(fake_checkpoints):
+    evidence = book.run_checkpoint("ch99_fake", "--exit", "1", expect=1)
+    remove_fresh_folder(evidence)
+
+
+def test_a_missing_checkpoints_folder_is_explained(tmp_path, monkeypatch):
+    monkeypatch.setattr(book, "CHECKPOINTS", tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="checkout of the book"):
+        book.start_checkpoint("ch01_operation_keys", output=tmp_path / "e.json")
+
+
+def test_an_unknown_checkpoint_is_named(fake_checkpoints, tmp_path):
+    with pytest.raises(FileNotFoundError, match="ch98_missing"):
+        book.start_checkpoint("ch98_missing", output=tmp_path / "e.json")
+
+
+def test_evidence_is_json_read_from_output(tmp_path):
+    output = tmp_path / "e.json"
+    output.write_text(json.dumps({"trials": [{"holds": True}]}))
+    run = book.CheckpointRun(0, "", "", output)
+    assert run.evidence == {"trials": [{"holds": True}]}

@@ -1,0 +1,180 @@
+"""crashcourse.experiment, the one checkpoint skeleton: its command line, its
+progress lines and its sequence (refuse, run, record, judge)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crashcourse import experiment, harness
+
+ROOT = Path(__file__).resolve().parent.parent
+CH07 = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"
+MESSAGE = "must be a whole number from 1 to 10000, got {!r}"
+
+
+def parser(**options) -> argparse.ArgumentParser:
+    return experiment.command_line("A checkpoint for these tests.",
+                                   quick_help="the small version", **options)
+
+
+def test_one_timeout_for_every_wait():
+    assert experiment.TIMEOUT == harness.DEFAULT_TIMEOUT
+
+
+@pytest.mark.parametrize("text, value", [("1", 1), ("25", 25), ("10000", 10_000)])
+def test_count_accepts_1_to_max(text, value):
+    assert experiment.parse_count(text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "x", "10001", "2.5", ""])
+def test_count_refuses_with_one_message(text):
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        experiment.parse_count(text)
+    assert str(refused.value) == MESSAGE.format(text)
+
+
+@pytest.mark.parametrize("count", ["repetitions", "trials"])
+@pytest.mark.parametrize("text", ["0", "-1", "x", "10001"])
+def test_repetitions_and_trials_share_the_rule(count, text, capsys):
+    with pytest.raises(SystemExit) as exited:
+        parser(count=count, default=3).parse_args(
+            ["--output", "e.json", f"--{count}={text}"])
+    assert exited.value.code == 2
+    assert f"argument --{count}: {MESSAGE.format(text)}" in capsys.readouterr().err
+
+
+def test_command_line_options_and_defaults():
+    args = parser(count="trials", default=200, seed=7).parse_args(["--output", "e"])
+    assert (args.output, args.quick, args.trials, args.seed) == (
+        Path("e"), False, 200, 7)
+    assert not hasattr(parser().parse_args(["--output", "e"]), "seed")
+
+
+def test_output_is_required(capsys):
+    with pytest.raises(SystemExit) as exited:
+        parser().parse_args(["--quick"])
+    assert exited.value.code == 2 and "--output" in capsys.readouterr().err
+
+
+def test_quick_and_the_count_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as exited:
+        parser(count="repetitions", default=3).parse_args(
+            ["--output", "e", "--quick", "--repetitions", "2"])
+    assert exited.value.code == 2 and "not allowed" in capsys.readouterr().err
+
+
+def test_help_gives_every_option_a_meaning_and_a_default():
+    built = parser(count="repetitions", default=3, seed=11)
+    shown = " ".join(built.format_help().split())
+    for option in ("--output PATH", "--quick", "--repetitions N", "--seed N"):
+        assert option in shown, option
+    assert "A checkpoint for these tests." in shown
+    assert "(required, no default)" in shown
+    assert "the small version (default: the full run)" in shown
+    assert "1 to 10000 (default: 3)" in shown
+    assert "the same trials (default: 11)" in shown
+
+
+def test_a_real_checkpoint_s_help_lists_every_option_with_its_default():
+    done = subprocess.run([sys.executable, str(CH07), "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    shown = " ".join(done.stdout.split())
+    for option, default in [
+        ("--output PATH", "(required, no default)"),
+        ("--quick", "(default: the full run)"),
+        ("--trials N", "(default: 200)"),
+        ("--seed N", "(default: 7)"),
+        ("--kills K", "(default: 1)"),
+        ("--probe", "(default: correct)"),
+        ("--jobs J", "(default: 2)"),
+    ]:
+        assert option in shown and default in shown, option
+    assert shown.startswith("usage: ch07_random_kill_campaign.py")
+
+
+def test_progress_lines():
+    stream = io.StringIO()
+    progress = experiment.Progress(4, stream=stream)
+    trial = {"holds": True}
+    assert progress.report("kill_after_payment", trial) is trial
+    progress.report("race #0", {"holds": False, "error": "BoundaryTimeout: late"})
+    progress.report("lost_ack", {"holds": False, "checks": {"a": True, "b": False,
+                                                            "c": False}})
+    progress.report("case", {"holds": False})
+    assert stream.getvalue().splitlines() == [
+        "[1/4] kill_after_payment: holds",
+        "[2/4] race #0: FAILS (BoundaryTimeout: late)",
+        "[3/4] lost_ack: FAILS (b, c)",
+        "[4/4] case: FAILS",
+    ]
+
+
+def test_progress_writes_to_stderr_by_default(capsys):
+    experiment.Progress(1).report("only", {"holds": True})
+    assert capsys.readouterr() == ("", "[1/1] only: holds\n")
+
+
+def run_main(tmp_path, trials, *flags, extra=None):
+    """``experiment.main`` with a stand-in ``run``; returns (code, output, calls)."""
+    output, calls = tmp_path / "evidence.json", []
+
+    def run(args):
+        calls.append(args)
+        summary = {"held": sum(t.get("holds") is True for t in trials)}
+        return (summary, trials) if extra is None else (summary, trials, extra)
+
+    code = experiment.main(["--output", str(output), *flags],
+                           parser=parser(count="trials", default=2),
+                           schema="crashcourse.test/1", script=__file__, run=run)
+    return code, output, calls
+
+
+def test_main_records_and_exits_0_when_every_trial_holds(tmp_path, capsys):
+    trials = [{"case": "a", "holds": True}, {"case": "b", "holds": True}]
+    code, output, calls = run_main(tmp_path, trials, "--quick",
+                                   extra={"reference": {"files": 40}})
+    assert code == 0 and len(calls) == 1 and calls[0].quick
+    document = json.loads(output.read_text())
+    assert document["schema"] == "crashcourse.test/1"
+    assert document["trials"] == trials and document["reference"] == {"files": 40}
+    summary = document["summary"]
+    assert summary["held"] == 2 and summary["quick"] is True
+    assert summary["elapsed_s"] >= 0
+    assert document["manifest"]["argv"][1:] == ["--output", str(output), "--quick"]
+    assert f"script/{Path(__file__).name}" in document["manifest"]["sources_sha256"]
+    assert capsys.readouterr().err == f"2/2 trials hold -> {output}\n"
+
+
+def test_main_exits_1_when_a_trial_fails(tmp_path, capsys):
+    trials = [{"holds": True}, {"holds": False, "error": "TimeoutError: slow"}]
+    code, output, _ = run_main(tmp_path, trials)
+    assert code == 1 and json.loads(output.read_text())["trials"] == trials
+    assert capsys.readouterr().err == f"1/2 trials hold -> {output}\n"
+
+
+def test_main_exits_1_when_a_trial_has_no_verdict(tmp_path):
+    code, _, _ = run_main(tmp_path, [{"holds": True}, {"case": "unjudged"}])
+    assert code == 1
+
+
+def test_main_exits_1_when_there_are_no_trials(tmp_path, capsys):
+    code, output, _ = run_main(tmp_path, [])
+    assert code == 1 and json.loads(output.read_text())["trials"] == []
+    assert "0/0 trials hold" in capsys.readouterr().err
+
+
+def test_main_refuses_an_existing_output_before_anything_runs(tmp_path, capsys):
+    output = tmp_path / "evidence.json"
+    output.write_text("earlier evidence\n")
+    code, _, calls = run_main(tmp_path, [{"holds": True}])
+    assert code == 2 and calls == []
+    assert output.read_text() == "earlier evidence\n"
+    assert "never overwritten" in capsys.readouterr().err
