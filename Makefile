@@ -26,8 +26,9 @@ help:
 	@echo "make test | make nbval   the runtime tests alone | the notebooks alone"
 	@echo "make notebooks [CHAPTERS='00 01']  rebuild .ipynb from .md and execute"
 	@echo "make checkpoints  every checkpoint in full mode; evidence in artifacts/runs/"
-	@echo "make exercise CH=01   grade your answers in exercises/ch01"
-	@echo "make solution CH=01   grade the reference answers in solutions/ch01"
+	@echo "make exercise CH=01 [EX=apply_checked]   grade your answers in exercises/ch01"
+	@echo "make solution CH=01 [EX=apply_checked]   grade the reference answers"
+	@echo "make clean        remove the virtual environments and caches"
 	@echo "make bench        performance measurements (bench/), results in artifacts/bench/"
 
 venv: $(STAMP)
@@ -54,8 +55,10 @@ check: $(STAMP)
 	timeout --kill-after=10 1200 $(PY) -m pytest -q -n 2 --dist loadfile \
 	  --durations=10 $(NBVAL_FLAGS) tests book exercises --grade-both
 
+# The stubs in exercises/ are the reader's to edit: lint the graders, not them.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests checkpoints exercises solutions tools bench
+	$(VENV)/bin/ruff check src tests checkpoints solutions tools bench \
+	  exercises/conftest.py $(wildcard exercises/ch*/test_*.py)
 
 # Unit, process, pair-check and quick-checkpoint tests.
 test: $(STAMP)
@@ -76,28 +79,42 @@ notebooks: $(STAMP)
 checkpoints: $(STAMP)
 	$(PY) tools/run_checkpoints.py
 
+# One line per failing test and one per exercise; EX=name grades one exercise.
+GRADE_FLAGS = -q --tb=line -rN -p no:cacheprovider --exercise-summary
+EXERCISE_TESTS = exercises/ch$(CH)$(if $(EX),/test_ch$(CH)_$(EX).py)
 exercise: $(STAMP)
-	@test -n "$(CH)" || { echo "usage: make exercise CH=01"; exit 2; }
-	$(PY) -m pytest -q exercises/ch$(CH)
+	@test -n "$(CH)" || { echo "usage: make exercise CH=01 [EX=apply_checked]"; exit 2; }
+	@test -e "$(EXERCISE_TESTS)" || { echo "no such exercise: $(EXERCISE_TESTS)"; exit 2; }
+	$(PY) -m pytest $(GRADE_FLAGS) $(EXERCISE_TESTS)
 
 solution: $(STAMP)
-	@test -n "$(CH)" || { echo "usage: make solution CH=01"; exit 2; }
-	CRASHCOURSE_ANSWERS=solutions $(PY) -m pytest -q exercises/ch$(CH)
+	@test -n "$(CH)" || { echo "usage: make solution CH=01 [EX=apply_checked]"; exit 2; }
+	@test -e "$(EXERCISE_TESTS)" || { echo "no such exercise: $(EXERCISE_TESTS)"; exit 2; }
+	CRASHCOURSE_ANSWERS=solutions $(PY) -m pytest $(GRADE_FLAGS) $(EXERCISE_TESTS)
 
 # JupyterLab gets a venv of its own: its extras (jsonschema format checkers that
 # cost seconds on every nbformat import) must not slow the book's tests. Its
 # kernel is still the book's .venv, found through JUPYTER_PATH.
 LAB_VENV := .venv-lab
+# Reading must leave `git status` clean: autosave is off (the reader saves on
+# purpose), and the notebooks already carry the kernel's own display name.
+LAB_SETTINGS := $(LAB_VENV)/share/jupyter/lab/settings
 $(LAB_VENV)/.installed: $(STAMP)
 	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
 	$(VENV)/bin/uv pip install --quiet --python $(LAB_VENV)/bin/python jupyterlab==4.6.6
 	touch $@
 
-# Headless-friendly: no browser is opened; Jupyter prints the URL to open.
+$(LAB_SETTINGS)/overrides.json: $(LAB_VENV)/.installed
+	mkdir -p $(LAB_SETTINGS)
+	echo '{"@jupyterlab/docmanager-extension:plugin": {"autosave": false}}' > $@
+
+# Headless-friendly: no browser is opened; Jupyter prints the URL to open. It
+# serves the whole repository (book/ and exercises/) and opens at book/.
 # Containers often run as root, which Jupyter refuses unless told.
-lab: $(LAB_VENV)/.installed
+lab: $(LAB_VENV)/.installed $(LAB_SETTINGS)/overrides.json
 	JUPYTER_PATH=$(CURDIR)/$(VENV)/share/jupyter \
-	  $(LAB_VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=book \
+	  $(LAB_VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=. \
+	  --ServerApp.default_url=/lab/tree/book \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Peers measured side by side (e.g. DBOS) are bench-only: never runtime or verify deps.

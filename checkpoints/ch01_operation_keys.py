@@ -17,7 +17,10 @@ with the same operation key. Interventions:
 * ``naive_kill_after_commit``: the draft without identity; the grader must see
   the second note (a detected mutant, not a pass of the draft).
 
-Each count is read from the durable rows after the process is gone. Every
+Each count is read from the durable rows after the process is gone, by
+queries of its own on a connection of its own: a second read of the shop's
+file, apart from the one that copies the rows into the evidence, so the two
+can be compared and can disagree. Every
 intervention runs ``--repetitions`` times (default 3; ``--quick``: once). Exit 0
 only when every trial holds; an existing ``--output`` is refused (exit 2)
 before anything runs. Progress goes to stderr.
@@ -33,7 +36,7 @@ from pathlib import Path
 
 from crashcourse import evidence, experiment
 from crashcourse.harness import Harness, kill_and_resume
-from crashcourse.store import opened
+from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
 
 SCHEMA = "crashcourse.ch01.operation_ids/1"
@@ -66,14 +69,23 @@ def shop_rows(db: Path) -> dict:
         return restock_note.snapshot(conn)
 
 
-def counts(rows: dict) -> dict:
-    """What the grader counts, read from a snapshot of durable rows."""
-    return {
-        "restock_notes": len(rows["restock_notes"]),
-        "effect_ledger": len(rows["effect_ledger"]),
-        "on_order": sum(row["on_order"] for row in rows["stock"]),
-        "ledger_payloads": [json.loads(r["payload"]) for r in rows["effect_ledger"]],
-    }
+def recount(db: Path) -> dict:
+    """What the grader counts, by its own queries on its own connection: a
+    second read of the shop's file, apart from ``shop_rows``'s copy."""
+    with opened(db) as conn:
+        on_order = conn.execute("SELECT coalesce(sum(on_order), 0) FROM stock")
+        payloads = conn.execute("SELECT payload FROM effect_ledger ORDER BY rowid")
+        return {
+            "restock_notes": count_rows(conn, "restock_notes"),
+            "effect_ledger": count_rows(conn, "effect_ledger"),
+            "on_order": on_order.fetchone()[0],
+            "ledger_payloads": [json.loads(row["payload"]) for row in payloads],
+        }
+
+
+def observe(db: Path) -> dict:
+    """The rows (for the evidence) and the counts (for the judge), two reads."""
+    return {"rows": shop_rows(db), "counts": recount(db)}
 
 
 def reported(stdout: str) -> str | None:
@@ -88,18 +100,21 @@ def run_killed(harness, db, name) -> dict:
     boundary, mode, rerun_note, _, _ = INTERVENTIONS[name]
     trial = kill_and_resume(
         harness, worker_args(db, NOTE, mode), boundary,
-        lambda: shop_rows(db),
+        lambda: observe(db),
         resume_args=worker_args(db, rerun_note, mode), timeout=experiment.TIMEOUT,
     )
+    at_kill, final = trial.snapshot_at_interruption, trial.final_snapshot
     return {
         "boundary": boundary,
         "interrupted_pid": trial.interrupted_pid,
         "interrupted_returncode": trial.interrupted_returncode,
-        "snapshot_at_interruption": trial.snapshot_at_interruption,
+        "snapshot_at_interruption": at_kill["rows"],
+        "counts_at_interruption": at_kill["counts"],
         "resumed_pids": [trial.resumed_pid],
         "resumed_returncodes": [trial.resumed_returncode],
         "reported_statuses": [reported(trial.resumed_stdout)],
-        "final_snapshot": trial.final_snapshot,
+        "final_snapshot": final["rows"],
+        "final_counts": final["counts"],
     }
 
 
@@ -114,13 +129,14 @@ def run_plain(harness, db, name) -> dict:
         done = [racer.finish(experiment.TIMEOUT) for racer in racers]
     else:
         done = [harness.run(args, experiment.TIMEOUT)]
+    final = observe(db)
     return {
         "boundary": None, "interrupted_pid": None, "interrupted_returncode": None,
-        "snapshot_at_interruption": None,
+        "snapshot_at_interruption": None, "counts_at_interruption": None,
         "resumed_pids": [d.pid for d in done],
         "resumed_returncodes": [d.returncode for d in done],
         "reported_statuses": [reported(d.stdout) for d in done],
-        "final_snapshot": shop_rows(db),
+        "final_snapshot": final["rows"], "final_counts": final["counts"],
     }
 
 
@@ -160,30 +176,27 @@ def run_trial(name: str, repetition: int) -> dict:
         trial = evidence.attempt({}, run_killed if killed else run_plain,
                                  harness, db, name)
         if "error" in trial:
-            return failed_trial(name, repetition, trial["error"],
-                                shop_rows(db))
-    at_kill = trial["snapshot_at_interruption"]
+            return failed_trial(name, repetition, trial["error"], observe(db))
     trial |= {
         "intervention": name,
         "repetition": repetition,
         "mutant": name in MUTANTS,
         "expected_notes": INTERVENTIONS[name][3],
-        "counts_at_interruption": counts(at_kill) if at_kill else None,
-        "final_counts": counts(trial["final_snapshot"]),
         "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
     }
     trial["holds"] = judge(name, trial)
     return trial
 
 
-def failed_trial(name: str, repetition: int, error: str, rows: dict) -> dict:
+def failed_trial(name: str, repetition: int, error: str, seen: dict) -> dict:
     """A trial the harness could not complete: recorded with its rows, and it
     fails the run (a timeout is not evidence either way)."""
     return {
         "intervention": name, "repetition": repetition, "mutant": name in MUTANTS,
         "expected_notes": INTERVENTIONS[name][3],
         "error": error,
-        "final_snapshot": rows, "final_counts": counts(rows), "holds": False,
+        "final_snapshot": seen["rows"], "final_counts": seen["counts"],
+        "holds": False,
     }
 
 

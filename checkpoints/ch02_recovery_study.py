@@ -7,7 +7,10 @@ Every trial gets a NEW payment database with one approved order (4000 cents,
 USD), starts the real ``pay_invoice`` worker, SIGKILLs it at a registered
 boundary (except the uninterrupted control), optionally revokes the approval,
 and starts a replacement. The grader then reads the durable rows of two files:
-the payment service's payments and the worker's own checkpoint. It never
+the payment service's payments and the worker's own checkpoint. Each snapshot
+holds the rows and, beside them, the counts taken by a second, separate read
+of each file (a ``count(*)`` on a connection of its own), so a reader can
+recount the rows and compare: the two reads can disagree. It never
 reads a worker's exit code or its printed report to decide anything: the
 new-key mutant exits 0 after paying twice.
 
@@ -28,6 +31,7 @@ from typing import NamedTuple
 from crashcourse import evidence, experiment
 from crashcourse.harness import Harness
 from crashcourse.services import payments
+from crashcourse.store import count_rows, opened
 from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch02.recovery_study/1"
@@ -65,15 +69,23 @@ def worker_file(db: Path) -> Path:
     return db.with_name(f"{db.stem}-worker.sqlite")
 
 
+def recount(db: Path) -> dict:
+    """Payments and checkpoints counted by ``count(*)``, each file opened again:
+    a read apart from ``paying.snapshot``'s copy of the rows."""
+    with opened(db) as service:
+        paid = count_rows(service, "payments")
+    with opened(worker_file(db)) as state:
+        installed = state.execute(
+            "SELECT count(*) FROM sqlite_master"
+            " WHERE type = 'table' AND name = 'checkpoints'").fetchone()[0]
+        noted = count_rows(state, "checkpoints") if installed else 0
+    return {"payments": paid, "checkpoints": noted}
+
+
 def durable(db: Path) -> dict:
-    """The rows of both files (the service's payments, the worker's checkpoints),
-    with counts taken from them."""
-    rows = paying.snapshot(db, worker_file(db))
-    return {
-        "payments": len(rows["payments"]),
-        "checkpoints": len(rows["checkpoints"]),
-        "rows": rows,
-    }
+    """The rows of both files (the service's payments, the worker's checkpoints)
+    and the counts of a second read, to be compared with them."""
+    return {"rows": paying.snapshot(db, worker_file(db)), **recount(db)}
 
 
 def double_charged(rows: dict) -> dict[str, list[str]]:

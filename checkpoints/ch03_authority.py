@@ -13,7 +13,9 @@ meet the current authority.
 Expiry is real: after the kill the stored expiry is set 0.5 s ahead and the
 parent waits for the wall clock to pass it. Grading reads two files: the
 payment service's (the number of payments, the payment's amount and the terms
-it was committed under) and the worker's own (its checkpoint). The refusal
+it was committed under) and the worker's own (its checkpoint); the counts
+are taken by ``count(*)`` in a second read of each file, apart from the copy
+of the rows kept beside them, so the two can be compared. The refusal
 reason a worker prints is recorded and must match too, but no count comes
 from it. ``--quick`` runs four of the nine cases.
 Exit 0 only when every case holds; exit 2 for bad arguments or an existing
@@ -32,6 +34,7 @@ from typing import NamedTuple
 from crashcourse import authority, evidence, experiment
 from crashcourse.harness import Harness
 from crashcourse.services import payments
+from crashcourse.store import count_rows, opened
 from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch03.authority/1"
@@ -106,10 +109,24 @@ def worker_file(db: Path) -> Path:
     return db.with_name(f"{db.stem}-worker.sqlite")
 
 
+def recount(db: Path) -> dict:
+    """Payments and checkpoints counted by ``count(*)``, each file opened again:
+    a read apart from ``paying.snapshot``'s copy of the rows."""
+    with opened(db) as service:
+        paid = count_rows(service, "payments")
+    with opened(worker_file(db)) as state:
+        installed = state.execute(
+            "SELECT count(*) FROM sqlite_master"
+            " WHERE type = 'table' AND name = 'checkpoints'").fetchone()[0]
+        noted = count_rows(state, "checkpoints") if installed else 0
+    return {"payments": paid, "checkpoints": noted}
+
+
 def durable(db: Path) -> dict:
-    rows = paying.snapshot(db, worker_file(db))
-    return {"payments": len(rows["payments"]), "checkpoints": len(rows["checkpoints"]),
-            "history": authority.payment_history(db, KEY), "rows": rows}
+    """The rows of both files, the history of KEY, and the counts of a second
+    read, to be compared with the rows."""
+    return {"rows": paying.snapshot(db, worker_file(db)),
+            "history": authority.payment_history(db, KEY), **recount(db)}
 
 
 def run_case(harness: Harness, db: Path, case: Case) -> dict:
@@ -124,13 +141,15 @@ def run_case(harness: Harness, db: Path, case: Case) -> dict:
     resumed = harness.run(worker_args(db, **resume.get(case.change, {})),
                           experiment.TIMEOUT)
     after_resume = durable(db)
-    fresh = None
+    fresh, fresh_key = None, None
     if case.fresh_key:
-        fresh = reported(harness.run(worker_args(db, key=KEY + "-fresh"),
+        fresh_key = f"{KEY}-fresh"
+        fresh = reported(harness.run(worker_args(db, key=fresh_key),
                                      experiment.TIMEOUT))
     final = durable(db)
-    return grade(case, killed.returncode, at_kill, change, reported(resumed),
-                 after_resume, fresh, final)
+    return {"key": KEY, "fresh_key": fresh_key} | grade(
+        case, killed.returncode, at_kill, change, reported(resumed), after_resume,
+        fresh, final)
 
 
 def grade(case, killed_rc, at_kill, change, resumed, after_resume, fresh, final):

@@ -5,7 +5,9 @@
 Race (each repetition, a NEW payment database): a budget of 2 payments and
 8000 USD cents, one payment already committed, so ONE unit is left. Two real
 ``charge`` workers with different keys are held at ``before_payment`` until
-both have arrived, then released together. Exactly one may commit.
+both have arrived, then released together. Exactly one may commit: its key
+has a payment in the service's file and its task a checkpoint in the
+assistant's own file; the other has neither.
 
 Kills (real SIGKILL, a budget of one payment):
 
@@ -14,17 +16,20 @@ Kills (real SIGKILL, a budget of one payment):
   the restarted worker commits the payment with the unit it still has.
 * ``kill_after_commit``: at ``after_payment``, before the worker's checkpoint:
   one payment, consumed; the exact replay consumes nothing more, and a fresh
-  key is refused because the allowance is spent.
+  key is refused because the allowance is spent (the refusal's reason must be
+  ``budget_action_limit``, and no payment may appear).
 
 The race runs ``--repetitions`` times (default 20; ``--quick``: twice), the
 kills once each. Every count is read from the payment database
-(``budget_snapshot`` and the rows); exit statuses are recorded, never counted.
+(``budget_snapshot`` and the rows); exit statuses and the workers' printed
+reports are recorded, never counted.
 Exit 0 only when every trial holds; exit 2 for bad arguments or an existing
 ``--output`` (refused before anything runs).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +38,7 @@ from crashcourse import evidence, experiment
 from crashcourse.budget import budget_snapshot
 from crashcourse.harness import Harness
 from crashcourse.services import payments
+from crashcourse.store import opened
 from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch04.budget_race/1"
@@ -55,10 +61,40 @@ def worker_file(db: Path) -> Path:
 
 
 def ledger(db: Path) -> dict:
-    """Payments by key and the allowance, both from durable rows."""
+    """Payments by key, the tasks checkpointed in the assistant's file, and the
+    allowance, all from durable rows."""
     rows = paying.snapshot(db, worker_file(db))
     return {"keys": sorted(p["key"] for p in rows["payments"]),
-            "checkpoints": len(rows["checkpoints"]), "budget": budget_snapshot(db)}
+            "checkpoints": len(rows["checkpoints"]),
+            "checkpointed_tasks": sorted(c["task"] for c in rows["checkpoints"]),
+            "budget": budget_snapshot(db)}
+
+
+def reported(finished) -> dict:
+    """A worker's own report, its last line: recorded, compared, never counted."""
+    lines = finished.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        return {}
+
+
+def judge_race(final: dict) -> tuple[list[str], list[str], dict]:
+    """The winners, the racers that never finished, and the checks of a race.
+
+    Two files, two answers: the service's payments say who won, the
+    assistant's checkpoints say who finished; a refusal writes neither."""
+    won = [r for r in RACERS if f"pay-{r}" in final["keys"]]
+    unfinished = [r for r in RACERS if r not in final["checkpointed_tasks"]]
+    checks = {
+        "exactly_one_racer_committed": len(won) == 1,
+        "only_the_winner_checkpointed": unfinished == [r for r in RACERS
+                                                       if r not in won],
+        "two_payments_in_all": len(final["keys"]) == 2,
+        "no_remaining_actions": final["budget"]["remaining_actions"] == 0,
+        "within_cents_cap": final["budget"]["remaining_cents"][CURRENCY] >= 0,
+    }
+    return won, unfinished, checks
 
 
 def race(harness: Harness, db: Path, repetition: int) -> dict:
@@ -66,23 +102,25 @@ def race(harness: Harness, db: Path, repetition: int) -> dict:
     for order in ("PO-4000", *RACERS):
         payments.approve(db, order, AMOUNT, CURRENCY)
     payments.issue_payment(db, "pay-earlier", "PO-4000", AMOUNT, CURRENCY)
+    # The assistant's file exists before its racers start: two processes that
+    # both create a new SQLite file can collide switching it to WAL, and one
+    # then dies of "database is locked" before it reaches its boundary.
+    with opened(worker_file(db)) as conn:
+        paying.install(conn)
     workers = [harness.start(worker_args(db, r, f"pay-{r}", r), "before_payment")
                for r in RACERS]
     for worker in workers:  # the barrier: both wait at the boundary...
         worker.wait_for_boundary(experiment.TIMEOUT)
     for worker in workers:  # ...and go together
         worker.release()
-    exits = [worker.finish(experiment.TIMEOUT).returncode for worker in workers]
+    finished = {r: worker.finish(experiment.TIMEOUT)
+                for r, worker in zip(RACERS, workers, strict=True)}
     final = ledger(db)
-    won = [r for r in RACERS if f"pay-{r}" in final["keys"]]
-    checks = {
-        "exactly_one_racer_committed": len(won) == 1,
-        "two_payments_in_all": len(final["keys"]) == 2,
-        "no_remaining_actions": final["budget"]["remaining_actions"] == 0,
-        "within_cents_cap": final["budget"]["remaining_cents"][CURRENCY] >= 0,
-    }
+    won, unfinished, checks = judge_race(final)
     return {"trial": "race", "repetition": repetition, "committed": len(won),
-            "refused": len(RACERS) - len(won), "winner": won, "exit_statuses": exits,
+            "refused": len(unfinished), "winner": won,
+            "exit_statuses": {r: done.returncode for r, done in finished.items()},
+            "reports": {r: reported(done) for r, done in finished.items()},
             "final": final, "checks": checks, "holds": all(checks.values())}
 
 
@@ -99,22 +137,35 @@ def kill_trial(harness: Harness, db: Path, name: str, boundary: str) -> dict:
     fresh = harness.run(worker_args(db, "restock-5", "pay-4101-b", "PO-4101"),
                         experiment.TIMEOUT)
     final = ledger(db)
-    paid_at_kill = boundary == "after_payment"
-    checks = {
-        "killed_with_sigkill": killed.returncode == -9,
+    fresh_report = reported(fresh)
+    checks = judge_kill(boundary, killed.returncode, at_kill, after_resume,
+                        fresh_report, final)
+    return {"trial": name, "kill_at": boundary, "committed": len(final["keys"]),
+            "interrupted_returncode": killed.returncode,
+            "exit_statuses": {"replacement": resumed.returncode,
+                              "fresh_key": fresh.returncode},
+            "fresh_key_report": fresh_report,
+            "at_kill": at_kill, "after_resume": after_resume, "final": final,
+            "checks": checks, "holds": all(checks.values())}
+
+
+def judge_kill(boundary: str, killed_rc: int, at_kill: dict, after_resume: dict,
+               fresh_report: dict, final: dict) -> dict:
+    """The checks of a kill trial, from the three ledgers and the fresh key's
+    reported reason (a budget of one payment, so the fresh key must find the
+    unit spent)."""
+    paid_at_kill = int(boundary == "after_payment")
+    return {
+        "killed_with_sigkill": killed_rc == -9,
         "payments_at_kill": len(at_kill["keys"]) == paid_at_kill,
         "consumption_at_kill": at_kill["budget"]["charged_actions"] == paid_at_kill,
         "one_payment_after_resume": after_resume["keys"] == ["pay-4101"],
         "one_unit_consumed": after_resume["budget"]["charged_actions"] == 1,
         "checkpoint_after_resume": after_resume["checkpoints"] == 1,
-        "fresh_key_refused_by_budget": final["keys"] == ["pay-4101"],
+        # refused for the budget, and nothing new in the rows
+        "fresh_key_refused_by_budget": fresh_report.get("reason")
+        == "budget_action_limit" and final["keys"] == ["pay-4101"],
     }
-    committed = len(final["keys"])
-    return {"trial": name, "kill_at": boundary, "committed": committed,
-            "refused": 2 - committed, "interrupted_returncode": killed.returncode,
-            "exit_statuses": [resumed.returncode, fresh.returncode],
-            "at_kill": at_kill, "after_resume": after_resume, "final": final,
-            "checks": checks, "holds": all(checks.values())}
 
 
 def run_all(directory: Path, n: int) -> list[dict]:

@@ -5,22 +5,29 @@ Tests ask for an answer module with the ``answer`` fixture::
     def test_replay(answer):
         mod = answer("ch01", "apply_checked")
 
-It loads ``exercises/ch01/apply_checked.py`` (the learner's copy) by default, or
-``solutions/ch01/apply_checked.py`` when ``CRASHCOURSE_ANSWERS=solutions``.
+It loads ``exercises/ch01/apply_checked.py`` (the learner's copy, as edited) by
+default, or ``solutions/ch01/apply_checked.py`` when
+``CRASHCOURSE_ANSWERS=solutions`` (or any folder laid out the same way, given
+by its absolute path: how the recorded wrong answers are graded).
 
 ``pytest exercises --stubs-must-fail`` turns every test into a strict xfail: run
 against the untouched stubs, each test must FAIL. A test that a stub passes
-asserts nothing, and a stub solved by accident is caught the same way.
+asserts nothing.
 
 ``--grade-both`` (what ``make verify`` uses) runs every test twice in one
-session: ``[solutions]`` must pass and ``[stubs]`` is a strict xfail against the
-untouched ``exercises/`` copy.
+session: ``[solutions]`` must pass and ``[stubs]`` is a strict xfail.
+
+The stubs those two options grade are the PRISTINE ones, as committed
+(``git show HEAD:exercises/...``), never the learner's working copy: solving an
+exercise in place must never turn ``make verify`` red. Outside a git checkout
+the files on disk are the stubs.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,10 +37,15 @@ CHOICES = ("exercises", "solutions")
 
 
 def answers_dir() -> Path:
+    """``exercises`` (default), ``solutions``, or a folder laid out like them
+    (tests/test_wrong_answers.py grades recorded wrong answers that way)."""
     choice = os.environ.get("CRASHCOURSE_ANSWERS", "exercises")
-    if choice not in CHOICES:
-        raise pytest.UsageError(f"CRASHCOURSE_ANSWERS must be one of {CHOICES}")
-    return ROOT / choice
+    if choice in CHOICES:
+        return ROOT / choice
+    if Path(choice).is_absolute() and Path(choice).is_dir():
+        return Path(choice)
+    raise pytest.UsageError(
+        f"CRASHCOURSE_ANSWERS must be one of {CHOICES} or a folder's absolute path")
 
 
 def pytest_addoption(parser):
@@ -45,6 +57,31 @@ def pytest_addoption(parser):
         "--grade-both", action="store_true",
         help="run each test on the solutions (must pass) and the stubs (must fail)",
     )
+    parser.addoption(
+        "--exercise-summary", action="store_true",
+        help="end with one line per exercise: how many of its tests pass",
+    )
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """One line per exercise (test file), for ``make exercise``."""
+    if not config.getoption("--exercise-summary"):
+        return
+    tally: dict[str, list[int]] = {}
+    for outcome in ("passed", "failed", "error"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if report.when != "call" and outcome != "error":
+                continue
+            path = report.nodeid.split("::")[0]
+            counts = tally.setdefault(path, [0, 0])
+            counts[0] += outcome == "passed"
+            counts[1] += 1
+    terminalreporter.section("your exercises")
+    for path, (passed, total) in sorted(tally.items()):
+        name = Path(path).stem.removeprefix("test_")
+        verdict = "solved" if passed == total else "not yet"
+        terminalreporter.write_line(
+            f"{name}: {passed} of {total} tests pass ({verdict})")
 
 
 def pytest_generate_tests(metafunc):
@@ -69,6 +106,31 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(must_fail)
 
 
+def committed(relative: str) -> str | None:
+    """The text of ``relative`` as committed at HEAD, or None outside git."""
+    try:
+        shown = subprocess.run(["git", "show", f"HEAD:{relative}"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return shown.stdout if shown.returncode == 0 else None
+
+
+@pytest.fixture(scope="session")
+def pristine_stubs(tmp_path_factory) -> Path:
+    """A folder of the stubs as committed, whatever the learner did to theirs."""
+    folder = tmp_path_factory.mktemp("pristine-stubs")
+    for stub in sorted((ROOT / "exercises").glob("ch[0-9][0-9]/*.py")):
+        if stub.name.startswith(("test_", "conftest")):
+            continue
+        relative = stub.relative_to(ROOT).as_posix()
+        text = committed(relative)
+        target = folder / stub.parent.name / stub.name
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(stub.read_text() if text is None else text)
+    return folder
+
+
 @pytest.fixture
 def tree() -> Path:
     """The answers to grade: CRASHCOURSE_ANSWERS, or one side of --grade-both."""
@@ -76,10 +138,13 @@ def tree() -> Path:
 
 
 @pytest.fixture
-def answer(tree):
+def answer(tree, request):
     """Load an answer module from the selected tree, fresh for each test."""
-    directory = {"solutions": ROOT / "solutions", "stubs": ROOT / "exercises"}.get(
-        tree, tree)
+    stubs = tree == "stubs" or request.config.getoption("--stubs-must-fail")
+    if stubs:
+        directory = request.getfixturevalue("pristine_stubs")
+    else:
+        directory = {"solutions": ROOT / "solutions"}.get(tree, tree)
 
     def load(chapter: str, module: str):
         path = directory / chapter / f"{module}.py"

@@ -78,3 +78,16 @@ def test_check_catches_an_unexecuted_cell(pair):
 def test_check_catches_a_missing_notebook(pair):
     pair.with_suffix(".ipynb").unlink()
     assert any("missing" in p for p in notebooks.pair_problems(pair))
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_the_stored_kernel_is_the_one_jupyter_names(md):
+    """JupyterLab rewrites a notebook whose kernelspec differs from the kernel's
+    own on its first save: reading a chapter must leave ``git status`` clean."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    stored = json.loads(md.with_suffix(".ipynb").read_text())["metadata"]
+    installed = KernelSpecManager().get_kernel_spec("python3")
+    assert stored["kernelspec"] == {"display_name": installed.display_name,
+                                    "language": installed.language,
+                                    "name": "python3"}

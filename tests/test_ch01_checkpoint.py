@@ -2,6 +2,7 @@
 
 import copy
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -46,13 +47,24 @@ def test_quick_run_exits_0_and_every_trial_holds(quick_run):
     assert summary["all_held"] is True
 
 
+def counted_from(rows):
+    """The counts a snapshot's copied rows give, for comparing with the counts
+    the checkpoint took by its own queries (a second read of the file)."""
+    return {
+        "restock_notes": len(rows["restock_notes"]),
+        "effect_ledger": len(rows["effect_ledger"]),
+        "on_order": sum(row["on_order"] for row in rows["stock"]),
+        "ledger_payloads": [json.loads(r["payload"]) for r in rows["effect_ledger"]],
+    }
+
+
 def test_counts_in_the_evidence_are_the_counts_of_its_snapshots(quick_run):
     _, document = quick_run
     for trial in document["trials"]:
-        rows = trial["final_snapshot"]
-        assert trial["final_counts"]["restock_notes"] == len(rows["restock_notes"])
-        assert trial["final_counts"]["effect_ledger"] == len(rows["effect_ledger"])
+        assert trial["final_counts"] == counted_from(trial["final_snapshot"])
         if trial["boundary"] is not None:
+            assert trial["counts_at_interruption"] == counted_from(
+                trial["snapshot_at_interruption"])
             assert trial["interrupted_returncode"] == -9
             assert trial["interrupted_pid"] not in trial["resumed_pids"]
     per = document["summary"]["per_intervention"]

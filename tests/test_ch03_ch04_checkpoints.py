@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CH03 = ROOT / "checkpoints" / "ch03_authority.py"
 CH04 = ROOT / "checkpoints" / "ch04_budget_race.py"
+
+
+def load(script: Path):
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -48,8 +57,10 @@ def test_ch03_every_case_was_killed_and_holds(ch03):
     assert ch03["summary"]["held"] == len(ch03["trials"]) >= 4
     assert ch03["summary"]["quick"] is True
     for trial in ch03["trials"]:
-        rows = trial["final"]["rows"]["payments"]
-        assert trial["final"]["payments"] == len(rows)
+        for seen in (trial["at_kill"], trial["after_resume"], trial["final"]):
+            # counts by count(*) in a second read; rows copied by another
+            assert seen["payments"] == len(seen["rows"]["payments"])
+            assert seen["checkpoints"] == len(seen["rows"]["checkpoints"])
 
 
 def test_ch04_race_has_one_winner_per_repetition(ch04):
@@ -59,7 +70,20 @@ def test_ch04_race_has_one_winner_per_repetition(ch04):
         keys = race["final"]["keys"]
         assert race["committed"] == 1 and race["refused"] == 1
         assert [f"pay-{w}" for w in race["winner"]] == [k for k in keys if "racer" in k]
+        assert race["final"]["checkpointed_tasks"] == race["winner"]
         assert race["final"]["budget"]["charged_actions"] == len(keys) == 2
+        (loser,) = set(race["exit_statuses"]) - set(race["winner"])
+        assert race["exit_statuses"] == {race["winner"][0]: 0, loser: 3}
+        assert race["reports"][loser]["reason"] == "budget_action_limit"
+
+
+def test_ch04_race_judge_fails_a_loser_that_checkpointed(ch04):
+    race = next(t for t in ch04["trials"] if t["trial"] == "race")
+    checkpoint = load(CH04)
+    assert all(checkpoint.judge_race(race["final"])[2].values())
+    both = copy.deepcopy(race["final"])
+    both["checkpointed_tasks"] = list(checkpoint.RACERS)
+    assert not checkpoint.judge_race(both)[2]["only_the_winner_checkpointed"]
 
 
 def test_ch04_kill_points(ch04):
@@ -72,6 +96,18 @@ def test_ch04_kill_points(ch04):
         assert trial["interrupted_returncode"] == -9
         assert trial["final"]["budget"]["remaining_actions"] == 0
         assert trial["final"]["keys"] == ["pay-4101"]
+        assert trial["fresh_key_report"]["reason"] == "budget_action_limit"
+        assert trial["exit_statuses"] == {"replacement": 0, "fresh_key": 3}
+
+
+def test_ch04_a_fresh_key_refused_for_another_reason_fails(ch04):
+    trial = next(t for t in ch04["trials"] if t["trial"] == "kill_after_commit")
+    checkpoint = load(CH04)
+    judged = [trial["kill_at"], trial["interrupted_returncode"], trial["at_kill"],
+              trial["after_resume"], trial["fresh_key_report"], trial["final"]]
+    assert all(checkpoint.judge_kill(*judged).values())
+    judged[4] = {**trial["fresh_key_report"], "reason": "approval_revoked"}
+    assert not checkpoint.judge_kill(*judged)["fresh_key_refused_by_budget"]
 
 
 @pytest.mark.parametrize("value", ["0", "10001", "many"])

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from crashcourse import claims, fence, store
+from crashcourse import claims, control, fence, store
 from crashcourse.store import count_rows, immediate, opened
 
 T0 = 1_000_000.0
@@ -145,7 +145,7 @@ def test_forged_claim_with_other_prompt_is_refused(conn):
 def test_pause_stops_claims_and_fenced_writes(conn):
     queue(conn, 2, "a")
     claim = claims.claim(conn, "w", ttl=5)
-    claims.set_paused(conn, True)
+    control.set_paused(conn, True)
     assert claims.claim(conn, "w2", ttl=5) is None
     with pytest.raises(fence.StaleClaim, match="paused"):
         fence.finish(conn, claim, "DONE", "x")

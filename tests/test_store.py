@@ -88,3 +88,38 @@ def test_table_helpers_refuse_names_that_are_not_identifiers(db):
             store.count_rows(conn, "stock; DROP TABLE stock")
         with pytest.raises(ValueError):
             store.table_rows(conn, "stock", order_by="1; --")
+
+
+OPEN_NEW_FILE = """
+import sys, time
+from pathlib import Path
+from crashcourse.store import connect
+go = Path(sys.argv[2])
+deadline = time.monotonic() + 30
+while not go.exists() and time.monotonic() < deadline:
+    time.sleep(0.001)
+conn = connect(sys.argv[1])
+conn.execute("CREATE TABLE IF NOT EXISTS t (x)")
+print(conn.execute("PRAGMA journal_mode").fetchone()[0])
+"""
+
+
+def test_many_processes_opening_one_new_file_together_all_get_wal(tmp_path):
+    """The first opener of a new file switches it to WAL; a rival that asks at
+    the same instant is told "locked" without waiting, and must retry."""
+    import subprocess
+    import sys
+
+    db, go = tmp_path / "new.sqlite", tmp_path / "go"
+    command = [sys.executable, "-c", OPEN_NEW_FILE, str(db), str(go)]
+    openers = [subprocess.Popen(command, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+               for _ in range(8)]
+    try:
+        go.touch()
+        results = [opener.communicate(timeout=60) for opener in openers]
+    finally:
+        for opener in openers:
+            opener.kill()
+    assert [opener.returncode for opener in openers] == [0] * 8, results
+    assert [out.strip() for out, _ in results] == ["wal"] * 8

@@ -138,3 +138,87 @@ def test_reject_switch_stores_no_order(tmp_path):
         assert post(rejecting.url, FLOUR, key="r")[0] == 422
         rejecting.stop()
     assert orders_in(rejecting.db) == 0
+
+
+# --- the release of chapter 08: a compensation with its own key --------------
+
+
+def release(url, order_key, key, work="work-r", generation="2"):
+    headers = {"Idempotency-Key": key, "X-Work-Id": work,
+               "X-Generation": generation}
+    request = urllib.request.Request(f"{url}/orders/{order_key}/release", data=b"",
+                                     headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as answered:
+        return answered.code, json.loads(answered.read())
+
+
+def rows_of(db, table, key_column, key):
+    with opened(db) as conn:
+        return [dict(r) for r in conn.execute(
+            f"SELECT * FROM {table} WHERE {key_column} = :key", {"key": key})]
+
+
+def test_a_release_is_idempotent_by_its_own_key(supplier):
+    post(supplier.url, FLOUR, key="held", work="work-r")
+    first = release(supplier.url, "held", "release-held")
+    again = release(supplier.url, "held", "release-held")
+    assert (first[0], again[0]) == (201, 200) and first[1] == again[1]
+    assert first[1] == {"operation_key": "release-held", "released": "held",
+                        "generation": 2}
+    assert len(rows_of(supplier.db, "releases", "order_key", "held")) == 1
+    asked = rows_of(supplier.db, "requests", "operation_key", "release-held")
+    assert [(r["method"], r["answer"]) for r in asked] == [("POST", 201),
+                                                          ("POST", 200)]
+    assert get(supplier.url, "held")[0] == 200  # the order itself stays
+
+
+@pytest.mark.parametrize("order_key, key, work, status", [
+    ("held-2", "release-other", "work-r2", 409),  # released under another key
+    ("held-3", "release-held-2", "work-r2", 409),  # the key names another release
+    ("held-3", "release-held-3", "someone-else", 409),  # other work's order
+    ("never-placed", "release-never", "work-r2", 404),
+])
+def test_a_release_that_cannot_be_is_refused_and_stores_nothing(
+        supplier, order_key, key, work, status):
+    for placed in ("held-2", "held-3"):
+        post(supplier.url, FLOUR, key=placed, work="work-r2")
+    release(supplier.url, "held-2", "release-held-2", work="work-r2")
+    with opened(supplier.db) as conn:
+        before = count_rows(conn, "releases")
+    answered, body = release(supplier.url, order_key, key, work=work)
+    assert answered == status and "error" in body
+    with opened(supplier.db) as conn:
+        assert count_rows(conn, "releases") == before
+
+
+@pytest.mark.parametrize("headers", [
+    {"X-Work-Id": "w", "X-Generation": "1"},
+    {"Idempotency-Key": "k", "X-Generation": "1"},
+    {"Idempotency-Key": "k", "X-Work-Id": "w", "X-Generation": "0"},
+])
+def test_a_malformed_release_is_400_and_nothing_stored(supplier, headers):
+    post(supplier.url, FLOUR, key="held-4", work="w")
+    with opened(supplier.db) as conn:
+        before = (count_rows(conn, "releases"), count_rows(conn, "requests"))
+    request = urllib.request.Request(f"{supplier.url}/orders/held-4/release",
+                                     data=b"", headers=headers, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        urllib.request.urlopen(request, timeout=5)
+    assert answered.value.code == 400
+    with opened(supplier.db) as conn:
+        assert (count_rows(conn, "releases"), count_rows(conn, "requests")) == before
+
+
+def test_a_release_raises_the_fence_against_a_late_order(supplier):
+    post(supplier.url, FLOUR, key="held-5", work="work-f5", generation="2")
+    assert release(supplier.url, "held-5", "release-5", work="work-f5",
+                   generation="5")[0] == 201
+    late = post(supplier.url, {**FLOUR, "quantity": 7}, key="late-5", work="work-f5",
+                generation="3")
+    assert (late[0], late[1]["highest"]) == (412, 5)
+    stale = release(supplier.url, "held-5", "release-5", work="work-f5",
+                    generation="4")
+    assert stale[0] == 412

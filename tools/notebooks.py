@@ -43,8 +43,10 @@ def tags(cell) -> list[str]:
 def from_source(md: Path) -> nbformat.NotebookNode:
     """Read a chapter's .md into a notebook with stable cell ids and metadata."""
     notebook = jupytext.read(md)
+    # The kernel's own display name (ipykernel's): JupyterLab rewrites any other
+    # on its first save, and reading a chapter must leave git status clean.
     notebook.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python",
+        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
                        "name": "python3"},
         "language_info": {"name": "python"},
     }

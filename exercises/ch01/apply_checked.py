@@ -1,8 +1,16 @@
-"""Exercise 01.1: the payload-checked apply (chapter 01).
+"""Exercise 01.1: the payload-checked apply that keeps refusals (chapter 01).
 
-Write ``apply_checked`` on the ledger table below. It is what
-``crashcourse.effects.apply_once`` does; write it yourself without importing
-that function. ``crashcourse.store.immediate`` and the shared checks in
+Chapter 01's ``apply_once`` forgets a mutation that raised: its ledger row
+rolls back with it, so the next call runs the mutation again. Here a mutation
+may also REFUSE, by raising ``Refused`` (the board refuses a note for an item
+the shop does not stock, say). A refusal is an answer, and the key keeps it:
+a replay hears the same refusal without running anything, even if the
+mutation would succeed by now. Any other exception is a failure, not an
+answer, and leaves nothing behind.
+
+Write ``apply_checked`` on the ``requests`` table below, without
+``crashcourse.effects.apply_once`` (it keeps no refusals).
+``crashcourse.store.immediate`` and the shared checks in
 ``crashcourse.validate`` (``canonical``, ``check_text``) are fine to use.
 """
 
@@ -19,9 +27,18 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
     key     TEXT PRIMARY KEY,
     payload TEXT NOT NULL,   -- JSON of what the key was first used for
-    result  TEXT NOT NULL    -- JSON of what mutate returned that time
+    result  TEXT,            -- JSON of what mutate returned, NULL if it refused
+    refusal TEXT             -- why mutate refused, NULL if it applied
 )
 """
+
+
+class Refused(Exception):
+    """What a mutation raises to refuse; ``reason`` says why (given)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -35,17 +52,28 @@ def apply_checked(
     payload: Any,
     mutate: Callable[[sqlite3.Connection], Any],
 ) -> tuple[str, Any]:
-    """Run ``mutate(conn)`` at most once per ``key``.
+    """Run ``mutate(conn)`` at most once per ``key``, and keep its answer.
 
-    * First use of ``key``: run ``mutate`` and record ``key``, ``payload`` and
-      its result in ``requests``, all in ONE transaction; return
-      ``("applied", result)``. If ``mutate`` raises, nothing stays written.
+    * First use of ``key``: run ``mutate`` in ONE transaction with the
+      ``requests`` row for ``key`` and ``payload``.
+
+      - It returns: record the result; return ``("applied", result)``.
+      - It raises ``Refused``: nothing ``mutate`` wrote may stay, but the
+        request row does, with the reason in ``refusal``; then raise
+        ``Refused`` with that reason.
+      - It raises anything else: nothing stays written, no request row
+        either; let the exception propagate (the next call runs ``mutate``).
+
     * Same ``key`` and an equal payload (equal as JSON: key order in a dict does
-      not matter): do not run ``mutate``; return
-      ``("already_applied", recorded_result)``.
+      not matter): do not run ``mutate``. Return ``("already_applied",
+      recorded_result)``, or raise ``Refused`` with the recorded reason.
     * Same ``key``, another payload: raise ``EffectConflict(key, recorded,
       offered)``; nothing is written and ``mutate`` does not run.
     * A key that is not a non-empty, non-blank string: ``ValueError``, before
       anything is written.
+
+    Undoing what ``mutate`` wrote while keeping the request row is the new
+    part: SQLite's ``SAVEPOINT name`` / ``ROLLBACK TO name`` / ``RELEASE name``
+    undo part of a transaction; a second transaction would do it too.
     """
     raise NotImplementedError("exercise 01.1: write apply_checked")

@@ -1,4 +1,5 @@
-"""Grades exercise 01.1 (apply_checked.py)."""
+"""Grades exercise 01.1 (apply_checked.py): applied, replayed, refused, or a
+conflict, and a refusal kept under its key."""
 
 import json
 
@@ -33,6 +34,21 @@ class Poster:
     def __call__(self, conn):
         self.calls += 1
         conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
+        return {"note": self.calls}
+
+
+class Stocker:
+    """A mutation that writes its note, then raises ``fails_with(why)`` (a
+    refusal, or a failure) unless that is None; it counts how often it ran."""
+
+    def __init__(self, fails_with, why="oat-milk is not stocked"):
+        self.calls, self.fails_with, self.why = 0, fails_with, why
+
+    def __call__(self, conn):
+        self.calls += 1
+        conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
+        if self.fails_with is not None:
+            raise self.fails_with(self.why)
         return {"note": self.calls}
 
 
@@ -89,3 +105,48 @@ def test_bad_keys_are_refused_before_anything_is_written(mod, db, key):
             mod.apply_checked(conn, key, NOTE, post)
         assert count_rows(conn, "requests") == 0
     assert post.calls == 0
+
+
+def test_a_refusal_is_kept_and_a_replay_hears_it(mod, db):
+    stock = Stocker(mod.Refused)
+    with opened(db) as conn:
+        with pytest.raises(mod.Refused) as first:
+            mod.apply_checked(conn, "k-3", NOTE, stock)
+        assert first.value.reason == "oat-milk is not stocked"
+        assert count_rows(conn, "notes") == 0  # what it wrote before refusing
+        row = conn.execute("SELECT payload, refusal FROM requests").fetchone()
+        assert (json.loads(row["payload"]), row["refusal"]) == (
+            NOTE, "oat-milk is not stocked")
+        assert not conn.in_transaction
+    stock.fails_with = None  # oat milk is stocked now: the key still says no
+    with opened(db) as conn:  # as a replacement process would
+        with pytest.raises(mod.Refused) as again:
+            mod.apply_checked(conn, "k-3", dict(reversed(NOTE.items())), stock)
+        assert again.value.reason == "oat-milk is not stocked"
+        assert count_rows(conn, "notes") == 0
+        assert count_rows(conn, "requests") == 1
+    assert stock.calls == 1
+
+
+def test_a_refused_key_with_another_payload_is_still_a_conflict(mod, db):
+    with opened(db) as conn:
+        with pytest.raises(mod.Refused):
+            mod.apply_checked(conn, "k-3", NOTE, Stocker(mod.Refused))
+        later = Stocker(None)
+        with pytest.raises(EffectConflict):
+            mod.apply_checked(conn, "k-3", {**NOTE, "quantity": 12}, later)
+        assert later.calls == 0
+        assert conn.execute("SELECT refusal FROM requests").fetchone()[0] == (
+            "oat-milk is not stocked")
+
+
+def test_a_failure_that_is_no_refusal_is_not_kept(mod, db):
+    with opened(db) as conn:
+        with pytest.raises(LookupError):
+            mod.apply_checked(conn, "k-4", NOTE,
+                              Stocker(LookupError, "stock list unreachable"))
+        assert count_rows(conn, "requests") == 0
+        assert count_rows(conn, "notes") == 0
+        assert not conn.in_transaction
+        assert mod.apply_checked(conn, "k-4", NOTE, Stocker(None)) == (
+            "applied", {"note": 1})

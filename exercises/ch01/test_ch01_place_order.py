@@ -71,6 +71,30 @@ def test_a_rival_insert_between_statements_is_an_answer_not_a_crash(mod, db, n):
         assert not conn.in_transaction
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_a_rival_with_another_order_under_our_key_is_a_conflict(mod, db, n):
+    """The rival records a DIFFERENT order under our key (a worker with a bug,
+    or one handed the wrong key): whatever answer we give must describe the
+    row that is really there."""
+    theirs = {"key": "po-1", "sku": "rye-bread", "quantity": 12}
+    with opened(db) as conn, opened(db, busy_timeout_ms=0) as rival:
+        watched = RivalAfter(conn, rival, n, theirs)
+        try:
+            said = mod.place_order_once(watched, "po-1", "oat-milk", 24)
+        except EffectConflict as conflict:
+            said = conflict
+        rows = [tuple(r) for r in conn.execute("SELECT * FROM supplier_orders")]
+        assert not conn.in_transaction
+    if watched.rival_inserted:  # their row stands: ours is a conflict with it
+        assert rows == [("po-1", "rye-bread", 12)]
+        assert isinstance(said, EffectConflict), f"answered {said!r}"
+        assert said.recorded == {"sku": "rye-bread", "quantity": 12}
+        assert said.offered == {"sku": "oat-milk", "quantity": 24}
+    else:  # the rival was blocked, or came after our commit and found our row
+        assert rows == [("po-1", "oat-milk", 24)]
+        assert said == "placed"
+
+
 def test_a_rival_that_got_there_first_is_reported(mod, db):
     with opened(db) as first:
         assert mod.place_order_once(first, "po-1", "oat-milk", 24) == "placed"

@@ -1,4 +1,5 @@
-"""Exercise 02.1: Kata 11's resume, which reuses the operation key (chapter 02).
+"""Exercise 02.1: the replacement's resume, which reuses the operation key
+(chapter 02).
 
 A replacement process runs ``resume_payment`` after the worker
 ``crashcourse.workers.pay_invoice`` died somewhere in its task. The worker

@@ -6,6 +6,7 @@ import pytest
 
 from crashcourse.harness import Harness, kill_and_resume
 from crashcourse.services import payments
+from crashcourse.store import immediate, opened
 
 ORDER, AMOUNT, CURRENCY = "PO-1001", 4000, "USD"
 
@@ -85,16 +86,33 @@ def test_grading_writes_nothing(mod, tmp_path):
     assert payments.snapshot(service) == before
 
 
-def test_a_payment_without_any_approval_is_overcharged(mod, tmp_path):
-    from crashcourse.store import immediate, opened
-
-    service = install_service(tmp_path / "unapproved.db")
-    with opened(service) as conn, immediate(conn):  # a row imported from elsewhere
+def import_payment(service, key, order, amount):
+    """A payment row the service holds without having charged it through
+    ``issue_payment`` (imported from its previous system)."""
+    with opened(service) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO payments (key, order_id, amount_cents, currency)"
             " VALUES (:key, :order, :amount, :currency)",
-            {"key": "k9", "order": "PO-9999", "amount": 500, "currency": "USD"},
+            {"key": key, "order": order, "amount": amount, "currency": CURRENCY},
         )
+
+
+def test_a_payment_without_any_approval_is_overcharged(mod, tmp_path):
+    service = install_service(tmp_path / "unapproved.db")
+    import_payment(service, "k9", "PO-9999", 500)
     assert mod.overcharged_orders(service) == {
         "PO-9999": {"payments": 1, "charged_cents": 500, "approved_cents": 0}
+    }
+
+
+def test_installments_within_the_approval_are_clean(mod, tmp_path):
+    """Two payments for one order are no overcharge when together they stay
+    within its approval: the grader sums cents, it does not count rows."""
+    service = install_service(tmp_path / "installments.db")
+    import_payment(service, "k1", ORDER, AMOUNT // 2)
+    import_payment(service, "k2", ORDER, AMOUNT // 2)
+    assert mod.overcharged_orders(service) == {}
+    import_payment(service, "k3", ORDER, 1)  # one cent too many
+    assert mod.overcharged_orders(service) == {
+        ORDER: {"payments": 3, "charged_cents": AMOUNT + 1, "approved_cents": AMOUNT}
     }

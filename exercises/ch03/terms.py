@@ -1,16 +1,30 @@
-"""Exercise 03.2 (the Extend): expiry and policy version, and the evidence."""
+"""Exercise 03.2: every term that refuses, and the evidence (chapter 03).
+
+The service refuses a new payment with ONE reason, the first in
+``authority.refusal_reason``'s fixed order. The owner, about to fix an
+approval, needs all of them: an approval that is revoked AND expired AND
+granted under an old policy needs three repairs, and hearing of one at a
+time means three rounds of "refused".
+"""
 
 
-def why_refused(approval, action, now, policy):
-    """The reason ``approval`` does not authorize ``action``, or None.
+def every_reason(approval, action, now, policy) -> tuple[str, ...]:
+    """Every reason ``approval`` does not authorize ``action``, in the fixed
+    order; ``()`` when it does.
 
     ``approval``: None or a dict with ``amount_cents``, ``currency``, ``revoked``,
     ``expires_unix`` (wall-clock seconds or None) and ``policy_version``.
     ``action``: a dict with ``amount_cents`` and ``currency``. ``now``: seconds
     (``time.time()``); ``policy``: the service's current policy version.
-    Check in this order: ``"not_approved"`` (no approval, or another amount or
-    currency), ``"approval_revoked"``, ``"approval_expired"`` (now >= expiry),
-    ``"policy_changed"`` (granted under another version).
+
+    * ``("not_approved",)`` alone when there is no approval for this action
+      (none at all, or one for another amount or currency): the terms of an
+      approval for something else say nothing about this payment.
+    * Otherwise, in this order, each that applies: ``"approval_revoked"``,
+      ``"approval_expired"`` (now >= expiry), ``"policy_changed"`` (granted
+      under another version).
+
+    The first reason is always the one the service refuses with.
     """
     raise NotImplementedError("exercise 03.2")
 

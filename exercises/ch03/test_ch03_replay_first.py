@@ -1,16 +1,20 @@
-"""Grades exercise 03.1 (replay_first.py)."""
+"""Grades exercise 03.1 (replay_first.py): each preview is compared with the
+service's real answer, asked afterwards."""
+
+import time
 
 import pytest
 
 from crashcourse import authority
 from crashcourse.services import payments
+from crashcourse.store import opened
 
 ORDER, AMOUNT, CURRENCY = "PO-3001", 4000, "USD"
 
 
 @pytest.fixture
-def issue(answer):
-    return answer("ch03", "replay_first").issue_checked
+def preview(answer):
+    return answer("ch03", "replay_first").preview
 
 
 @pytest.fixture
@@ -21,34 +25,91 @@ def db(tmp_path):
     return path
 
 
-def count(db):
-    return len(payments.snapshot(db)["payments"])
+def rows(db):
+    """Every row of the service's file a preview could have changed."""
+    with opened(db) as conn:
+        return {table: [tuple(r) for r in conn.execute(
+            f"SELECT * FROM {table} ORDER BY rowid")]
+            for table in ("payments", "payment_evidence", "approvals",
+                          "approval_terms", "service_policy")}
 
 
-def test_new_payment_commits(issue, db):
-    assert issue(db, "k1", ORDER, AMOUNT, CURRENCY) == "committed"
-    assert authority.payment_history(db, "k1")["policy_version"] == 1
+def service_says(db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY):
+    """The service's real answer, in the preview's words."""
+    try:
+        said = payments.issue_payment(db, key, order, amount, currency)
+    except payments.PaymentConflict:
+        return "conflict"
+    except payments.ApprovalRefused as refused:
+        return f"refused: {refused.reason}"
+    return {"committed": "would_commit"}.get(said, said)
 
 
-def test_revoke_before_payment_refuses(issue, db):
+def previewed(preview, db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY):
+    """The preview, checked to write nothing, then the service asked for real."""
+    before = rows(db)
+    said = preview(db, key, order, amount, currency)
+    assert rows(db) == before, "the preview wrote to the service's file"
+    assert said == service_says(db, key, order, amount, currency), (
+        "the service answers otherwise")
+    return said
+
+
+def test_a_new_payment_would_commit(preview, db):
+    assert previewed(preview, db, "k1") == "would_commit"
+    assert len(payments.snapshot(db)["payments"]) == 1  # the service's, not ours
+
+
+def test_revoke_before_payment_would_be_refused(preview, db):
     payments.revoke(db, ORDER)
-    with pytest.raises(payments.ApprovalRefused) as caught:
-        issue(db, "k1", ORDER, AMOUNT, CURRENCY)
-    assert caught.value.reason == "approval_revoked" and count(db) == 0
+    assert previewed(preview, db, "k1") == "refused: approval_revoked"
 
 
-def test_revoke_after_payment_replays(issue, db):
-    issue(db, "k1", ORDER, AMOUNT, CURRENCY)
+def test_revoke_after_payment_is_history(preview, db):
+    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
     payments.revoke(db, ORDER)
-    assert issue(db, "k1", ORDER, AMOUNT, CURRENCY) == "already_committed"
-    with pytest.raises(payments.ApprovalRefused):
-        issue(db, "k2", ORDER, AMOUNT, CURRENCY)  # a fresh key is a new effect
-    assert count(db) == 1
+    assert previewed(preview, db, "k1") == "already_committed"
+    assert previewed(preview, db, "k2") == "refused: approval_revoked"  # new effect
 
 
-@pytest.mark.parametrize("change", [(AMOUNT + 100, CURRENCY), (AMOUNT, "EUR")])
-def test_key_cannot_be_repurposed(issue, db, change):
-    issue(db, "k1", ORDER, AMOUNT, CURRENCY)
-    with pytest.raises(payments.PaymentConflict):
-        issue(db, "k1", ORDER, *change)
-    assert payments.snapshot(db)["payments"][0]["amount_cents"] == AMOUNT
+def test_history_outlives_every_term(preview, db):
+    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+    authority.set_expiry(db, ORDER, time.time() - 1)
+    assert previewed(preview, db, "k2") == "refused: approval_expired"
+    authority.set_policy_version(db, 2)
+    assert previewed(preview, db, "k1") == "already_committed"
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)  # granted again, under version 2
+    authority.set_policy_version(db, 3)
+    assert previewed(preview, db, "k3") == "refused: policy_changed"
+
+
+@pytest.mark.parametrize("change", [("PO-3002", AMOUNT, CURRENCY),
+                                    (ORDER, AMOUNT + 100, CURRENCY),
+                                    (ORDER, AMOUNT, "EUR")],
+                         ids=["order", "amount", "currency"])
+def test_a_key_cannot_be_repurposed(preview, db, change):
+    payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+    assert previewed(preview, db, "k1", *change) == "conflict"
+
+
+def test_another_amount_under_a_new_key_is_not_approved(preview, db):
+    assert previewed(preview, db, "k1", ORDER, 3000, CURRENCY) == (
+        "refused: not_approved")
+
+
+def test_a_payment_in_progress_does_not_hold_up_the_preview(preview, db):
+    """Another process is inside ``issue_payment`` for k1: it holds the write
+    lock and its row is not committed. The preview neither waits for it nor
+    counts it."""
+    with opened(db) as paying:
+        paying.execute("BEGIN IMMEDIATE")
+        paying.execute(
+            "INSERT INTO payments (key, order_id, amount_cents, currency)"
+            " VALUES ('k1', :order, :amount, :currency)",
+            {"order": ORDER, "amount": AMOUNT, "currency": CURRENCY})
+        started = time.monotonic()
+        said = preview(db, "k1", ORDER, AMOUNT, CURRENCY)
+        waited = time.monotonic() - started
+        paying.execute("ROLLBACK")
+    assert said == "would_commit"  # an INSERT not yet committed is no payment
+    assert waited < 2.5, f"the preview waited {waited:.1f} s for the write lock"

@@ -20,20 +20,40 @@ def mod(answer):
     return answer("ch03", "terms")
 
 
-@pytest.mark.parametrize(
-    ("grant", "now", "policy", "reason"),
-    [(approval(), 100.0, 1, None),
-     (None, 100.0, 1, "not_approved"),
-     (approval(amount_cents=3000), 100.0, 1, "not_approved"),
-     (approval(revoked=1, expires_unix=50.0, policy_version=2), 100.0, 1,
-      "approval_revoked"),
-     (approval(expires_unix=100.0), 100.0, 1, "approval_expired"),  # at the instant
-     (approval(expires_unix=101.0), 100.0, 2, "policy_changed"),  # only policy
-     (approval(expires_unix=99.0), 100.0, 1, "approval_expired"),  # only expiry
-     (approval(expires_unix=99.0), 100.0, 2, "approval_expired")],
-)
-def test_why_refused(mod, grant, now, policy, reason):
-    assert mod.why_refused(grant, ACTION, now, policy) == reason
+CASES = [  # approval, now, policy: every reason, in the fixed order
+    (approval(), 100.0, 1, ()),
+    (None, 100.0, 1, ("not_approved",)),
+    (approval(amount_cents=3000), 100.0, 1, ("not_approved",)),
+    (approval(currency="EUR", revoked=1, expires_unix=50.0), 100.0, 2,
+     ("not_approved",)),  # the terms of an approval for another action
+    (approval(revoked=1), 100.0, 1, ("approval_revoked",)),
+    (approval(expires_unix=100.0), 100.0, 1, ("approval_expired",)),  # the instant
+    (approval(expires_unix=100.5), 100.0, 1, ()),
+    (approval(expires_unix=101.0), 100.0, 2, ("policy_changed",)),  # only policy
+    (approval(expires_unix=99.0), 100.0, 1, ("approval_expired",)),  # only expiry
+    (approval(expires_unix=99.0), 100.0, 2, ("approval_expired", "policy_changed")),
+    (approval(revoked=1, expires_unix=50.0, policy_version=2), 100.0, 1,
+     ("approval_revoked", "approval_expired", "policy_changed")),
+    (approval(revoked=1, policy_version=3), 100.0, 1,
+     ("approval_revoked", "policy_changed")),
+]
+NAMES = ["authorized", "no-approval", "other-amount", "other-currency", "revoked",
+         "expiry-at-the-instant", "half-a-second-left", "only-policy",
+         "only-expiry", "expiry-and-policy", "all-three", "revoked-and-policy"]
+
+
+@pytest.mark.parametrize(("grant", "now", "policy", "reasons"), CASES, ids=NAMES)
+def test_every_reason(mod, grant, now, policy, reasons):
+    assert mod.every_reason(grant, ACTION, now, policy) == reasons
+
+
+@pytest.mark.parametrize(("grant", "now", "policy", "reasons"), CASES, ids=NAMES)
+def test_the_first_reason_is_the_one_the_service_gives(mod, grant, now, policy,
+                                                        reasons):
+    found = mod.every_reason(grant, ACTION, now, policy)
+    assert isinstance(found, tuple)
+    assert (found or (None,))[0] == authority.refusal_reason(grant, ACTION, now,
+                                                             policy)
 
 
 def test_explain_survives_later_changes(mod, tmp_path):

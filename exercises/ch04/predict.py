@@ -1,4 +1,4 @@
-"""Exercise 04.1 (Kata 99): what remains after each kill point."""
+"""Exercise 04.1: what remains after each kill point (chapter 04)."""
 
 
 def predict(boundary: str) -> dict:

@@ -17,7 +17,9 @@ def claim_label(claim: Claim) -> str:
     """A one-line log label for a claim.
 
     Two claims of the same work under the same owner label must get
-    different labels; the label must also name the work and the owner.
+    different labels; the label must also name the work and the owner. The
+    same claim always gets the same label: logged twice, or rebuilt from the
+    database by another process.
     """
     raise NotImplementedError("exercise 05.1: write claim_label")
 

@@ -1,5 +1,7 @@
 """Grades exercise 05.1 (reuse_owner.py)."""
 
+import dataclasses
+
 import pytest
 
 from crashcourse import claims, fence
@@ -47,3 +49,16 @@ def test_labels_tell_two_claims_under_one_owner_apart(mod, conn):
     assert first != second
     for label in (first, second):
         assert "shop-worker" in label and work in label
+
+
+def test_a_label_depends_on_the_claim_alone(mod, conn):
+    """The same claim, logged twice or read back by another process, gets the
+    same label: a label made of the clock, a pid or an object's address tells
+    two log lines apart, not two claims."""
+    work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+    old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
+    for claim in (old, new):
+        copy = dataclasses.replace(claim)  # an equal claim, another object
+        assert copy is not claim
+        assert mod.claim_label(copy) == mod.claim_label(claim)
+        assert mod.claim_label(claim) == mod.claim_label(claim)

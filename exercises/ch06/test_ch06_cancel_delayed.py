@@ -13,6 +13,7 @@ from crashcourse.store import opened
 SENT = orders.Proposal("flour-25kg", 6, 2150)
 UNSENT = orders.Proposal("rye-10kg", 2, 1800)
 NEVER_ARRIVED = orders.Proposal("salt-5kg", 1, 400)
+ANSWER_LOST = orders.Proposal("yeast-1kg", 3, 650)
 
 
 @pytest.fixture(scope="module")
@@ -36,18 +37,23 @@ def signed_off(conn, claim, proposal):
 @pytest.fixture
 def shop(tmp_path, supplier):
     """A claimed request: one order accepted by the supplier but not yet
-    recorded, one admitted that never arrived, one signed off and never sent."""
+    recorded (SENDING), one accepted whose answer was lost (UNKNOWN), one
+    admitted that never arrived (SENDING), one signed off and never sent."""
     with opened(tmp_path / "shop.db") as conn:
         orders.install(conn)
         claims.enqueue(conn, f"phone:{tmp_path.name}", "counter", "Restock flour")
         claim = claims.claim(conn, "worker-a", ttl=60)
-        sent, lost, unsent = (signed_off(conn, claim, p)
-                              for p in (SENT, NEVER_ARRIVED, UNSENT))
-        for operation_key in (sent, lost):
+        sent, answer_lost, lost, unsent = (
+            signed_off(conn, claim, p)
+            for p in (SENT, ANSWER_LOST, NEVER_ARRIVED, UNSENT))
+        for operation_key in (sent, answer_lost, lost):
             orders.admit(conn, claim, operation_key, wait_s=5)
-        status, _ = orders.post(supplier.url, sent, claim, SENT, 5)
-        assert status == 201
-        yield conn, claim, {"sent": sent, "lost": lost, "unsent": unsent}
+        for operation_key, proposal in ((sent, SENT), (answer_lost, ANSWER_LOST)):
+            status, _ = orders.post(supplier.url, operation_key, claim, proposal, 5)
+            assert status == 201
+        orders.record(conn, answer_lost, orders.UNKNOWN)  # the reply never came
+        yield conn, claim, {"sent": sent, "answer_lost": answer_lost, "lost": lost,
+                            "unsent": unsent}
 
 
 def status_of(conn, operation_key):
@@ -77,9 +83,11 @@ def test_unsent_revoked_sent_discovered_nothing_resent(mod, shop, supplier):
     report = mod.cancel_and_settle(conn, claim.id, supplier.url)
     assert report["revoked"] == 1
     assert status_of(conn, ops["unsent"])["status"] == orders.REVOKED
-    sent = status_of(conn, ops["sent"])
-    assert sent["status"] == orders.CONFIRMED and sent["receipt"].startswith("R-")
+    for found in ("sent", "answer_lost"):  # SENDING and UNKNOWN alike
+        row = status_of(conn, ops[found])
+        assert row["status"] == orders.CONFIRMED and row["receipt"].startswith("R-")
     assert report["looked_up"] == {ops["sent"]: orders.CONFIRMED,
+                                   ops["answer_lost"]: orders.CONFIRMED,
                                    ops["lost"]: orders.NOT_FOUND}
     assert posts(supplier) == before
 

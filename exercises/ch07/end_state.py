@@ -13,6 +13,12 @@ def suffix_step(drive_path: str | Path, number: int, file_id: str, suffix: str):
     the end state: ``{"file_id": ..., "name": <the full new name>}``.
 
     ``drive_path`` is the drive's address (the path of its file).
-    ``scan-001.pdf`` with ``-signed`` becomes ``scan-001-signed.pdf``.
+    ``scan-001.pdf`` with ``-signed`` becomes ``scan-001-signed.pdf``: the
+    suffix goes before the last dot, or at the end of a name without one.
+    The name is computed from the file's name as it is now, while planning,
+    whatever it is: ``scan-004-signed.pdf`` becomes
+    ``scan-004-signed-signed.pdf``, since the plan asks for one more suffix.
+    Safety on a re-run comes from stating the end state, not from guessing
+    whether the suffix is already there. Planning renames nothing.
     """
     raise NotImplementedError("exercise 07.4: compute the name once")

@@ -6,7 +6,7 @@ step's end state; ``observed`` is what the target shows now (a dict).
 
 The drive and the mail provider are services: call them by their address, the
 path of their file. Write the probes without ``drive.probe_rename`` and
-``mail.probe_sent`` (the runtime's own answers).
+``mail.probe_sent`` (the runtime's own answers: the tests unplug them).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Exercise 07.2: mail last (chapter 07).
 
-Write these without ``crashcourse.plan.order_plan``.
+Write these without ``crashcourse.plan.order_plan`` (the tests unplug it).
+A step can be irreversible without being a mail (a payment, say).
 """
 
 from __future__ import annotations

@@ -7,11 +7,14 @@ from crashcourse.plan import Step
 from crashcourse.services import drive
 from crashcourse.store import opened
 
+FILES = {"f001": "scan-001.pdf", "f002": "invoice.2026.05.pdf", "f003": "README",
+         "f004": "scan-004-signed.pdf"}
+
 
 @pytest.fixture
 def drive_path(tmp_path):
     path = tmp_path / "drive.sqlite"
-    drive.install(path, {"f001": "scan-001.pdf"})
+    drive.install(path, FILES)
     return path
 
 
@@ -19,7 +22,19 @@ def test_the_step_states_the_whole_new_name(answer, drive_path):
     step = answer("ch07", "end_state").suffix_step(drive_path, 3, "f001", "-signed")
     assert isinstance(step, Step) and step.number == 3 and step.action == "rename"
     assert step.args == {"file_id": "f001", "name": "scan-001-signed.pdf"}
-    assert drive.names(drive_path)["f001"] == "scan-001.pdf"  # planning renames nothing
+    assert not step.irreversible
+    assert drive.names(drive_path) == FILES  # planning renames nothing
+
+
+@pytest.mark.parametrize(("file_id", "renamed"), [
+    ("f002", "invoice.2026.05-signed.pdf"),  # the suffix goes before the LAST dot
+    ("f003", "README-signed"),  # no extension: at the end
+    ("f004", "scan-004-signed-signed.pdf"),  # the plan says add one: it is added
+], ids=["dots-in-the-name", "no-extension", "already-suffixed"])
+def test_the_name_is_read_from_the_drive(answer, drive_path, file_id, renamed):
+    step = answer("ch07", "end_state").suffix_step(drive_path, 1, file_id, "-signed")
+    assert step.args == {"file_id": file_id, "name": renamed}
+    assert drive.names(drive_path) == FILES
 
 
 def test_applying_the_step_twice_leaves_one_suffix(answer, drive_path, tmp_path):

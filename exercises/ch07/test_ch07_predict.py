@@ -5,26 +5,66 @@ import pytest
 from crashcourse import journal
 from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
+from crashcourse.plan import Step, make_plan
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import build_world, paths
 
 PLAN = restock_plan()
+N = len(PLAN.steps)
+LAST_TWO = tuple(s.number for s in PLAN.steps if s.irreversible)  # the summaries
+# A plan as a planner might leave it, unordered: a mail in the middle.
+TIDY = make_plan("tidy", [
+    Step(1, "rename", {"file_id": "f001", "name": "invoice-2026-001.pdf"}),
+    Step(2, "send_mail", {"to": "owner@shop.example", "subject": "filed",
+                          "body": "f001 filed"}, irreversible=True),
+    Step(3, "rename", {"file_id": "f002", "name": "invoice-2026-002.pdf"}),
+    Step(4, "rename", {"file_id": "f003", "name": "invoice-2026-003.pdf"}),
+    Step(5, "send_mail", {"to": "orders@supplier.example", "subject": "filed",
+                          "body": "3 invoices filed"}, irreversible=True),
+])
 
 
 def test_predictions_on_paper(answer):
     predict = answer("ch07", "predict").predict
     assert predict(32, "after_intent", PLAN) == {
-        "confirmed": 31, "in_doubt": 1, "not_started": 10,
-        "irreversible_not_started": (41, 42)}
-    assert predict(1, "before_intent", PLAN)["not_started"] == 42
-    assert predict(41, "after_outcome", PLAN)["irreversible_not_started"] == (42,)
-    assert predict(42, "after_action", PLAN)["in_doubt"] == 1
+        "confirmed": 31, "in_doubt": 1, "not_started": N - 32,
+        "irreversible_not_started": LAST_TWO}
+    assert predict(1, "before_intent", PLAN) == {
+        "confirmed": 0, "in_doubt": 0, "not_started": N,
+        "irreversible_not_started": LAST_TWO}
+    assert predict(LAST_TWO[0], "after_outcome", PLAN) == {
+        "confirmed": LAST_TWO[0], "in_doubt": 0, "not_started": N - LAST_TWO[0],
+        "irreversible_not_started": LAST_TWO[1:]}
+    assert predict(N, "after_action", PLAN) == {
+        "confirmed": N - 1, "in_doubt": 1, "not_started": 0,
+        "irreversible_not_started": ()}
+    assert predict(N, "after_outcome", PLAN) == {
+        "confirmed": N, "in_doubt": 0, "not_started": 0,
+        "irreversible_not_started": ()}
 
 
-@pytest.mark.parametrize("k, boundary", [(12, "after_action"), (41, "before_intent")])
-def test_prediction_matches_a_real_kill(answer, tmp_path, k, boundary):
-    expected = answer("ch07", "predict").predict(k, boundary, PLAN)
-    task = build_world(str(tmp_path), PLAN)
+def test_the_plan_decides_which_steps_are_irreversible(answer):
+    predict = answer("ch07", "predict").predict
+    assert predict(2, "before_intent", TIDY) == {
+        "confirmed": 1, "in_doubt": 0, "not_started": 4,
+        "irreversible_not_started": (2, 5)}
+    assert predict(2, "after_outcome", TIDY) == {
+        "confirmed": 2, "in_doubt": 0, "not_started": 3,
+        "irreversible_not_started": (5,)}
+
+
+@pytest.mark.parametrize("boundary", journal.PHASES)
+def test_every_step_is_counted_once(answer, boundary):
+    predict = answer("ch07", "predict").predict
+    for k in range(1, len(TIDY.steps) + 1):
+        said = predict(k, boundary, TIDY)
+        counts = (said["confirmed"], said["in_doubt"], said["not_started"])
+        assert min(counts) >= 0 and sum(counts) == len(TIDY.steps), (k, said)
+
+
+def killed_at(tmp_path, plan, k, boundary):
+    """What journal_status says after a real SIGKILL at step k, boundary."""
+    task = build_world(str(tmp_path), plan)
     with Harness() as harness:
         worker = harness.start(
             ["-m", "crashcourse.workers.journal_worker", "--dir", str(tmp_path),
@@ -32,6 +72,19 @@ def test_prediction_matches_a_real_kill(answer, tmp_path, k, boundary):
         worker.wait_for_boundary(timeout=30)
         assert worker.kill().returncode == -9
     with opened(paths(str(tmp_path))["journal"]) as conn:
-        seen = journal.journal_status(conn, task, PLAN)
-    assert expected == {**seen.summary(),
-                        "irreversible_not_started": seen.irreversible_not_started}
+        seen = journal.journal_status(conn, task, plan)
+    return {**seen.summary(), "irreversible_not_started": seen.irreversible_not_started}
+
+
+@pytest.mark.parametrize("k, boundary", [(12, "after_action"), (41, "before_intent"),
+                                         (7, "after_outcome")])
+def test_prediction_matches_a_real_kill(answer, tmp_path, k, boundary):
+    expected = answer("ch07", "predict").predict(k, boundary, PLAN)
+    assert expected == killed_at(tmp_path, PLAN, k, boundary)
+
+
+@pytest.mark.parametrize("k, boundary", [(2, "after_outcome"), (2, "after_intent")])
+def test_prediction_matches_a_real_kill_on_an_unordered_plan(answer, tmp_path, k,
+                                                             boundary):
+    expected = answer("ch07", "predict").predict(k, boundary, TIDY)
+    assert expected == killed_at(tmp_path, TIDY, k, boundary)

@@ -11,6 +11,19 @@ KEY_41 = operation_key("restock", 41, "send_mail", MAIL)
 KEY_42 = operation_key("restock", 42, "send_mail", MAIL)
 
 
+@pytest.fixture(autouse=True)
+def runtime_probes_are_off_limits(monkeypatch):
+    """The exercise is to write the probes: the runtime's own are unplugged
+    while these tests run, so an answer that calls them fails here."""
+
+    def off_limits(*args, **kwargs):
+        raise AssertionError("write the probe yourself: the runtime's is unplugged")
+
+    for module, name in ((drive, "probe_rename"), (drive, "probe_rename_by_name"),
+                         (mail, "probe_sent")):
+        monkeypatch.setattr(module, name, off_limits)
+
+
 @pytest.fixture
 def services(tmp_path):
     """The drive's and the mail provider's files: their addresses."""

@@ -1,30 +1,50 @@
 """Grades exercise 07.2: reversible first, gates next, irreversible last."""
 
+import pytest
+
+from crashcourse import plan
 from crashcourse.plan import Step
 
 RAW = [
-    Step(1, "send_mail", {"to": "owner@shop.example"}, irreversible=True),
-    Step(2, "rename", {"file_id": "f001"}),
-    Step(3, "check_names", {}, gate=True),
-    Step(4, "send_mail", {"to": "orders@supplier.example"}, irreversible=True),
-    Step(5, "rename", {"file_id": "f002"}),
-    Step(6, "check_totals", {}, gate=True),
+    Step(1, "pay_invoice", {"order": "PO-1001"}, irreversible=True),
+    Step(2, "send_mail", {"to": "owner@shop.example"}, irreversible=True),
+    Step(3, "rename", {"file_id": "f001"}),
+    Step(4, "check_names", {}, gate=True),
+    Step(5, "send_mail", {"to": "orders@supplier.example"}, irreversible=True),
+    Step(6, "rename", {"file_id": "f002"}),
+    Step(7, "check_totals", {}, gate=True),
 ]
+
+
+@pytest.fixture(autouse=True)
+def order_plan_is_off_limits(monkeypatch):
+    """The exercise is to write the ordering: the runtime's is unplugged."""
+
+    def off_limits(*args, **kwargs):
+        raise AssertionError("write the ordering yourself: order_plan is unplugged")
+
+    monkeypatch.setattr(plan, "order_plan", off_limits)
 
 
 def test_reorder_groups_keeps_order_and_renumbers(answer):
     ordered = answer("ch07", "reorder").reorder(RAW)
-    assert [s.action for s in ordered] == ["rename", "rename", "check_names",
-                                           "check_totals", "send_mail", "send_mail"]
+    assert [s.action for s in ordered] == [
+        "rename", "rename", "check_names", "check_totals",
+        "pay_invoice", "send_mail", "send_mail"]
     assert [s.args.get("file_id") for s in ordered[:2]] == ["f001", "f002"]
-    assert [s.args.get("to") for s in ordered[4:]] == ["owner@shop.example",
+    assert [s.args.get("to") for s in ordered[5:]] == ["owner@shop.example",
                                                        "orders@supplier.example"]
-    assert [s.number for s in ordered] == [1, 2, 3, 4, 5, 6]
+    assert [s.number for s in ordered] == [1, 2, 3, 4, 5, 6, 7]
+    assert [(s.irreversible, s.gate) for s in ordered] == [
+        (False, False), (False, False), (False, True), (False, True),
+        (True, False), (True, False), (True, False)]
 
 
 def test_mail_possibly_sent_follows_the_last_row(answer):
     mod = answer("ch07", "reorder")
     ordered = mod.reorder(RAW)
-    assert [mod.mail_possibly_sent(ordered, row) for row in range(7)] == [
-        False, False, False, False, False, True, True]
-    assert mod.mail_possibly_sent(RAW, 1) is True  # the unsorted plan
+    # rows 1-4: renames and gates; 5: the payment, irreversible but no mail
+    assert [mod.mail_possibly_sent(ordered, row) for row in range(8)] == [
+        False, False, False, False, False, False, True, True]
+    assert mod.mail_possibly_sent(RAW, 1) is False  # the unsorted plan: a payment
+    assert mod.mail_possibly_sent(RAW, 2) is True  # ... then a mail

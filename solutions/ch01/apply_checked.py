@@ -1,4 +1,7 @@
-"""Solution 01.1: the payload-checked apply (chapter 01). See EXPLANATION.md."""
+"""Solution 01.1: the payload-checked apply that keeps refusals (chapter 01).
+
+See EXPLANATION.md.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +18,18 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
     key     TEXT PRIMARY KEY,
     payload TEXT NOT NULL,   -- JSON of what the key was first used for
-    result  TEXT NOT NULL    -- JSON of what mutate returned that time
+    result  TEXT,            -- JSON of what mutate returned, NULL if it refused
+    refusal TEXT             -- why mutate refused, NULL if it applied
 )
 """
+
+
+class Refused(Exception):
+    """What a mutation raises to refuse; ``reason`` says why (given)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -31,28 +43,44 @@ def apply_checked(
     payload: Any,
     mutate: Callable[[sqlite3.Connection], Any],
 ) -> tuple[str, Any]:
-    """Run ``mutate(conn)`` at most once per ``key`` (see the exercise)."""
+    """Run ``mutate(conn)`` at most once per ``key``, and keep its answer."""
     check_text("operation key", key)  # ValueError before anything is written
     offered = canonical(payload)  # one spelling per value: sorted keys
+    refusal = None
     with immediate(conn):
         # Claim first; the primary key says whether this call won the claim.
         claimed = conn.execute(
-            "INSERT INTO requests (key, payload, result)"
-            " VALUES (:key, :payload, 'null')"
+            "INSERT INTO requests (key, payload) VALUES (:key, :payload)"
             " ON CONFLICT (key) DO NOTHING",
             {"key": key, "payload": offered},
         ).rowcount
         if not claimed:
             row = conn.execute(
-                "SELECT payload, result FROM requests WHERE key = :key",
+                "SELECT payload, result, refusal FROM requests WHERE key = :key",
                 {"key": key},
             ).fetchone()
-            if row[0] != offered:
-                raise EffectConflict(key, json.loads(row[0]), payload)
-            return "already_applied", json.loads(row[1])
-        result = mutate(conn)  # same transaction: both commit or neither
-        conn.execute(
-            "UPDATE requests SET result = :result WHERE key = :key",
-            {"key": key, "result": canonical(result)},
-        )
+            if row["payload"] != offered:
+                raise EffectConflict(key, json.loads(row["payload"]), payload)
+            if row["refusal"] is not None:  # the answer this key was given
+                raise Refused(row["refusal"])
+            return "already_applied", json.loads(row["result"])
+        conn.execute("SAVEPOINT mutation")  # what mutate writes can be undone alone
+        try:
+            result = mutate(conn)
+        except Refused as refused:
+            conn.execute("ROLLBACK TO mutation")  # its writes go, the claim stays
+            conn.execute("RELEASE mutation")
+            refusal = str(refused.reason)
+            conn.execute(
+                "UPDATE requests SET refusal = :refusal WHERE key = :key",
+                {"key": key, "refusal": refusal},
+            )
+        else:  # any other exception rolls the whole transaction back
+            conn.execute("RELEASE mutation")
+            conn.execute(
+                "UPDATE requests SET result = :result WHERE key = :key",
+                {"key": key, "result": canonical(result)},
+            )
+    if refusal is not None:
+        raise Refused(refusal)  # committed first: the refusal is on record
     return "applied", result

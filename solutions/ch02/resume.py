@@ -1,4 +1,5 @@
-"""Solution 02.1: Kata 11's resume, which reuses the operation key (chapter 02)."""
+"""Solution 02.1: the replacement's resume, which reuses the operation key
+(chapter 02)."""
 
 from __future__ import annotations
 

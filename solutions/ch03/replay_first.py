@@ -1,19 +1,28 @@
-"""Exercise 03.1 (Kata 12): historical replay before new authorization."""
+"""Solution 03.1: history before authority, as a preview (chapter 03).
 
+See EXPLANATION.md.
+"""
+
+import time
+
+from crashcourse import authority
 from crashcourse.services import payments
-from crashcourse.store import immediate, opened
+from crashcourse.store import opened
 
 
-def issue_checked(path, key, order_id, amount_cents, currency) -> str:
-    """Charge once per key, asking history before authority."""
+def preview(path, key, order_id, amount_cents, currency) -> str:
+    """What ``payments.issue_payment`` would answer now, without charging."""
     action = {"order_id": order_id, "amount_cents": amount_cents,
               "currency": currency}
-    with opened(path) as conn, immediate(conn):
-        recorded = payments.find_payment(conn, key)
-        if recorded is not None:  # history: no new effect, no authority needed
-            if recorded != action:
-                raise payments.PaymentConflict(key, recorded, action)
-            return "already_committed"
-        terms = payments.require_approval(conn, action)  # a new effect: now
-        payments.record_payment(conn, key, action, terms)
-    return "committed"
+    with opened(path) as conn:
+        conn.execute("BEGIN")  # a read transaction: one snapshot, no write lock
+        try:
+            recorded = payments.find_payment(conn, key)
+            if recorded is not None:  # history: no new effect, no authority needed
+                return "already_committed" if recorded == action else "conflict"
+            approval = authority.read_approval(conn, order_id)  # a new effect
+            policy = authority.current_policy(conn)
+        finally:
+            conn.execute("ROLLBACK")  # nothing was written: nothing to keep
+    reason = authority.refusal_reason(approval, action, time.time(), policy)
+    return f"refused: {reason}" if reason else "would_commit"

@@ -1,22 +1,24 @@
-"""Exercise 03.2 (the Extend): expiry and policy version, and the evidence."""
+"""Solution 03.2: every term that refuses, and the evidence (chapter 03).
+
+See EXPLANATION.md.
+"""
 
 from crashcourse.store import opened
 
 
-def why_refused(approval, action, now, policy):
-    """The reason ``approval`` does not authorize ``action``, or None."""
+def every_reason(approval, action, now, policy) -> tuple[str, ...]:
+    """Every reason ``approval`` does not authorize ``action``, in order."""
     if approval is None or (approval["amount_cents"], approval["currency"]) != (
         action["amount_cents"], action["currency"]
     ):
-        return "not_approved"
-    if approval["revoked"]:
-        return "approval_revoked"
+        return ("not_approved",)  # the other terms belong to another action
     expires = approval["expires_unix"]
-    if expires is not None and now >= expires:
-        return "approval_expired"
-    if approval["policy_version"] != policy:
-        return "policy_changed"
-    return None
+    checks = (
+        (bool(approval["revoked"]), "approval_revoked"),
+        (expires is not None and now >= expires, "approval_expired"),
+        (approval["policy_version"] != policy, "policy_changed"),
+    )
+    return tuple(reason for failed, reason in checks if failed)
 
 
 def explain(path, key):

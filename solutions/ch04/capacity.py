@@ -1,24 +1,32 @@
-"""Exercise 04.2: the allowance check, derived from committed payments."""
+"""Solution 04.2: the allowance per round, derived from committed payments.
+
+See EXPLANATION.md.
+"""
+
+THIS_ROUND = """
+SELECT count(*) AS payments,
+       coalesce(sum(CASE WHEN p.currency = :currency
+                         THEN p.amount_cents END), 0) AS cents
+  FROM payments AS p
+  LEFT JOIN payment_evidence AS e USING (key)  -- no evidence: it still counts
+ WHERE e.committed_unix IS NULL OR e.committed_unix >= :round_start
+"""
 
 
-def room_for(conn, amount_cents: int, currency: str):
-    """Why one more payment of ``amount_cents`` in ``currency`` does not fit."""
+def room_for(conn, amount_cents: int, currency: str, round_start: float):
+    """Why one more payment does not fit this round, or None."""
     policy = conn.execute("SELECT max_actions FROM budget_policy WHERE id = 1")
     policy = policy.fetchone()
     if policy is None:
         return None
-    paid = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
-    if paid + 1 > policy[0]:
+    used = conn.execute(THIS_ROUND, {"currency": currency,
+                                     "round_start": round_start}).fetchone()
+    if used[0] + 1 > policy[0]:
         return "budget_action_limit"
     cap = conn.execute(
         "SELECT cap_cents FROM budget_caps WHERE currency = :currency",
         {"currency": currency},
     ).fetchone()
-    spent = conn.execute(
-        "SELECT coalesce(sum(amount_cents), 0) FROM payments"
-        " WHERE currency = :currency",
-        {"currency": currency},
-    ).fetchone()[0]
-    if cap is None or spent + amount_cents > cap[0]:
+    if cap is None or used[1] + amount_cents > cap[0]:
         return "budget_currency_cap"
     return None

@@ -1,4 +1,7 @@
-"""Exercise 04.1 (Kata 99): what remains after each kill point."""
+"""Solution 04.1: what remains after each kill point (chapter 04).
+
+See EXPLANATION.md.
+"""
 
 
 def predict(boundary: str) -> dict:

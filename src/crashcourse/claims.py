@@ -12,7 +12,8 @@ passes in: ``ORDINARY`` here; chapter 06's recovery rule lives in
 ``crashcourse.orders``, beside the table it reads. The fence that later writes
 must pass, ``assert_current``, lives in ``crashcourse.fence`` (chapter 06).
 Leases are wall-clock (``time.time``) because another process must read them
-after a restart; a local budget uses ``time.monotonic``.
+after a restart; a local budget uses ``time.monotonic``. The pause flag every
+claim reads (``control.set_paused``) belongs to ``crashcourse.control``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
+from crashcourse import control
 from crashcourse.store import ensure_schema, immediate, sql_list
 from crashcourse.validate import check_text, clock
 
@@ -64,13 +66,7 @@ CREATE TABLE IF NOT EXISTS claims (
     claimed_at REAL NOT NULL,
     expires    REAL NOT NULL,
     PRIMARY KEY (work_id, generation)
-);
-CREATE TABLE IF NOT EXISTS runtime_control (
-    id     INTEGER PRIMARY KEY CHECK (id = 1),
-    paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
-    epoch  TEXT NOT NULL
-);
-INSERT OR IGNORE INTO runtime_control (id, paused, epoch) VALUES (1, 0, 'epoch-1')
+)
 """
 
 # Its body holds a ';', so it is created on its own (ensure_schema splits on ';').
@@ -103,7 +99,9 @@ class Claim:
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Create the work, claims and runtime-control tables (chapter 05)."""
+    """Create the work and claims tables (chapter 05), and the pause flag's row
+    every claim reads (``control.install``, since chapter 09)."""
+    control.install(conn)
     ensure_schema(conn, SCHEMA)
     with immediate(conn):
         conn.execute(FIXED_ASSIGNMENT)
@@ -194,8 +192,8 @@ def claim(
     query = PICK.format(eligible=eligible)
     with immediate(conn):
         now = clock(now)  # read under the write lock: claims never interleave
-        control = conn.execute("SELECT * FROM runtime_control").fetchone()
-        if control["paused"]:
+        switches = control.runtime(conn)
+        if switches["paused"]:  # the in-band pause flag (control, chapter 09)
             return None
         row = conn.execute(query, {
             "role": role, "work_id": work_id, "control_only": int(control_only),
@@ -217,13 +215,7 @@ def claim(
         )
     return Claim(row["id"], row["session"], row["prompt"], row["subject"],
                  row["role"], owner, granted["generation"], granted["expires"],
-                 control["epoch"])
-
-
-def set_paused(conn: sqlite3.Connection, paused: bool) -> None:
-    """The in-band pause flag: no claim and no fenced write while set (chapter 05)."""
-    with immediate(conn):
-        conn.execute("UPDATE runtime_control SET paused = :p", {"p": int(paused)})
+                 switches["epoch"])
 
 
 def work_row(conn: sqlite3.Connection, work_id: str) -> dict:

@@ -2,9 +2,10 @@
 
 The book follows one small shop. Its assistant orders flour from a supplier
 (chapter 06) and tidies the invoice scans on the shared drive before telling
-people (chapter 07). What the chapters need to act that out lives here: a
-scripted stand-in for the reasoning model, a model that must never be asked,
-the flour order, the drive's scans and the restock plan.
+people (chapter 07), checking the drive again before it mails (chapter 09).
+What the chapters need to act that out lives here: a scripted stand-in for
+the reasoning model, a model that must never be asked, the flour order, the
+drive's scans and the restock plans.
 
 Runtime modules never import this one; workers and chapters do.
 """
@@ -58,3 +59,16 @@ def restock_plan(renames: int = 40, mails: int = 2) -> Plan:
         for to in recipients
     ]
     return order_plan("restock", steps)
+
+
+def restock_plan_with_gates(renames: int = 40, mails: int = 2) -> Plan:
+    """The restock plan with a verification gate before the summaries (chapter 09).
+
+    The gate, ``verify_drive``, checks that the plan still fits the drive:
+    every file it renames is there and no other file holds a name it gives.
+    ``order_plan`` puts it after the renames and before the mails."""
+    plain = restock_plan(renames, mails)
+    names = {s.args["file_id"]: s.args["name"]
+             for s in plain.steps if s.action == "rename"}
+    gate = Step(0, "verify_drive", {"names": names}, gate=True)
+    return order_plan("restock", [*plain.steps, gate])

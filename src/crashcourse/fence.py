@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from crashcourse import claims
+from crashcourse import claims, control
 from crashcourse.claims import BLOCKED, CANCELLED, DONE, RUNNING, Claim
 from crashcourse.store import ensure_schema, immediate
 from crashcourse.validate import check_text, clock
@@ -78,9 +78,9 @@ def assert_current(conn: sqlite3.Connection, claim: Claim, now: float | None = N
     """Raise ``StaleClaim`` unless ``claim`` is the live claim (chapter 06).
 
     Call it inside the write's own ``immediate`` block."""
-    control = conn.execute("SELECT * FROM runtime_control").fetchone()
+    switches = control.runtime(conn)  # the pause flag and epoch (control)
     row = conn.execute("SELECT * FROM work WHERE id = :id", {"id": claim.id}).fetchone()
-    reason = stale_reason(row, control, claim, clock(now))
+    reason = stale_reason(row, switches, claim, clock(now))
     if reason is not None:
         raise StaleClaim(reason, claim)
 

@@ -14,6 +14,9 @@ outcome, so at most ONE row can lack an outcome; the partial unique index
 ``one_in_doubt`` makes SQLite refuse a second one as well. Everything
 ``journal_status`` reports is counted from rows and step numbers; it only
 reads (no install, no write lock), so an observer never delays a worker.
+
+Chapter 09 adds the in-band stop (``should_stop``), gates checked before their
+intent (``check_gate``) and ``entries``, the rows a person deciding reads.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from collections import namedtuple
 
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
-from crashcourse.plan import Plan, Step
+from crashcourse.plan import GateFailed, Plan, Step
 from crashcourse.store import ensure_schema, immediate
 
 PHASES = ("before_intent", "after_intent", "after_action", "after_outcome")
 SKIP, PROBE, RUN = "skip", "probe", "run"  # how run_step settled a step
+STOPPED = "stopped_before"  # run_plan's result: the step a stop came before
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS journal (
@@ -48,12 +52,16 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_in_doubt ON journal (task)
 """
 
 
-class Action(namedtuple("_ActionFields", "execute probe")):
+class Action(namedtuple("_ActionFields", "execute probe restore",
+                        defaults=(None,))):
     """How to perform one kind of step and how to ask if it happened (chapter 07).
 
     ``execute(args, operation_key) -> result``; ``probe(args, operation_key) ->
     (done, observed)``: did the target reach the step's end state, and what it
-    shows.
+    shows. For a gate the probe is the check: (passed, observed).
+    ``restore(args, before_state, operation_key) -> result`` puts the target
+    back as ``before_state`` says, for an unwind (chapter 09); None: the action
+    cannot be undone.
     """
 
     __slots__ = ()
@@ -141,12 +149,25 @@ def confirmed_count(conn: sqlite3.Connection, task: str) -> int:
     ).fetchone()[0]
 
 
+def check_gate(task: str, step: Step, action: Action) -> dict:
+    """Check a verification gate now: what it saw, or ``GateFailed``.
+
+    A gate changes nothing, so it is checked BEFORE its intent: a failing
+    gate leaves no row, nothing in doubt (chapter 09)."""
+    passed, observed = action.probe(step.args, _key(task, step))
+    if not passed:
+        raise GateFailed(step.number, observed)
+    return observed
+
+
 def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
-             actions: dict[str, Action]) -> dict[str, int]:
+             actions: dict[str, Action], *, should_stop=None) -> dict[str, int]:
     """Every step of ``plan`` in order; how many were skipped, probed, run.
 
     The confirmed prefix is skipped with one count, so finding where to resume
     costs the same for a plan of 10 steps and one of 10,000 (chapter 07).
+    ``should_stop()`` is asked before each remaining step (chapter 09): on True
+    the run ends before that step's intent, nothing in doubt, ``STOPPED``: N.
     """
     install(conn)
     missing = {step.action for step in plan.steps} - set(actions)
@@ -155,6 +176,10 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
     skipped = confirmed_count(conn, task)
     done = {SKIP: skipped, PROBE: 0, RUN: 0}
     for step in plan.steps[skipped:]:
+        if should_stop is not None and should_stop():
+            return {**done, STOPPED: step.number}
+        if step.gate:
+            check_gate(task, step, actions[step.action])
         done[run_step(conn, task, step, actions[step.action])] += 1
     return done
 
@@ -201,6 +226,16 @@ def journal_status(conn: sqlite3.Connection, task: str, plan: Plan) -> JournalSt
     )
     unsent = tuple(s.number for s in plan.steps if s.irreversible and s.number > last)
     return JournalStatus(states, last, unsent)
+
+
+def entries(conn: sqlite3.Connection, task: str) -> list[dict]:
+    """The task's journal rows in step order, JSON decoded (``outcome`` None:
+    in doubt). A read, like ``journal_status`` (chapter 09)."""
+    rows = conn.execute("SELECT * FROM journal WHERE task = :task ORDER BY step",
+                        {"task": task}).fetchall() if _installed(conn) else []
+    decoded = ("args", "before_state", "outcome")
+    return [{**dict(row), **{name: row[name] and json.loads(row[name])
+                             for name in decoded}} for row in rows]
 
 
 def resolutions(conn: sqlite3.Connection, task: str) -> dict[str, int]:

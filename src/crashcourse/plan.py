@@ -40,6 +40,16 @@ class PlanChanged(ValueError):
     """A different plan offered under an existing task id (chapter 07)."""
 
 
+class GateFailed(RuntimeError):
+    """A verification gate's check failed; nothing was written (chapter 09).
+
+    ``journal.check_gate`` raises it, before the gate's intent is written."""
+
+    def __init__(self, step: int, observed: dict):
+        super().__init__(f"gate step {step} failed: {observed}")
+        self.step, self.observed = step, observed
+
+
 # namedtuples rather than dataclasses: workers import this, and start-up counts.
 _StepFields = namedtuple(
     "_StepFields", "number action args irreversible gate", defaults=(False, False)
@@ -49,7 +59,8 @@ _StepFields = namedtuple(
 class Step(_StepFields):
     """One numbered step of a plan (chapter 07).
 
-    ``gate`` marks a verification gate: it checks, it changes nothing.
+    ``gate`` marks a verification gate: it checks, it changes nothing. A
+    resume re-runs every gate first (chapter 09: ``decisions.resume``).
     """
 
     __slots__ = ()

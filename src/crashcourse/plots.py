@@ -110,3 +110,67 @@ def _cell(x: int, y: int, colour):
     from matplotlib.patches import Rectangle
 
     return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white")
+
+
+def state_diagram(
+    moves: Sequence[tuple[str, str]],
+    states: Sequence[str] | None = None,
+    taken: Mapping[tuple[str, str], int] | None = None,
+    title: str = "",
+):
+    """States and their legal moves, drawn from ``moves`` (chapter 08).
+
+    The columns come from the table itself: states no move enters, then the
+    states a run lives in, then the final states (no move leaves them);
+    ``states`` orders them (default: as they appear in ``moves``). A move to
+    the same state is a loop. With ``taken`` ({(from, to): times}, counted
+    from history rows) every move shows its count, and moves never taken are
+    grey."""
+    from matplotlib.patches import FancyArrowPatch
+
+    states = list(states or dict.fromkeys(s for move in moves for s in move))
+    entered = {to for source, to in moves if source != to}
+    left = {source for source, to in moves if source != to}
+    columns = [[s for s in states if s not in entered],
+               [s for s in states if s in entered and s in left],
+               [s for s in states if s not in left]]
+    fig, ax = new_figure(7.5, 4.0)
+    nodes = {}
+    for x, column in enumerate(columns):
+        for i, state in enumerate(column):
+            final = x == 2
+            nodes[state] = ax.text(
+                x * 1.8, (len(column) - 1) / 2 * 1.2 - i * 1.2,
+                state.replace("_", " "), ha="center", va="center", fontsize=9,
+                bbox={"boxstyle": "round,pad=0.5", "ec": "black",
+                      "fc": COLOURS["ok" if final else "info"],
+                      "alpha": 0.3 + 0.4 * final})
+    for source, to in moves:
+        count = None if taken is None else taken.get((source, to), 0)
+        colour = COLOURS["idle"] if count == 0 else "black"
+        (x0, y0), (x1, y1) = nodes[source].get_position(), nodes[to].get_position()
+        if source == to:  # a loop over the top of the box
+            ends = {"posA": (x0 - 0.15, y0 + 0.14), "posB": (x0 + 0.15, y0 + 0.14),
+                    "connectionstyle": "arc3,rad=-2.0"}
+            label_at = (x0, y0 + 0.55)
+        else:
+            # a pair of opposite moves, or a move over the middle column, curves
+            bend = 0.3 if (to, source) in moves else 0.2 * (x1 - x0 > 2)
+            ends = {"posA": (x0, y0), "posB": (x1, y1),
+                    "patchA": nodes[source].get_bbox_patch(),
+                    "patchB": nodes[to].get_bbox_patch(),
+                    "connectionstyle": f"arc3,rad={bend}"}
+            label_at = ((x0 + x1) / 2 + bend * (y1 - y0) / 2,
+                        (y0 + y1) / 2 - bend * (x1 - x0) / 2)
+        ax.add_patch(FancyArrowPatch(**ends, arrowstyle="-|>", mutation_scale=12,
+                                     color=colour, zorder=4))  # over the boxes
+        if count is not None:
+            ax.text(*label_at, str(count), fontsize=8, ha="center", va="center",
+                    color=colour, zorder=5,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "lw": 0})
+    ax.set_xlim(-0.8, 2 * 1.8 + 0.9)
+    ax.set_ylim(-1.6, 1.7)
+    ax.axis("off")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

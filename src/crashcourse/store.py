@@ -20,6 +20,7 @@ begins and ends.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -45,11 +46,28 @@ def connect(
         raise TypeError("busy_timeout_ms must be an int")
     conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+    enter_wal(conn, busy_timeout_ms)
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute(f"PRAGMA synchronous={level}")
     return conn
+
+
+def enter_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """Switch a file to WAL, waiting (bounded) while another opener holds it.
+
+    Two processes opening a NEW file at the same instant both try to switch it
+    to WAL; SQLite answers the loser "database is locked" at once, without
+    its busy handler. Retry within the busy timeout instead of dying."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as busy:
+            if "locked" not in str(busy) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 @contextmanager

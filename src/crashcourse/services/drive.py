@@ -17,6 +17,12 @@ Two probes answer "did the rename happen?":
 * ``probe_rename_by_name`` is the deliberately wrong one kept for the campaign:
   it asks "is ANY file called X?", so a file someone else gave that name
   looks like proof that our rename happened.
+
+Installed with ``broker=PATH`` (chapter 09), the drive is GUARDED: a rename
+must present a credential for ``drive:rename`` that the broker accepts inside
+the rename's own transaction, or nothing is written and the refusal is logged
+in the drive's ``refusals``. Every request row carries its instant (``at``:
+the broker's verification instant when guarded) and the credential it used.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from crashcourse.store import ensure_schema, immediate, opened
+from crashcourse.services.broker import (
+    CredentialRefused,
+    admit,
+    guard,
+    note_refusal,
+    refusals,
+)
+from crashcourse.store import ensure_schema, immediate, opened, table_rows
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
@@ -40,9 +53,12 @@ CREATE TABLE IF NOT EXISTS rename_requests (
     file_id   TEXT NOT NULL REFERENCES files (file_id),
     name      TEXT NOT NULL,
     requester TEXT NOT NULL,           -- 'assistant' or someone else
-    changed   INTEGER NOT NULL         -- 0 when the file already had the name
+    changed   INTEGER NOT NULL,        -- 0 when the file already had the name
+    credential TEXT,                   -- what it presented (chapter 09)
+    at        REAL                     -- when it was admitted (chapter 09)
 )
 """
+RENAME = "drive:rename"  # the scope a guarded drive asks of a credential
 
 
 class UnknownFile(LookupError):
@@ -50,10 +66,13 @@ class UnknownFile(LookupError):
 
 
 def install(path: str | Path, files: dict[str, str] | None = None,
-            owner: str = "shop") -> None:
-    """Create the drive's tables and add ``files`` ({file_id: name}) (chapter 07)."""
+            owner: str = "shop", *, broker: str | Path | None = None) -> None:
+    """Create the drive's tables and add ``files`` ({file_id: name}) (chapter 07).
+
+    With ``broker`` every later rename needs its credential (chapter 09)."""
     with opened(path) as conn:
         ensure_schema(conn, SCHEMA)
+        guard(conn, broker)
         with immediate(conn):
             for file_id, name in (files or {}).items():
                 conn.execute(
@@ -80,23 +99,33 @@ def lookup(path: str | Path, file_id: str) -> dict:
 
 
 def rename_to(path: str | Path, file_id: str, name: str,
-              requester: str = "assistant") -> dict:
-    """Make file ``file_id`` be called ``name`` (an end state) (chapter 07)."""
+              requester: str = "assistant", *, credential: str | None = None) -> dict:
+    """Make file ``file_id`` be called ``name`` (an end state) (chapter 07).
+
+    A guarded drive checks ``credential`` first, in the same transaction
+    (chapter 09): refused, nothing is renamed and ``CredentialRefused`` says why.
+    """
     if not isinstance(name, str) or not name.strip() or "/" in name:
         raise ValueError(f"not a file name: {name!r}")
-    with opened(path) as conn, immediate(conn):
-        before = _lookup(conn, file_id)
-        changed = before["name"] != name
-        conn.execute(
-            "UPDATE files SET name = :name WHERE file_id = :file_id",
-            {"file_id": file_id, "name": name},
-        )
-        conn.execute(
-            "INSERT INTO rename_requests (file_id, name, requester, changed)"
-            " VALUES (:file_id, :name, :requester, :changed)",
-            {"file_id": file_id, "name": name, "requester": requester,
-             "changed": int(changed)},
-        )
+    try:
+        with opened(path) as conn, immediate(conn):
+            at = admit(conn, credential, RENAME)
+            before = _lookup(conn, file_id)
+            changed = before["name"] != name
+            conn.execute(
+                "UPDATE files SET name = :name WHERE file_id = :file_id",
+                {"file_id": file_id, "name": name},
+            )
+            conn.execute(
+                "INSERT INTO rename_requests (file_id, name, requester, changed,"
+                " credential, at) VALUES (:file_id, :name, :requester, :changed,"
+                " :credential, :at)",
+                {"file_id": file_id, "name": name, "requester": requester,
+                 "changed": int(changed), "credential": credential, "at": at},
+            )
+    except CredentialRefused as refused:
+        note_refusal(path, "rename", credential, refused.reason)
+        raise
     return {"file_id": file_id, "name": name, "was": before["name"]}
 
 
@@ -143,3 +172,11 @@ def duplicate_requests(path: str | Path, requester: str = "assistant") -> int:
             "  WHERE requester = :requester GROUP BY file_id, name)",
             {"requester": requester},
         ).fetchone()[0]
+
+
+def snapshot(path: str | Path) -> dict[str, list[dict]]:
+    """Every file, rename request and refusal, for evidence (chapter 09)."""
+    with opened(path) as conn:
+        return {"files": table_rows(conn, "files", "file_id"),
+                "rename_requests": table_rows(conn, "rename_requests", "seq"),
+                "refusals": refusals(conn)}

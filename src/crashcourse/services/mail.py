@@ -12,6 +12,14 @@ provider for SUBMITTED messages carrying that header, queued or delivered.
 Like every service, the provider is called by its address, the path of its
 file: each call opens it, does its work (writes in one ``BEGIN IMMEDIATE``)
 and closes it.
+
+Installed with ``broker=PATH`` (chapter 09), the provider is GUARDED: a
+submission must present a credential for ``mail:submit`` that the broker
+accepts inside the submission's own transaction, or nothing is queued and the
+refusal is logged in ``refusals``. Delivery needs no credential: a message
+accepted before a revocation is still delivered, because a stop stops future
+actions, not the ones already accepted. Each message keeps when it was
+accepted and, once delivered, when it was sent.
 """
 
 from __future__ import annotations
@@ -19,13 +27,22 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from crashcourse.store import ensure_schema, immediate, opened
+from crashcourse.services.broker import (
+    CredentialRefused,
+    admit,
+    guard,
+    note_refusal,
+    refusals,
+)
+from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.validate import clock
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
 
 KEY_HEADER = "X-Operation-Key"
 QUEUED, SENT = "queued", "sent"
+SUBMIT = "mail:submit"  # the scope a guarded provider asks of a credential
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS messages (
@@ -36,31 +53,47 @@ CREATE TABLE IF NOT EXISTS messages (
     headers       TEXT NOT NULL,                      -- JSON object
     operation_key TEXT,                -- the header, indexed for the search
     status        TEXT NOT NULL DEFAULT '{QUEUED}'
-                  CHECK (status IN ('{QUEUED}', '{SENT}'))
+                  CHECK (status IN ('{QUEUED}', '{SENT}')),
+    credential    TEXT,                -- what the submission presented
+    accepted_at   REAL,                -- when it was admitted (chapter 09)
+    sent_at       REAL                 -- when delivered (chapter 09)
 );
 CREATE INDEX IF NOT EXISTS messages_by_key ON messages (operation_key)
 """
 
 
-def install(path: str | Path) -> None:
-    """Create the provider's tables (chapter 07)."""
+def install(path: str | Path, *, broker: str | Path | None = None) -> None:
+    """Create the provider's tables (chapter 07); with ``broker`` every later
+    submission needs its credential (chapter 09)."""
     with opened(path) as conn:
         ensure_schema(conn, SCHEMA)
+        guard(conn, broker)
 
 
 def submit(path: str | Path, recipient: str, subject: str, body: str,
-           headers: dict) -> dict:
-    """Queue one message; every call is a new message (chapter 07)."""
+           headers: dict, *, credential: str | None = None) -> dict:
+    """Queue one message; every call is a new message (chapter 07).
+
+    A guarded provider checks ``credential`` first, in the same transaction
+    (chapter 09): refused, nothing is queued and ``CredentialRefused`` says why.
+    """
     if "@" not in str(recipient):
         raise ValueError(f"not an address: {recipient!r}")
-    with opened(path) as conn, immediate(conn):
-        cursor = conn.execute(
-            "INSERT INTO messages (recipient, subject, body, headers, operation_key)"
-            " VALUES (:recipient, :subject, :body, :headers, :operation_key)",
-            {"recipient": recipient, "subject": subject, "body": body,
-             "headers": json.dumps(headers, sort_keys=True),
-             "operation_key": headers.get(KEY_HEADER)},
-        )
+    try:
+        with opened(path) as conn, immediate(conn):
+            at = admit(conn, credential, SUBMIT)
+            cursor = conn.execute(
+                "INSERT INTO messages (recipient, subject, body, headers,"
+                " operation_key, credential, accepted_at) VALUES (:recipient,"
+                " :subject, :body, :headers, :operation_key, :credential, :at)",
+                {"recipient": recipient, "subject": subject, "body": body,
+                 "headers": json.dumps(headers, sort_keys=True),
+                 "operation_key": headers.get(KEY_HEADER),
+                 "credential": credential, "at": at},
+            )
+    except CredentialRefused as refused:
+        note_refusal(path, "submit", credential, refused.reason)
+        raise
     return {"message_id": cursor.lastrowid, "status": QUEUED}
 
 
@@ -68,7 +101,9 @@ def tick(path: str | Path) -> int:
     """Deliver everything queued; how many messages were sent (chapter 07)."""
     with opened(path) as conn, immediate(conn):
         return conn.execute(
-            f"UPDATE messages SET status = '{SENT}' WHERE status = '{QUEUED}'"
+            f"UPDATE messages SET status = '{SENT}', sent_at = :at"
+            f" WHERE status = '{QUEUED}'",
+            {"at": clock(None)},
         ).rowcount
 
 
@@ -110,3 +145,11 @@ def duplicate_messages(path: str | Path) -> int:
             "  SELECT count(*) AS n FROM messages"
             "  WHERE operation_key IS NOT NULL GROUP BY operation_key)"
         ).fetchone()[0]
+
+
+def snapshot(path: str | Path) -> dict[str, list[dict]]:
+    """Every message, with its instants and credential, and every refusal
+    (chapter 09)."""
+    with opened(path) as conn:
+        return {"messages": table_rows(conn, "messages", "message_id"),
+                "refusals": refusals(conn)}

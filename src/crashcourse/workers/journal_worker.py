@@ -1,7 +1,7 @@
 """The worker of chapter 07: run a stored plan through the journal.
 
     python -m crashcourse.workers.journal_worker --dir DIR --task TASK \\
-        [--probe correct|filename-only]
+        [--probe correct|filename-only] [--credential TOKEN] [--resume-by WHO]
 
 ``DIR`` holds three SQLite files: ``journal.sqlite`` (the assistant's own: the
 stored plan and the journal), ``drive.sqlite`` and ``mail.sqlite`` (the
@@ -15,6 +15,14 @@ every service; the journal file is the worker's own, opened once. It imports
 only sqlite3, json and the crashcourse modules the steps need, so a campaign
 of hundreds of kills is not spent starting interpreters. It prints one JSON
 line saying what it did; graders never read it.
+
+Chapter 09: the worker reads the in-band pause flag (``control.is_paused``,
+in the journal file) before every step and ends its run at the next step
+boundary when it is set, with nothing in doubt. ``--credential`` is presented
+to guarded services (a revoked one stops every effect, whatever the worker
+does). ``--resume-by WHO`` is the person's resume (``decisions.resume``): the
+plan's gates are checked again first; a failing gate ends the run with exit
+status 3 and nothing done.
 """
 
 from __future__ import annotations
@@ -23,9 +31,10 @@ import json
 import os
 import sys
 
-from crashcourse import journal
-from crashcourse.plan import Plan, load_plan, save_plan
+from crashcourse import control, decisions, journal
+from crashcourse.plan import GateFailed, Plan, load_plan, save_plan
 from crashcourse.services import drive, mail
+from crashcourse.services.broker import CredentialRefused
 from crashcourse.store import opened
 
 PROBES = ("correct", "filename-only")
@@ -39,51 +48,81 @@ def paths(directory: str) -> dict[str, str]:
             for name in ("journal", "drive", "mail")}
 
 
-def build_world(directory: str, plan: Plan | None = None) -> str:
+def build_world(directory: str, plan: Plan | None = None, *,
+                broker: str | None = None) -> str:
     """A fresh world in ``directory``: the 40 scans on the drive, an empty mail
     provider, ``plan`` (the restock plan) stored beside the journal. Returns
-    the task id (chapter 07)."""
+    the task id (chapter 07). With ``broker`` both services are guarded by
+    that credential broker (chapter 09)."""
     # Here, not at the top: the worker process itself only loads stored plans,
     # and the example pulls in the chapter 06 modules it would never use.
     from crashcourse.example import restock_plan, scan_files
 
     where = paths(directory)
-    drive.install(where["drive"], scan_files())
-    mail.install(where["mail"])
+    drive.install(where["drive"], scan_files(), broker=broker)
+    mail.install(where["mail"], broker=broker)
     with opened(where["journal"]) as conn:
         task = save_plan(conn, plan or restock_plan())
         journal.install(conn)
     return task
 
 
-def restock_actions(drive_path: str, mail_path: str,
-                    probe: str = "correct") -> dict:
+def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
+                    *, credential: str | None = None) -> dict:
     """The running example's actions, bound to the two services (chapter 07).
 
     ``drive_path`` and ``mail_path`` are the services' files (their addresses).
+    Chapter 09 adds the rename's restore, the gate ``verify_drive`` and the
+    ``credential`` presented with every effect.
     """
     if probe not in PROBES:
         raise ValueError(f"probe must be one of {PROBES}")
     by_id = drive.probe_rename if probe == "correct" else drive.probe_rename_by_name
 
     def rename(args: dict, operation_key: str) -> dict:
-        return drive.rename_to(drive_path, args["file_id"], args["name"])
+        return drive.rename_to(drive_path, args["file_id"], args["name"],
+                               credential=credential)
 
     def renamed(args: dict, operation_key: str) -> tuple[bool, dict]:
         return by_id(drive_path, args["file_id"], args["name"])
 
+    def rename_back(args: dict, before: dict, operation_key: str) -> dict:
+        return drive.rename_to(drive_path, args["file_id"], before["name"],
+                               credential=credential)
+
     def send(args: dict, operation_key: str) -> dict:
         return mail.submit(mail_path, args["to"], args["subject"], args["body"],
-                           {mail.KEY_HEADER: operation_key})
+                           {mail.KEY_HEADER: operation_key}, credential=credential)
 
     def sent(args: dict, operation_key: str) -> tuple[bool, dict]:
         return mail.probe_sent(mail_path, operation_key)
 
-    return {"rename": journal.Action(rename, renamed),
-            "send_mail": journal.Action(send, sent)}
+    def fits(args: dict, operation_key: str) -> tuple[bool, dict]:
+        return drive_fits(drive_path, args["names"])
+
+    def verify(args: dict, operation_key: str) -> dict:
+        return fits(args, operation_key)[1]  # checked already, before the intent
+
+    return {"rename": journal.Action(rename, renamed, rename_back),
+            "send_mail": journal.Action(send, sent),
+            "verify_drive": journal.Action(verify, fits)}
 
 
-USAGE = "usage: journal_worker --dir DIR --task TASK [--probe correct|filename-only]"
+def drive_fits(drive_path: str, names: dict[str, str]) -> tuple[bool, dict]:
+    """The gate's check: does the plan still fit the drive? Every file it
+    renames is there, and no other file holds a name it gives (chapter 09)."""
+    files = drive.names(drive_path, owner=None)
+    wanted = {name: file_id for file_id, name in names.items()}
+    problems = [f"{file_id} is missing" for file_id in names if file_id not in files]
+    problems += [f"{other} is already called {name}" for other, name in files.items()
+                 if name in wanted and wanted[name] != other]
+    return not problems, {"checked": len(names), "problems": sorted(problems)}
+
+
+USAGE = ("usage: journal_worker --dir DIR --task TASK [--probe correct|filename-only]"
+         " [--credential TOKEN] [--resume-by WHO]")
+OPTIONAL = ("probe", "credential", "resume-by")
+REFUSED = 3  # exit status: a gate failed or a credential was refused
 
 
 def parse(argv: list[str]) -> dict[str, str]:
@@ -94,19 +133,38 @@ def parse(argv: list[str]) -> dict[str, str]:
         raise SystemExit(USAGE)
     options = {"probe": "correct", **dict(zip((a[2:] for a in argv[::2]),
                                               argv[1::2], strict=True))}
-    if set(options) != {"dir", "task", "probe"} or options["probe"] not in PROBES:
+    if (not {"dir", "task"} <= set(options) <= {"dir", "task", *OPTIONAL}
+            or options["probe"] not in PROBES):
         raise SystemExit(USAGE)
     return options
 
 
+def resume_command(directory: str, task: str, who: str) -> list[str]:
+    """The exact command that resumes ``task`` as ``who`` decided (chapter 09)."""
+    return [sys.executable, "-m", "crashcourse.workers.journal_worker",
+            "--dir", str(directory), "--task", task, "--resume-by", who]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Load the stored plan and run or resume it through the journal (chapter 07)."""
+    """Load the stored plan and run or resume it through the journal (chapter 07).
+
+    Stops at a step boundary when paused; ``--resume-by`` (chapter 09)."""
     args = parse(sys.argv[1:] if argv is None else argv)
     where = paths(args["dir"])
-    actions = restock_actions(where["drive"], where["mail"], args["probe"])
+    actions = restock_actions(where["drive"], where["mail"], args["probe"],
+                              credential=args.get("credential"))
     with opened(where["journal"]) as conn:
-        plan = load_plan(conn, args["task"])
-        done = journal.run_plan(conn, args["task"], plan, actions)
+        try:
+            if "resume-by" in args:
+                done = decisions.resume(conn, args["task"], actions,
+                                        who=args["resume-by"])["done"]
+            else:
+                plan = load_plan(conn, args["task"])
+                done = journal.run_plan(conn, args["task"], plan, actions,
+                                        should_stop=lambda: control.is_paused(conn))
+        except (GateFailed, CredentialRefused, decisions.DecisionRefused) as refused:
+            print(json.dumps({"refused": str(refused)}, sort_keys=True))
+            return REFUSED
     print(json.dumps(done, sort_keys=True))
     return 0
 

@@ -1,7 +1,8 @@
 """The worker of chapters 00-02: pay one supplier invoice, then checkpoint.
 
     python -m crashcourse.workers.pay_invoice --payments PATH --state PATH \\
-        --task T --order O --amount 4000 --currency USD [--retry new-key]
+        --task T --order O --amount 4000 --currency USD [--retry new-key] \\
+        [--notify MAIL_PATH]
 
 ``--payments`` is the payment service's file (the outside world);
 ``--state`` is the worker's own file, where it keeps its checkpoint.
@@ -18,6 +19,11 @@ and the action, so a resumed process asks the payment service about the SAME
 key and learns the charge already happened. ``--retry new-key`` is the mutant
 of chapter 02: it reads a missing checkpoint as "nothing happened" and pays
 under a fresh key. It exits 0 all the same; only the durable rows show it.
+
+``--notify MAIL_PATH`` (chapter 09): once paid, the worker also tells the
+shop's owner through the mail provider at ``MAIL_PATH``, a second side effect
+with its own key and state (``paying.notify_owner``), and two more
+boundaries: ``after_notify_accepted``, ``after_notify_recorded``.
 
 The worker prints one JSON line saying what it did. Graders never read it.
 """
@@ -56,6 +62,10 @@ def parse(argv: list[str] | None = None):
         "--retry", choices=("reuse-key", "new-key"), default="reuse-key",
         help="reuse-key: the reference; new-key: the chapter 02 mutant",
     )
+    parser.add_argument(
+        "--notify", metavar="MAIL_PATH", default=None,
+        help="once paid, notify the shop's owner through this mail provider's "
+        "file (chapter 09; default: no notification)")
     return parser.parse_args(argv)
 
 

@@ -12,6 +12,14 @@ checkpoint: the gap every chapter from 00 to 04 kills the worker in.
 boundaries ``before_payment``, ``after_payment`` and ``after_checkpoint``
 (``payment_inserted`` is inside the service). ``EXITS`` is their one table of
 exit statuses.
+
+Chapter 09 adds a second side effect after the payment: ``notify_owner``
+mails the shop's owner under an operation key of its own, with its own state
+in the worker's file (``notifications``: pending, then notified). "Paid" is
+not "notified": a kill between the provider accepting the mail
+(``after_notify_accepted``) and the worker recording it
+(``after_notify_recorded``) leaves a pending row, and the resumed worker asks
+the provider by key before it sends anything.
 """
 
 from __future__ import annotations
@@ -23,17 +31,31 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from crashcourse.boundary import boundary
-from crashcourse.services import payments
-from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.effects import operation_key
+from crashcourse.services import mail, payments
+from crashcourse.store import ensure_schema, immediate, opened, sql_list, table_rows
+from crashcourse.validate import check_text
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
 
-SCHEMA = """
+PENDING, NOTIFIED = "pending", "notified"  # a notification's own state
+SENT, PROBED, ALREADY = "sent", "probe", "already_notified"  # how it settled
+OWNER = "owner@shop.example"
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS checkpoints (
     task     TEXT PRIMARY KEY,       -- the worker's own record, not the service's
     key      TEXT NOT NULL,          -- the operation key it paid under
     outcome  TEXT NOT NULL           -- what the service answered
+);
+CREATE TABLE IF NOT EXISTS notifications (
+    task          TEXT PRIMARY KEY,      -- one owner notification per paid task
+    operation_key TEXT NOT NULL UNIQUE,  -- its own key, not the payment's
+    recipient     TEXT NOT NULL,
+    state         TEXT NOT NULL CHECK (state IN {sql_list((PENDING, NOTIFIED))}),
+    message_id    INTEGER,               -- the provider's id, once recorded
+    settled_by    TEXT                   -- sent, or found by the probe
 )
 """
 
@@ -41,6 +63,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 # outcomes, not crashes: each has its own status, and none charged anything.
 EXITS = {"committed": 0, "already_committed": 0, "refused": 3, "conflict": 4,
          "busy": 5}
+PAID = ("committed", "already_committed")  # the outcomes after which to notify
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -110,6 +133,58 @@ def pay_then_checkpoint(
     return {"outcome": outcome}
 
 
+def notifications(conn: sqlite3.Connection) -> list[dict]:
+    """Every notification row of the worker's file; a read (chapter 09)."""
+    made = conn.execute("SELECT 1 FROM sqlite_master"
+                        " WHERE type = 'table' AND name = 'notifications'").fetchone()
+    return table_rows(conn, "notifications") if made else []
+
+
+def notify_owner(state: sqlite3.Connection, mail_path: str, task: str, order: str,
+                 amount: int, currency: str, *, recipient: str = OWNER,
+                 credential: str | None = None) -> dict:
+    """Tell the owner that ``task`` paid ``order``, exactly once (chapter 09).
+
+    Intent first: a ``pending`` row with the notification's own operation key,
+    then the mail, then ``notified``. A pending row found on a later run means
+    the last one died in between: the provider is asked by key
+    (``mail.probe_sent``) and a mail it already accepted is recorded, not sent
+    again. Refused (ValueError, nothing written) unless the task is paid."""
+    check_text("task", task)
+    if "@" not in str(recipient):
+        raise ValueError(f"not an address: {recipient!r}")
+    if load_checkpoint(state, task) is None:
+        raise ValueError(f"task {task!r} is not paid: there is nothing to notify")
+    key = operation_key(task, 2, "notify_owner", {"to": recipient, "order": order})
+    where = {"task": task, "key": key, "recipient": recipient}
+    with immediate(state):
+        row = state.execute("SELECT state, message_id FROM notifications"
+                            " WHERE task = :task", where).fetchone()
+        if row is None:
+            state.execute(
+                "INSERT INTO notifications (task, operation_key, recipient, state)"
+                f" VALUES (:task, :key, :recipient, '{PENDING}')", where)
+    if row is not None and row["state"] == NOTIFIED:
+        return {"notification": ALREADY, "message_id": row["message_id"]}
+    found, seen = mail.probe_sent(mail_path, key) if row else (False, {})
+    if found:
+        settled, message_id = PROBED, seen["message_id"]
+    else:
+        accepted = mail.submit(
+            mail_path, recipient, f"paid: {order}",
+            f"{task} paid {order}: {amount} cents {currency}",
+            {mail.KEY_HEADER: key}, credential=credential)
+        boundary("after_notify_accepted")
+        settled, message_id = SENT, accepted["message_id"]
+    with immediate(state):
+        state.execute(
+            f"UPDATE notifications SET state = '{NOTIFIED}', message_id = :message_id,"
+            " settled_by = :settled WHERE task = :task",
+            {"task": task, "message_id": message_id, "settled": settled})
+    boundary("after_notify_recorded")
+    return {"notification": settled, "message_id": message_id}
+
+
 def payment_arguments(description: str) -> argparse.ArgumentParser:
     """The command line both payment workers share (chapter 00)."""
     parser = argparse.ArgumentParser(description=description)
@@ -137,5 +212,10 @@ def run_worker(args: argparse.Namespace,
         report = pay_then_checkpoint(
             state, args.payments, args.task, choose_key(state, args), args.order,
             args.amount, args.currency, busy_timeout_ms=args.busy_timeout_ms)
+        notify = getattr(args, "notify", None)  # pay_invoice --notify (chapter 09)
+        if notify and report["outcome"] in PAID:
+            report["notification"] = notify_owner(
+                state, notify, args.task, args.order, args.amount,
+                args.currency)["notification"]
     print(json.dumps({"task": args.task, **report}, sort_keys=True))
     return EXITS[report["outcome"]]

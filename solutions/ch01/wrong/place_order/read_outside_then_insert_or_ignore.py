@@ -1,0 +1,62 @@
+"""WRONG ANSWER to exercise 01.2 (chapter 01): the payload compared from a stale read.
+
+The mistake: the recorded order is read outside any transaction and compared
+there; the insert that follows is an ``INSERT OR IGNORE``, trusted to settle
+a race. Its ``rowcount`` does say who wrote the row, so a rival that records
+the SAME order in the gap is reported correctly. A rival that records
+ANOTHER order under our key in the gap is not: the ignored insert reads as
+"already placed", and the conflict goes unnoticed because the comparison was
+made before the rival's row existed. Caught by
+``test_a_rival_with_another_order_under_our_key_is_a_conflict[1]``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse.effects import EffectConflict
+from crashcourse.store import ensure_schema
+from crashcourse.validate import check_count, check_text
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS supplier_orders (
+    key      TEXT PRIMARY KEY,
+    sku      TEXT NOT NULL,
+    quantity INTEGER NOT NULL CHECK (quantity > 0)
+)
+"""
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Create the ``supplier_orders`` table (given)."""
+    ensure_schema(conn, SCHEMA)
+
+
+def check_order(key: object, sku: object, quantity: object) -> dict:
+    """The house's door checks (``crashcourse.validate``), before any statement."""
+    check_text("operation key", key)
+    check_text("sku", sku)
+    check_count("quantity", quantity)  # TypeError for True, 2.5; ValueError below 0
+    if quantity == 0:
+        raise ValueError("quantity must be positive")
+    return {"sku": sku, "quantity": quantity}
+
+
+def place_order_once(
+    conn: sqlite3.Connection, key: str, sku: str, quantity: int
+) -> str:
+    """Record the order under ``key`` unless it is already recorded."""
+    offered = check_order(key, sku, quantity)
+    row = conn.execute(
+        "SELECT sku, quantity FROM supplier_orders WHERE key = :key", {"key": key}
+    ).fetchone()
+    if row is not None:  # compared here, outside any transaction
+        recorded = {"sku": row[0], "quantity": row[1]}
+        if recorded != offered:
+            raise EffectConflict(key, recorded, offered)
+    inserted = conn.execute(  # a race here is settled by the primary key
+        "INSERT OR IGNORE INTO supplier_orders (key, sku, quantity)"
+        " VALUES (:key, :sku, :quantity)",
+        {"key": key, **offered},
+    ).rowcount
+    return "placed" if inserted else "already_placed"

@@ -1,0 +1,40 @@
+"""WRONG ANSWER to exercise 03.2 (chapter 03): the payment explained by today's terms.
+
+The mistake: ``explain`` joins the payment with the CURRENT ``approval_terms``
+of its order instead of the ``payment_evidence`` written in the payment's own
+transaction. It answers correctly until the approval is granted again under
+a new policy; then an old payment appears to have been made under a policy
+that did not exist when it was made. Caught by
+``test_explain_survives_later_changes``.
+"""
+
+from crashcourse.store import opened
+
+
+def every_reason(approval, action, now, policy) -> tuple[str, ...]:
+    """Every reason ``approval`` does not authorize ``action``, in order."""
+    if approval is None or (approval["amount_cents"], approval["currency"]) != (
+        action["amount_cents"], action["currency"]
+    ):
+        return ("not_approved",)  # the other terms belong to another action
+    expires = approval["expires_unix"]
+    checks = (
+        (bool(approval["revoked"]), "approval_revoked"),
+        (expires is not None and now >= expires, "approval_expired"),
+        (approval["policy_version"] != policy, "policy_changed"),
+    )
+    return tuple(reason for failed, reason in checks if failed)
+
+
+def explain(path, key):
+    """What a committed payment was allowed under, read from the service."""
+    with opened(path) as conn:
+        row = conn.execute(
+            "SELECT p.order_id, p.amount_cents, p.currency,"
+            "       t.policy_version, t.expires_unix"
+            " FROM payments AS p"
+            " JOIN approval_terms AS t USING (order_id)"  # the approval's terms
+            " WHERE p.key = :key",
+            {"key": key},
+        ).fetchone()
+    return dict(row) if row else None

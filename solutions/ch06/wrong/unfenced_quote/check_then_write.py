@@ -1,0 +1,63 @@
+"""WRONG ANSWER to exercise 06.2 (chapter 06): the check, then the write.
+
+The mistake: the holder is checked (``fence.assert_current``, with the
+refusal recorded) and the quote written afterwards, in a statement of its
+own outside the check's transaction. Called on its own it looks right: the
+stale claim is refused and the audit row is there. But the write lock is not
+held from the check to the write, so a replacement can claim the work in
+between and the quote lands under a superseded generation. Caught by
+``test_no_replacement_fits_between_the_check_and_the_write``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse import fence
+from crashcourse.claims import Claim
+from crashcourse.store import ensure_schema
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS quotes (
+    work_id    TEXT NOT NULL REFERENCES work (id),
+    sku        TEXT NOT NULL,
+    unit_cents INTEGER NOT NULL CHECK (unit_cents > 0),
+    generation INTEGER NOT NULL,   -- the claim that wrote this quote
+    PRIMARY KEY (work_id, sku)
+)
+"""
+
+UPSERT = ("INSERT INTO quotes (work_id, sku, unit_cents, generation)"
+          " VALUES (:work_id, :sku, :unit_cents, :generation)"
+          " ON CONFLICT (work_id, sku) DO UPDATE"
+          " SET unit_cents = :unit_cents, generation = :generation")
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Given: the claims and fence tables plus ``quotes``."""
+    fence.install(conn)
+    ensure_schema(conn, SCHEMA)
+
+
+def params(claim: Claim, sku: str, unit_cents: int) -> dict:
+    return {"work_id": claim.id, "sku": sku, "unit_cents": unit_cents,
+            "generation": claim.generation}
+
+
+def record_quote_unfenced(
+    conn: sqlite3.Connection, claim: Claim, sku: str, unit_cents: int
+) -> None:
+    """The broken copy: nobody asks whether ``claim`` is still the live claim."""
+    conn.execute(UPSERT, params(claim, sku, unit_cents))
+
+
+def record_quote(
+    conn: sqlite3.Connection, claim: Claim, sku: str, unit_cents: int
+) -> None:
+    """Check that ``claim`` is current, then write the quote."""
+    try:
+        fence.assert_current(conn, claim)  # refused here if it is stale
+    except fence.StaleClaim as refused:
+        fence.record_refusal(conn, claim, "quote", refused.reason)
+        raise
+    conn.execute(UPSERT, params(claim, sku, unit_cents))  # then the write

@@ -1,0 +1,24 @@
+"""WRONG ANSWER to exercise 07.3 (chapter 07): the action ran, so the step is done.
+
+The mistake: a kill at ``after_action`` is predicted to leave step ``k``
+confirmed, since its action ran. The journal cannot know that: the outcome
+row is written after the action, so the step is in doubt until a probe asks
+the target. ``after_intent`` and ``after_action`` leave the same journal.
+Caught by ``test_prediction_matches_a_real_kill[12-after_action]``.
+"""
+
+from __future__ import annotations
+
+
+def predict(k: int, boundary: str, plan) -> dict:
+    """Steps before k are confirmed; step k's row depends on the boundary."""
+    confirmed = k - 1 + (boundary in ("after_action", "after_outcome"))
+    in_doubt = int(boundary == "after_intent")
+    last_row = confirmed + in_doubt
+    return {
+        "confirmed": confirmed,
+        "in_doubt": in_doubt,
+        "not_started": len(plan.steps) - last_row,
+        "irreversible_not_started": tuple(
+            s.number for s in plan.steps if s.irreversible and s.number > last_row),
+    }

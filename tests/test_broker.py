@@ -1,0 +1,207 @@
+"""The credential broker and the services it guards (chapter 09).
+
+Revocation is the stop that works whatever the worker does: the wedged
+worker below never reads the pause flag, and its effects are counted from
+the drive's and the provider's own rows against the broker's revocation row.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from crashcourse import control
+from crashcourse.harness import Harness
+from crashcourse.services import broker, drive, mail
+from crashcourse.store import opened
+
+SCOPE = "drive:rename mail:submit"
+WEDGED = ["-m", "crashcourse.workers.wedged_worker"]
+
+
+@pytest.fixture
+def broker_path(tmp_path):
+    path = tmp_path / "broker.sqlite"
+    broker.install(path)
+    return path
+
+
+@pytest.fixture
+def guarded(tmp_path, broker_path):
+    """A drive and a provider that accept only the broker's credentials."""
+    paths = {"drive": tmp_path / "drive.sqlite", "mail": tmp_path / "mail.sqlite"}
+    drive.install(paths["drive"], {"f001": "scan-001.pdf", "f002": "scan-002.pdf"},
+                  broker=broker_path)
+    mail.install(paths["mail"], broker=broker_path)
+    return paths
+
+
+def issue(broker_path, ttl=60.0, scope=SCOPE, now=None):
+    return broker.issue(broker_path, "assistant", scope, ttl, now=now)
+
+
+def refused_reason(call) -> str:
+    with pytest.raises(broker.CredentialRefused) as refused:
+        call()
+    return refused.value.reason
+
+
+def wait_until(predicate, timeout: float = 60.0) -> None:
+    """Poll durable rows, bounded: a worker that never gets there fails the test."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the rows never showed it")
+        time.sleep(0.02)
+
+
+# --- the broker on its own ------------------------------------------------------
+
+
+def test_a_credential_is_accepted_for_its_scope_until_it_expires(broker_path):
+    token = issue(broker_path, ttl=5.0, now=1000.0)
+    seen = broker.verify(broker_path, token, "drive:rename", now=1004.0)
+    assert (seen["holder"], seen["verified_at"]) == ("assistant", 1004.0)
+    assert refused_reason(lambda: broker.verify(
+        broker_path, token, "drive:rename", now=1005.0)) == broker.EXPIRED
+    assert refused_reason(lambda: broker.verify(
+        broker_path, token, "payments:charge", now=1001.0)) == broker.WRONG_SCOPE
+
+
+def test_expiry_is_real_wall_clock_time(broker_path):
+    token = issue(broker_path, ttl=0.2)
+    broker.verify(broker_path, token, "mail:submit")
+    time.sleep(0.3)
+    assert refused_reason(lambda: broker.verify(
+        broker_path, token, "mail:submit")) == broker.EXPIRED
+
+
+def test_unknown_missing_and_revoked_credentials_are_refused(broker_path):
+    token = issue(broker_path)
+    assert refused_reason(lambda: broker.verify(
+        broker_path, "cred-forged", "mail:submit")) == broker.UNKNOWN
+    assert refused_reason(lambda: broker.verify(
+        broker_path, None, "mail:submit")) == broker.MISSING
+    revoked_at = broker.revoke(broker_path, token, "sam")
+    assert refused_reason(lambda: broker.verify(
+        broker_path, token, "mail:submit")) == broker.REVOKED
+    [row] = broker.snapshot(broker_path)["revocations"]
+    assert (row["token"], row["who"], row["revoked_at"]) == (token, "sam", revoked_at)
+
+
+def test_revoking_twice_or_an_unknown_token_is_an_error_and_writes_nothing(
+        broker_path):
+    token = issue(broker_path)
+    broker.revoke(broker_path, token, "sam")
+    with pytest.raises(ValueError, match="already revoked by sam"):
+        broker.revoke(broker_path, token, "kim")
+    with pytest.raises(LookupError):
+        broker.revoke(broker_path, "cred-nobody", "kim")
+    with pytest.raises(ValueError):
+        broker.revoke(broker_path, token, "")
+    assert [r["who"] for r in broker.snapshot(broker_path)["revocations"]] == ["sam"]
+
+
+@pytest.mark.parametrize("holder, scope, ttl", [
+    ("", SCOPE, 60), ("assistant", "", 60), ("assistant", "everything", 60),
+    ("assistant", SCOPE, 0), ("assistant", SCOPE, -1), ("assistant", SCOPE, 901),
+    ("assistant", SCOPE, float("nan")), ("assistant", SCOPE, True),
+    ("assistant", SCOPE, "60"),
+])
+def test_bad_issue_input_is_refused_and_nothing_written(broker_path, holder,
+                                                        scope, ttl):
+    with pytest.raises(ValueError):
+        broker.issue(broker_path, holder, scope, ttl)
+    assert broker.snapshot(broker_path)["credentials"] == []
+
+
+def test_a_service_cannot_be_guarded_by_a_missing_broker(tmp_path):
+    missing = tmp_path / "no-broker.sqlite"
+    with pytest.raises(ValueError, match="no broker"):
+        mail.install(tmp_path / "mail.sqlite", broker=missing)
+    assert not missing.exists()
+
+
+# --- guarded services -----------------------------------------------------------
+
+
+def test_a_guarded_drive_refuses_inside_the_write_and_logs_it(guarded, broker_path):
+    assert refused_reason(lambda: drive.rename_to(
+        guarded["drive"], "f001", "invoice-001.pdf")) == broker.MISSING
+    token = issue(broker_path, scope="mail:submit")
+    assert refused_reason(lambda: drive.rename_to(
+        guarded["drive"], "f001", "invoice-001.pdf",
+        credential=token)) == broker.WRONG_SCOPE
+    rows = drive.snapshot(guarded["drive"])
+    assert rows["rename_requests"] == []
+    assert drive.names(guarded["drive"])["f001"] == "scan-001.pdf"
+    assert [(r["action"], r["reason"]) for r in rows["refusals"]] == [
+        ("rename", "missing"), ("rename", "wrong_scope")]
+    good = issue(broker_path)
+    drive.rename_to(guarded["drive"], "f001", "invoice-001.pdf", credential=good)
+    [request] = drive.snapshot(guarded["drive"])["rename_requests"]
+    assert request["credential"] == good and request["at"] > 0
+
+
+def test_a_stop_stops_future_actions_not_a_mail_already_accepted(guarded,
+                                                                 broker_path):
+    token = issue(broker_path)
+    mail.submit(guarded["mail"], "owner@shop.example", "filed", "40 invoices",
+                {mail.KEY_HEADER: "k-1"}, credential=token)
+    revoked_at = broker.revoke(broker_path, token, "sam")
+    assert refused_reason(lambda: mail.submit(
+        guarded["mail"], "owner@shop.example", "again", "x",
+        {mail.KEY_HEADER: "k-2"}, credential=token)) == broker.REVOKED
+    assert mail.tick(guarded["mail"]) == 1  # delivery needs no credential
+    rows = mail.snapshot(guarded["mail"])
+    [message] = rows["messages"]
+    assert message["status"] == mail.SENT
+    assert message["accepted_at"] < revoked_at < message["sent_at"]
+    assert [r["reason"] for r in rows["refusals"]] == ["revoked"]
+
+
+def test_an_unguarded_service_ignores_credentials_as_before(tmp_path):
+    path = tmp_path / "mail.sqlite"
+    mail.install(path)
+    mail.submit(path, "owner@shop.example", "hi", "x", {}, credential="anything")
+    mail.submit(path, "owner@shop.example", "hi", "x", {})
+    assert len(mail.messages(path)) == 2
+    assert mail.snapshot(path)["refusals"] == []
+
+
+# --- the wedged worker: the flag against revocation -----------------------------
+
+
+def effects(paths, since: float, token: str) -> int:
+    """Renames and mails the services admitted with ``token`` at or after
+    ``since``, counted from the services' own rows."""
+    drive_rows = drive.snapshot(paths["drive"])["rename_requests"]
+    mail_rows = mail.snapshot(paths["mail"])["messages"]
+    return (sum(r["credential"] == token and r["at"] >= since for r in drive_rows)
+            + sum(m["credential"] == token and m["accepted_at"] >= since
+                  for m in mail_rows))
+
+
+def test_the_flag_does_nothing_to_a_wedged_worker_and_revocation_stops_it(
+        tmp_path, guarded, broker_path):
+    token = issue(broker_path)
+    with opened(tmp_path / "runtime.sqlite") as runtime, Harness() as harness:
+        worker = harness.start([*WEDGED, "--drive", str(guarded["drive"]),
+                                "--mail", str(guarded["mail"]),
+                                "--credential", token])
+        wait_until(lambda: effects(guarded, 0.0, token) >= 10)
+        control.set_paused(runtime, True)
+        paused_at = control.runtime(runtime)["changed_at"]
+        wait_until(lambda: effects(guarded, paused_at, token) >= 10)  # flag: ignored
+        revoked_at = broker.revoke(broker_path, token, "sam")
+        finished = worker.finish()
+    assert finished.returncode == 3, finished.stderr  # refused, then it ended
+    assert effects(guarded, revoked_at, token) == 0
+    refusals = (drive.snapshot(guarded["drive"])["refusals"]
+                + mail.snapshot(guarded["mail"])["refusals"])
+    assert [r["reason"] for r in refusals] == ["revoked"]
+    queued = [m for m in mail.snapshot(guarded["mail"])["messages"]
+              if m["status"] == mail.QUEUED]
+    assert queued and all(m["accepted_at"] < revoked_at for m in queued)
+    assert mail.tick(guarded["mail"]) == len(queued)  # accepted before: delivered

@@ -1,0 +1,295 @@
+"""Stopping (chapter 09): the pause flag, the scheduler switch, the journal's
+in-band stop, gates, and the person's three decisions.
+
+In-process where the lesson is a rule over rows; real worker processes where
+it is about what a running process does (the worker that honours the flag,
+the hand-over's command run as it is written).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from crashcourse import claims, control, decisions, fence, journal
+from crashcourse.example import restock_plan_with_gates
+from crashcourse.harness import Harness
+from crashcourse.plan import GateFailed
+from crashcourse.services import drive, mail
+from crashcourse.store import count_rows, opened
+from crashcourse.workers.journal_worker import (
+    build_world,
+    paths,
+    restock_actions,
+    resume_command,
+)
+
+WORKER = ["-m", "crashcourse.workers.journal_worker"]
+SCANS = {f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, 41)}
+
+
+@pytest.fixture
+def conn(tmp_path):
+    with opened(tmp_path / "runtime.sqlite") as conn:
+        yield conn
+
+
+@pytest.fixture
+def world(tmp_path):
+    """The gated restock plan (43 steps: 40 renames, gate 41, mails 42-43)."""
+    plan = restock_plan_with_gates()
+    task = build_world(str(tmp_path), plan)
+    where = paths(str(tmp_path))
+    with opened(where["journal"]) as jc:
+        yield {"journal": jc, "plan": plan, "task": task, "where": where,
+               "dir": str(tmp_path),
+               "actions": restock_actions(where["drive"], where["mail"])}
+
+
+def status(world):
+    return journal.journal_status(world["journal"], world["task"], world["plan"])
+
+
+def run(world, **options):
+    return journal.run_plan(world["journal"], world["task"], world["plan"],
+                            world["actions"], **options)
+
+
+def collide(world, name="invoice-2026-007.pdf"):
+    """Someone else files a document under a name the plan gives."""
+    drive.install(world["where"]["drive"], {"supplier-7": name}, "supplier")
+
+
+# --- the pause flag -------------------------------------------------------------
+
+
+def test_the_pause_flag_reads_without_creating_and_defaults_to_not_paused(conn):
+    assert control.is_paused(conn) is False
+    assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    control.set_paused(conn, True)
+    assert control.is_paused(conn) is True
+    assert control.runtime(conn)["changed_at"] is not None
+    control.set_paused(conn, False)
+    assert control.is_paused(conn) is False
+
+
+def test_a_bad_pause_value_is_refused_and_nothing_written(conn):
+    with pytest.raises(TypeError):
+        control.set_paused(conn, 1)
+    assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+def test_claims_honour_the_flag_from_control_and_resume_when_it_is_lifted(conn):
+    fence.install(conn)
+    claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+    control.set_paused(conn, True)
+    assert claims.claim(conn, "w", ttl=5) is None
+    control.set_paused(conn, False)
+    claim = claims.claim(conn, "w", ttl=5)
+    assert claim is not None and claim.generation == 1
+    control.set_paused(conn, True)
+    with pytest.raises(fence.StaleClaim, match="paused"):
+        fence.observe(conn, claim, {"text": "while paused"})
+    assert fence.transcript(conn, claim.id) == []
+
+
+# --- the scheduler switch -------------------------------------------------------
+
+
+def test_nobody_has_looked_so_the_scheduler_stays_stopped(conn):
+    assert control.scheduler_may_run(conn) is False
+    assert control.start_run(conn, "s1") is None
+    assert control.snapshot(conn)["runs"] == []
+
+
+def test_stop_and_start_are_rows_and_the_newest_rules(conn):
+    started = control.start_scheduler(conn, "sam")
+    run_id = control.start_run(conn, "s1")
+    stopped = control.stop_scheduler(conn, "sam", "supplier sync misbehaving")
+    assert control.start_run(conn, "s1") is None
+    assert control.scheduler_may_run(conn) is False
+    rows = control.snapshot(conn)
+    assert [(r["seq"], r["state"]) for r in rows["scheduler_switch"]] == [
+        (started, "running"), (stopped, "stopped")]
+    assert [(r["run_id"], r["allowed_by"]) for r in rows["runs"]] == [
+        (run_id, started)]
+
+
+@pytest.mark.parametrize("who, reason", [("", "why"), ("sam", ""), ("sam", None),
+                                         (None, "why")])
+def test_a_stop_without_who_or_why_is_refused_and_nothing_written(conn, who, reason):
+    with pytest.raises(ValueError):
+        control.stop_scheduler(conn, who, reason)
+    assert control.snapshot(conn)["scheduler_switch"] == []
+
+
+# --- the journal's in-band stop and its gates -----------------------------------
+
+
+def test_a_stop_ends_the_run_at_a_step_boundary_with_nothing_in_doubt(world):
+    asked = []
+
+    def stop_after_twelve() -> bool:
+        asked.append(1)
+        return len(asked) > 12
+
+    done = run(world, should_stop=stop_after_twelve)
+    assert done == {"skip": 0, "probe": 0, "run": 12, journal.STOPPED: 13}
+    assert status(world).summary() == {"confirmed": 12, "in_doubt": 0,
+                                       "not_started": 31}
+    assert run(world) == {"skip": 12, "probe": 0, "run": 31}  # no key: finished
+    assert drive.duplicate_requests(world["where"]["drive"]) == 0
+
+
+def test_a_failing_gate_writes_no_row_and_sends_nothing(world):
+    collide(world)
+    with pytest.raises(GateFailed) as failed:
+        run(world)
+    assert failed.value.step == 41
+    assert failed.value.observed["problems"] == [
+        "supplier-7 is already called invoice-2026-007.pdf"]
+    assert status(world).summary() == {"confirmed": 40, "in_doubt": 0,
+                                       "not_started": 3}
+    assert mail.messages(world["where"]["mail"]) == []
+
+
+def test_a_passing_gate_is_a_journal_step_like_any_other(world):
+    assert run(world) == {"skip": 0, "probe": 0, "run": 43}
+    gate = journal.entries(world["journal"], world["task"])[40]
+    assert (gate["action"], gate["outcome"]) == (
+        "verify_drive", {"checked": 40, "problems": []})
+
+
+def test_the_worker_honours_the_flag_at_the_next_step_boundary(world):
+    """A real worker held inside step 12, paused, released: it finishes step
+    12 (already begun) and stops before 13."""
+    args = [*WORKER, "--dir", world["dir"], "--task", world["task"]]
+    with Harness() as harness:
+        worker = harness.start(args, stop_at="step-12:after_intent")
+        worker.wait_for_boundary()
+        control.set_paused(world["journal"], True)
+        worker.release()
+        finished = worker.finish()
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout)[journal.STOPPED] == 13
+    assert status(world).summary() == {"confirmed": 12, "in_doubt": 0,
+                                       "not_started": 31}
+    with opened(world["where"]["drive"]) as drive_db:
+        assert count_rows(drive_db, "rename_requests") == 12
+
+
+# --- the person's decisions -----------------------------------------------------
+
+
+def test_resume_rechecks_the_gates_first_and_refuses_when_one_fails(world):
+    run(world, should_stop=lambda: status(world).count("confirmed") >= 41)
+    collide(world)  # the drive changed while the task was stopped
+    with pytest.raises(GateFailed):
+        decisions.resume(world["journal"], world["task"], world["actions"],
+                         who="sam")
+    assert decisions.history(world["journal"], world["task"]) == []
+    assert mail.messages(world["where"]["mail"]) == []
+
+
+def test_resume_lifts_the_pause_and_finishes_the_plan(world):
+    control.set_paused(world["journal"], True)
+    paused = run(world, should_stop=lambda: control.is_paused(world["journal"]))
+    assert paused == {"skip": 0, "probe": 0, "run": 0, journal.STOPPED: 1}
+    result = decisions.resume(world["journal"], world["task"], world["actions"],
+                              who="sam")
+    assert sorted(result["gates"]) == [41]
+    assert result["done"] == {"skip": 0, "probe": 0, "run": 43}
+    assert control.is_paused(world["journal"]) is False
+    [decided] = decisions.history(world["journal"], world["task"])
+    assert (decided["decision"], decided["who"]) == ("resume", "sam")
+    assert decided["detail"]["gates_passed"] == [41]
+
+
+def test_unwind_restores_renames_newest_first_and_records_sent_mail(world):
+    run(world, should_stop=lambda: status(world).count("confirmed") >= 42)
+    actions = world["actions"]
+    result = decisions.unwind(world["journal"], world["task"], actions, who="sam")
+    assert result == {"restore": list(range(40, 0, -1)), "compensation": [42],
+                      "not_performed": []}
+    assert drive.names(world["where"]["drive"]) == SCANS
+    undone = decisions.unwinds(world["journal"], world["task"])
+    assert [u["kind"] for u in undone] == ["compensation"] + ["restore"] * 40
+    keys = {e["operation_key"] for e in journal.entries(world["journal"],
+                                                        world["task"])}
+    assert keys.isdisjoint(u["operation_key"] for u in undone)  # their own keys
+    assert undone[0]["outcome"]["cannot_undo"] == "send_mail"
+    with opened(world["where"]["drive"]) as drive_db:
+        requests = count_rows(drive_db, "rename_requests")
+    again = decisions.unwind(world["journal"], world["task"], actions, who="sam")
+    assert again == result
+    with opened(world["where"]["drive"]) as drive_db:
+        assert count_rows(drive_db, "rename_requests") == requests  # none repeated
+    with pytest.raises(decisions.DecisionRefused):
+        decisions.resume(world["journal"], world["task"], actions, who="sam")
+
+
+def test_unwind_settles_the_step_in_doubt_with_its_probe(world):
+    run(world, should_stop=lambda: status(world).count("confirmed") >= 5)
+    rename = world["actions"]["rename"]
+
+    def dies(args, key):
+        raise RuntimeError("killed after the intent, before the rename")
+
+    with pytest.raises(RuntimeError):
+        journal.run_step(world["journal"], world["task"], world["plan"].steps[5],
+                         journal.Action(dies, rename.probe, rename.restore))
+    result = decisions.unwind(world["journal"], world["task"], world["actions"],
+                              who="sam")
+    assert result == {"restore": [5, 4, 3, 2, 1], "compensation": [],
+                      "not_performed": [6]}
+    assert drive.names(world["where"]["drive"]) == SCANS
+
+
+def test_an_unwind_without_a_restore_is_refused_before_anything(world):
+    run(world, should_stop=lambda: status(world).count("confirmed") >= 3)
+    actions = {**world["actions"], "rename": journal.Action(
+        world["actions"]["rename"].execute, world["actions"]["rename"].probe)}
+    with pytest.raises(ValueError, match="rename"):
+        decisions.unwind(world["journal"], world["task"], actions, who="sam")
+    assert decisions.history(world["journal"], world["task"]) == []
+    with pytest.raises(ValueError):
+        decisions.unwind(world["journal"], world["task"], world["actions"], who=" ")
+
+
+def test_daylight_stays_stopped_and_its_command_resumes_exactly(world, tmp_path):
+    control.start_scheduler(world["journal"], "sam")
+    run(world, should_stop=lambda: status(world).count("confirmed") >= 42)
+    handover = tmp_path / "handover.md"
+    command = resume_command(world["dir"], world["task"], who="dana")
+    with pytest.raises(FileNotFoundError):  # refused before anything is written
+        decisions.hand_to_daylight(
+            world["journal"], world["task"], who="sam", reason="03:14",
+            resume_command=command, path=str(tmp_path / "gone" / "handover.md"))
+    assert not control.is_paused(world["journal"])
+    assert decisions.history(world["journal"], world["task"]) == []
+    shown = decisions.hand_to_daylight(
+        world["journal"], world["task"], who="sam", reason="03:14, not urgent",
+        resume_command=command, path=str(handover))
+    assert control.is_paused(world["journal"])
+    assert not control.scheduler_may_run(world["journal"])
+    assert shown["in_doubt"] is None
+    assert [e["step"] for e in shown["irreversible_done"]] == [42]
+    [decided] = decisions.history(world["journal"], world["task"])
+    assert decided["decision"] == "daylight"
+    assert decided["detail"]["command"] == shlex.join(command)
+    text = handover.read_text()
+    assert shlex.join(command) in text and "step 42 (send_mail" in text
+    with pytest.raises(FileExistsError):  # a hand-over is never overwritten
+        decisions.hand_to_daylight(
+            world["journal"], world["task"], who="sam", reason="again",
+            resume_command=command, path=str(handover))
+    assert len(decisions.history(world["journal"], world["task"])) == 1
+    with Harness() as harness:  # the day shift runs the command as written
+        finished = harness.run(shlex.split(text.split("```")[1].strip())[1:])
+    assert finished.returncode == 0, finished.stderr
+    assert status(world).summary() == {"confirmed": 43, "in_doubt": 0,
+                                       "not_started": 0}
+    assert mail.duplicate_messages(world["where"]["mail"]) == 0
+    assert len(mail.messages(world["where"]["mail"])) == 2

@@ -1,0 +1,95 @@
+"""The scheduler stays stopped (chapter 09), with real scheduler processes.
+
+Whatever stops the runs must also stop what restarts them: the switch lives
+in the runtime's file, so killing the scheduler and starting it again starts
+nothing while the switch says stopped, and nothing at all on a file where
+nobody has ever said "run". Counted from the ``runs`` rows.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from crashcourse import control
+from crashcourse.harness import Harness
+from crashcourse.store import opened
+
+SCHEDULER = ["-m", "crashcourse.workers.scheduler"]
+
+
+def scheduler(state, name: str, ticks: int = 10_000, interval: float = 0.01):
+    return [*SCHEDULER, "--state", str(state), "--name", name,
+            "--ticks", str(ticks), "--interval", str(interval)]
+
+
+def runs(state) -> list[dict]:
+    with opened(state) as conn:
+        return control.snapshot(conn)["runs"]
+
+
+def wait_until(predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the rows never showed it")
+        time.sleep(0.02)
+
+
+def test_a_scheduler_nobody_started_starts_nothing(tmp_path):
+    state = tmp_path / "runtime.sqlite"
+    with Harness() as harness:
+        finished = harness.run(scheduler(state, "first", ticks=20))
+    assert finished.returncode == 0, finished.stderr
+    assert runs(state) == []
+
+
+def test_a_stop_outlives_the_scheduler_process(tmp_path):
+    state = tmp_path / "runtime.sqlite"
+    with opened(state) as conn:
+        control.start_scheduler(conn, "sam")
+    with Harness() as harness:
+        first = harness.start(scheduler(state, "first"))
+        wait_until(lambda: len(runs(state)) >= 3)
+        with opened(state) as conn:
+            control.stop_scheduler(conn, "sam", "run 122 went wrong")
+            stopped_at = control.snapshot(conn)["scheduler_switch"][-1]["at"]
+        time.sleep(0.2)  # the first scheduler keeps ticking, stopped
+        first.kill()
+        again = harness.run(scheduler(state, "second", ticks=20))
+        assert again.returncode == 0, again.stderr
+        assert [r for r in runs(state) if r["started_at"] >= stopped_at] == []
+        with opened(state) as conn:
+            restarted = control.start_scheduler(conn, "sam", "run 122 understood")
+        third = harness.run(scheduler(state, "third", ticks=5))
+    assert third.returncode == 0, third.stderr
+    after = [r for r in runs(state) if r["started_at"] >= stopped_at]
+    assert [(r["scheduler"], r["allowed_by"]) for r in after] == [
+        ("third", restarted)] * 5
+
+
+def test_sigterm_ends_the_scheduler_after_its_tick(tmp_path):
+    state = tmp_path / "runtime.sqlite"
+    with Harness() as harness:
+        worker = harness.start(scheduler(state, "told", interval=0.05))
+        wait_until(lambda: state.exists())
+        time.sleep(0.3)
+        os.killpg(worker.pid, signal.SIGTERM)  # our own child's group
+        finished = worker.finish()
+    assert finished.returncode == 0, finished.stderr
+    assert '"started": 0' in finished.stdout
+
+
+@pytest.mark.parametrize("extra", [["--ticks", "0"], ["--ticks", "x"],
+                                   ["--interval", "-1"], ["--bogus", "1"]])
+def test_bad_usage_exits_2_and_writes_nothing(tmp_path, extra):
+    state = tmp_path / "runtime.sqlite"
+    done = subprocess.run([sys.executable, *scheduler(state, "bad")[:5], *extra],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "usage" in done.stderr
+    assert not state.exists()

@@ -1,0 +1,265 @@
+"""The chapter 08 worker as real processes: SIGKILL at every boundary, two
+recovery workers released together, the naive draft, cancellation.
+
+Every count comes from the services' rows: the supplier's ``requests`` (each
+POST it chosen), the payment service's ``payments``, the mail provider's
+``messages``; who won comes from the worker's history rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from crashcourse import workflow, workflow_steps
+from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
+from crashcourse.harness import Harness
+from crashcourse.services import mail, payments, start_supplier
+from crashcourse.store import opened, table_rows
+from crashcourse.workers import workflow_worker
+from crashcourse.workers.workflow_worker import BOUNDARIES, EXIT
+
+RACERS = ("recovery-a", "recovery-b")
+
+
+class World:
+    def __init__(self, harness, directory, approved=True):
+        self.harness, self.directory = harness, str(directory)
+        built = workflow_worker.build_world(self.directory, approved=approved)
+        self.id, self.paths = built["workflow_id"], built["paths"]
+        self.choices = built["choices"]
+        self.url = start_supplier(harness, self.paths["supplier"]).url
+
+    def args(self, who, mode="versioned"):
+        return ["-m", "crashcourse.workers.workflow_worker", "--dir",
+                self.directory, "--workflow", self.id, "--who", who,
+                "--url", self.url, "--mode", mode]
+
+    def held(self, who, at, mode="versioned"):
+        worker = self.harness.start(self.args(who, mode), stop_at=at)
+        worker.wait_for_boundary()
+        return worker
+
+    def race(self, mode="versioned", between=None):
+        racers = [self.held(who, "after_read", mode) for who in RACERS]
+        if between:
+            between()
+        for racer in racers:  # both leave the starting line together
+            racer.release()
+        return {who: racer.finish() for who, racer in zip(RACERS, racers,
+                                                            strict=True)}
+
+    def ops(self) -> Counter:
+        with opened(self.paths["supplier"]) as conn:
+            ops = Counter(r["operation_key"] for r in table_rows(conn, "requests")
+                          if r["method"] == "POST")
+        ops.update(p["key"] for p in payments.snapshot(self.paths["payments"])
+                   ["payments"])
+        ops.update(m["operation_key"] for m in mail.messages(self.paths["mail"]))
+        return ops
+
+    def keys(self) -> dict:
+        return {s["step"]: s["operation_key"] for s in self.read()["choices"]}
+
+    def read(self) -> dict:
+        with opened(self.paths["workflow"]) as conn:
+            return workflow.read(conn, self.id)
+
+    def history(self) -> list:
+        with opened(self.paths["workflow"]) as conn:
+            return workflow.history(conn, self.id)
+
+    def report(self) -> dict:
+        with opened(self.paths["workflow"]) as conn:
+            return workflow_steps.final_report(conn, self.id)
+
+    def cancel(self) -> int:
+        with opened(self.paths["workflow"]) as conn:
+            seen = workflow.read(conn, self.id)["version"]
+            return workflow.cancel(conn, self.id, expected_version=seen,
+                                   who="person")
+
+    def compensate(self) -> dict:
+        remotes = workflow_worker.restock_remotes(self.paths, self.url)
+        with opened(self.paths["workflow"]) as conn:
+            return workflow_steps.compensate(conn, self.id, remotes, who="person")
+
+
+@pytest.fixture
+def world(tmp_path):
+    with Harness() as harness:
+        yield World(harness, tmp_path)
+
+
+def writers_after(world, version) -> Counter:
+    return Counter(h["who"] for h in world.history() if h["version"] > version)
+
+
+def last_json(finished) -> dict:
+    return json.loads(finished.stdout.strip().splitlines()[-1])
+
+
+def test_one_run_applies_and_every_service_records_each_key_once(world):
+    done = world.harness.run(world.args("worker-1"))
+    assert done.returncode == 0, done.stderr
+    assert world.read()["state"] == workflow.APPLIED
+    assert world.ops() == Counter(set(world.keys().values()))
+    assert last_json(done)["transitions"] == 8  # start, 3 x (attempt, outcome), end
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES[1:])
+def test_a_kill_at_every_boundary_then_two_recovery_workers(world, boundary):
+    killed = world.held("worker-1", boundary).kill()
+    assert killed.returncode == -9
+    after = world.read()["version"]
+    finished = world.race()
+    writers = writers_after(world, after)
+    [winner] = writers  # exactly one recovery worker made any transition
+    [loser] = set(RACERS) - {winner}
+    assert finished[winner].returncode == 0
+    assert finished[loser].returncode == EXIT["refused"]
+    assert last_json(finished[loser])["refused"] == workflow.STALE_VERSION
+    assert "Traceback" not in finished[loser].stderr
+    assert world.read()["state"] == workflow.APPLIED
+    assert world.ops() == Counter(set(world.keys().values()))  # each once
+    # a call that may have happened is asked about, never made blindly again:
+    # the payment service would hide a second call (a replay adds no row)
+    with opened(world.paths["workflow"]) as conn:
+        step = workflow_steps.step_of(conn, world.id, boundary.split(":")[1])
+    assert ("probed" in step["outcome"]) == boundary.startswith("after_remote")
+
+
+def test_a_step_in_doubt_at_the_supplier_is_looked_up_before_any_post(world):
+    world.held("worker-1", "before_remote:reserve").kill()
+    world.race()
+    with opened(world.paths["supplier"]) as conn:
+        methods = [r["method"] for r in table_rows(conn, "requests")]
+    # the winner asked first; the loser's lookup may come before or after
+    assert methods[0] == "GET" and methods.count("POST") == 1
+
+
+def test_the_naive_draft_sends_the_confirmation_twice(world):
+    world.held("worker-1", "before_remote:mail", mode="unversioned").kill()
+    after = world.read()["version"]
+    finished = world.race(mode="unversioned")
+    assert [f.returncode for f in finished.values()] == [0, 0]
+    mails = Counter(m["operation_key"] for m in mail.messages(world.paths["mail"]))
+    assert mails[world.keys()["mail"]] == 2  # one remote call made twice
+    assert set(writers_after(world, after)) == set(RACERS)  # both "won"
+
+
+def test_waiting_for_approval_then_a_person_approves_and_one_worker_resumes(
+        tmp_path):
+    with Harness() as harness:
+        world = World(harness, tmp_path, approved=False)
+        first = harness.run(world.args("worker-1"))
+        assert (first.returncode, last_json(first)["state"]) == (0, workflow.WAITING)
+        assert world.ops() == Counter([world.keys()["reserve"]])  # not charged
+        payments.approve(world.paths["payments"], **world.choices["charge"])
+        after = world.read()["version"]
+        finished = world.race()
+        assert len(writers_after(world, after)) == 1
+        assert sorted(f.returncode for f in finished.values()) == [0, EXIT["refused"]]
+        assert world.read()["state"] == workflow.APPLIED
+        assert world.ops() == Counter(set(world.keys().values()))
+
+
+def test_a_cancel_between_the_mail_and_its_outcome_explains_the_sent_mail(world):
+    held = world.held("worker-1", "after_remote:mail")
+    world.cancel()
+    held.release()
+    refused = held.finish()
+    assert refused.returncode == EXIT["refused"]
+    assert last_json(refused)["refused"] == workflow.STALE_VERSION
+    report = world.compensate()
+    assert report["state"] == workflow.CANCELLED
+    assert report["completed"] == ["reserve", "charge", "mail"]
+    assert (report["undone"], report["needs_person"], report["cannot_undo"]) == (
+        ["reserve"], ["charge"], ["mail"])
+    actions = {c["step"]: c["action"] for c in report["compensations"]}
+    assert actions == {"reserve": "released", "charge": "refund_owed",
+                       "mail": "cannot_unsend"}
+    release_key = report["compensations"][0]["compensation_key"]
+    assert release_key not in world.keys().values()  # its own key
+    with opened(world.paths["supplier"]) as conn:
+        [release] = table_rows(conn, "releases")
+    assert (release["operation_key"], release["order_key"]) == (
+        release_key, world.keys()["reserve"])
+    before = world.ops()
+    assert world.compensate() == report  # settled once: nothing new
+    assert world.ops() == before
+    assert all(n == 1 for n in before.values())
+
+
+def test_a_cancel_while_both_workers_hold_the_pending_workflow(world):
+    finished = world.race(between=world.cancel)
+    assert [f.returncode for f in finished.values()] == [EXIT["refused"]] * 2
+    assert world.compensate()["compensations"] == []
+    assert world.ops() == Counter()
+    assert [h["who"] for h in world.history()] == ["planner", "person"]
+
+
+def test_a_cancelled_workflow_is_left_alone_by_a_later_worker(world):
+    world.cancel()
+    done = world.harness.run(world.args("late"))
+    assert (done.returncode, last_json(done)["state"]) == (0, workflow.CANCELLED)
+    assert [h["who"] for h in world.history()] == ["planner", "person"]
+
+
+def test_recovery_never_asks_the_model(tmp_path):
+    """In-process: the first run asks the scripted model once; a recovery
+    with a model that fails when asked finishes from the records."""
+    with Harness() as harness:
+        where = workflow_worker.paths(str(tmp_path))
+        for service in (payments, mail):
+            service.install(where[service.__name__.rsplit(".", 1)[1]])
+        supplier = start_supplier(harness, where["supplier"])
+        remotes = workflow_worker.restock_remotes(where, supplier.url)
+        model = ScriptedModel(FLOUR)
+        with opened(where["workflow"]) as conn:
+            workflow_steps.install(conn)
+            first = workflow_worker.run(conn, "wf-9", remotes, who="a", model=model)
+            assert first["state"] == workflow.WAITING  # nobody approved yet
+            charge = workflow.read(conn, "wf-9")["choices"][1]["args"]
+            payments.approve(where["payments"], **charge)
+            again = workflow_worker.run(conn, "wf-9", remotes, who="b",
+                                        model=NoNewReasoning())
+        assert (model.calls, again["state"]) == (1, workflow.APPLIED)
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--dir"], ["--dir", "D", "--workflow", "W", "--who", "w"],
+    ["--dir", "D", "--workflow", "W", "--who", "w", "--url", "U", "--mode", "fast"],
+    ["--dir", "D", "--workflow", "W", "--who", " ", "--url", "U"],
+])
+def test_usage_errors_exit_2(tmp_path, argv):
+    argv = [a.replace("D", str(tmp_path)) for a in argv]
+    done = subprocess.run([sys.executable, "-m", "crashcourse.workers.workflow_worker",
+                           *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == EXIT["usage"] and "Traceback" not in done.stderr
+
+
+def test_an_unknown_workflow_or_folder_exits_2_and_writes_nothing(world, tmp_path):
+    with opened(world.paths["workflow"]) as conn:
+        before = workflow_steps.snapshot(conn)
+    for folder, workflow_id in ((world.directory, "nope"),
+                                (str(tmp_path / "empty"), world.id)):
+        done = world.harness.run(["-m", "crashcourse.workers.workflow_worker",
+                                  "--dir", folder, "--workflow", workflow_id,
+                                  "--who", "w", "--url", world.url])
+        assert done.returncode == EXIT["usage"] and "Traceback" not in done.stderr
+    with opened(world.paths["workflow"]) as conn:
+        assert workflow_steps.snapshot(conn) == before
+    assert not (tmp_path / "empty").exists()
+
+
+def test_the_worker_starts_light():
+    code = ("import sys, crashcourse.workers.workflow_worker;"
+            "print(sorted(m for m in ('crashcourse.example', 'argparse',"
+            " 'crashcourse.harness', 'matplotlib') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
