@@ -6,9 +6,9 @@ the path of their SQLite file, opened for each call; the ``supplier``
 (chapter 06), a real HTTP server process with its own file, by its URL
 (``supplier_client``; what it stores and answers is in ``supplier_store``);
 the credential ``broker`` (chapter 09) by path, which guarded services ask
-before every write. Each creates its tables with ``install``. ``start_supplier`` is the parent
-side: it starts the server as an owned child of a ``Harness`` and waits,
-bounded, for its ready file.
+before every write. Each creates its tables with ``install``.
+``start_supplier`` is the parent side: it starts the server as an owned child
+of a ``Harness`` and waits, bounded, for its ready file.
 """
 
 from __future__ import annotations
