@@ -14,13 +14,15 @@ live_stale_holder   the same, but the child stays alive; once the replacement ha
                     old claim: all three refused, no stale transcript row.
 lost_ack            the supplier commits, the worker is killed before it records
                     the receipt; the replacement looks the operation up before it
-                    touches any unrelated work.
+                    touches any unrelated work. The supplier's requests are split
+                    at the kill: the child's POST before it, only a GET after.
 fenced_at_supplier  the old holder's request is held in flight; the replacement's
                     generation-2 request is accepted; then the supplier refuses
                     the old one.
 
-Every count in the evidence is read from the two databases, and each case
-carries the durable rows it was judged from. Exit 0 only when every case holds.
+Every count in the evidence is read from the two databases (the lease too:
+``expires - claimed_at`` of the child's claim row), and each case carries the
+durable rows it was judged from. Exit 0 only when every case holds.
 """
 
 from __future__ import annotations
@@ -101,8 +103,11 @@ def facts(case: Case) -> dict:
     work = next(w for w in agent["work"] if w["id"] == case.work)
     order = next(o for o in agent["orders"] if o["work_id"] == case.work)
     claim_rows = [c for c in agent["claims"] if c["work_id"] == case.work]
+    first = claim_rows[0]  # the child's claim: the competing one was refused
     return {
         "work_status": work["status"],
+        # the lease the child's claim got, read back from its row
+        "lease_s": round(first["expires"] - first["claimed_at"], 3),
         "generations": [c["generation"] for c in claim_rows],
         "replacement_claimed_after_expiry": len(claim_rows) >= 2
         and claim_rows[1]["claimed_at"] >= claim_rows[0]["expires"],
@@ -137,7 +142,7 @@ def killed_holder(case: Case) -> dict:
     found = facts(case) | {"child_exit": killed.returncode,
                            "competing_claim": competing, "killed_at_unix": killed_at}
     found["holds"] = (killed.returncode == -9 and competing is None
-                      and common_holds(found))
+                      and common_holds(found, case.lease))
     return found
 
 
@@ -155,7 +160,8 @@ def live_stale_holder(case: Case) -> dict:
                            "competing_claim": competing,
                            "child_alive_during_replacement": alive_during_replacement}
     found["holds"] = (competing is None and alive_during_replacement
-                      and finished.returncode == 0 and common_holds(found)
+                      and finished.returncode == 0
+                      and common_holds(found, case.lease)
                       and found["refused_actions_gen1"] == ["finish", "observe", "send"]
                       and found["stale_transcript_rows"] == 0)
     return found
@@ -170,20 +176,24 @@ def lost_ack(case: Case) -> dict:
     child.wait_for_boundary(experiment.TIMEOUT)
     killed = child.kill()
     status_at_kill = case.agent_rows()["orders"][0]["status"]
+    seen_at_kill = len(case.supplier_rows()["requests"])  # the child's, all of them
     case.wait_for_expiry()
     first = case.replace()
     second = case.replace(ScriptedModel(FLOUR))
     found = facts(case)
     rows = found["rows"]
-    looked_up = [r["method"] for r in rows["supplier"]["requests"]]
+    methods = [r["method"] for r in rows["supplier"]["requests"]]
     found |= {"child_exit": killed.returncode, "agent_order_at_kill": status_at_kill,
               "claims_after_kill": ["restock" if c["work_id"] == case.work
                                     else "unrelated"
                                     for c in rows["agent"]["claims"][1:]],
-              "supplier_requests": looked_up}
+              "supplier_requests_before_kill": methods[:seen_at_kill],
+              "supplier_requests_after_kill": methods[seen_at_kill:]}
     found["holds"] = (killed.returncode == -9 and status_at_kill == orders.SENDING
                       and first["work"] == case.work and second["work"] == other
-                      and looked_up == ["POST", "GET"] and common_holds(found))
+                      and methods[:seen_at_kill] == ["POST"]
+                      and methods[seen_at_kill:] == ["GET"]
+                      and common_holds(found, case.lease))
     return found
 
 
@@ -203,16 +213,20 @@ def fenced_at_supplier(case: Case, hold: float) -> dict:
               "agent_order_after_child": status_after_child,
               "accepted_generation": [
                   o["generation"] for o in found["rows"]["supplier"]["orders"]]}
-    found["holds"] = (status_after_child == orders.UNKNOWN and common_holds(found)
+    found["holds"] = (status_after_child == orders.UNKNOWN
+                      and common_holds(found, case.lease)
                       and found["supplier_posts"] == [(2, 201), (1, 412)]
                       and found["accepted_generation"] == [2])
     return found
 
 
-def common_holds(found: dict) -> bool:
-    """What every case needs: one order at the supplier, generation 2 finished it
-    after real expiry, and no new proposal from a model."""
-    return (found["work_status"] == claims.DONE and found["generations"][:2] == [1, 2]
+def common_holds(found: dict, lease: float) -> bool:
+    """What every case needs: the child's claim got the configured lease, one
+    order at the supplier, generation 2 finished it after real expiry, and no
+    new proposal from a model."""
+    return (found["lease_s"] == round(lease, 3)
+            and found["work_status"] == claims.DONE
+            and found["generations"][:2] == [1, 2]
             and found["replacement_claimed_after_expiry"]
             and found["proposals_after_generation_1"] == 0
             and found["supplier_orders"] == found["supplier_orders_with_key"] == 1
@@ -233,9 +247,9 @@ def run(args) -> tuple[dict, list[dict]]:
                 case = Case(Path(tmp) / name, harness, lease, wait)
                 found = attempt({}, one_case, case)
             trials.append(progress.report(name, {
-                "case": name, "lease_s": lease, **found,
+                "case": name, **found,
                 "elapsed_s": round(time.monotonic() - started, 3)}))
-    summary = {"mode": mode, "cases": len(trials),
+    summary = {"mode": mode, "cases": len(trials), "lease_configured_s": lease,
                "held": sum(1 for t in trials if t["holds"])}
     return summary, trials
 

@@ -2,16 +2,40 @@
 
     python checkpoints/ch07_random_kill_campaign.py --output PATH \\
         [--trials N | --quick] [--seed N] [--kills K] [--jobs J] \\
-        [--probe correct|filename-only]
+        [--kill-at boundary|instant] [--probe correct|filename-only]
 
-Each trial builds a fresh world (40 scans on the drive, an empty mail
-provider, the 42-step restock plan stored in the journal), starts the worker,
-SIGKILLs it at a uniformly random (step, boundary) and, while it is down, lets
-the supplier file its own document under the very name the interrupted step
-was giving. A new process resumes; the mail provider delivers. The trial holds
-when the end state equals an uninterrupted run's, the services' own records
-show no action performed twice, and the journal at the kill held at most one
-step in doubt, where the kill point says it should be.
+Each trial copies a fresh world (40 scans on the drive, an empty mail
+provider, the 43-step restock plan stored in the journal: 40 renames, the
+gate ``verify_drive`` at step 41, two mails) and starts the worker.
+``--kill-at`` says where it dies:
+
+boundary  (the default) at a uniformly random (step, boundary): the worker
+          holds at ``step-N:PHASE`` and is SIGKILLed there. Each further kill
+          of ``--kills`` is later in the plan.
+instant   at a uniformly random INSTANT, wherever the worker is: starting up,
+          inside a SQLite transaction, between two lines. A timer runs from
+          the moment the process was started; no boundary is involved. The
+          instant is u x SPAN: u is uniform in [0, 1) and drawn from
+          ``--seed``; SPAN is the longest of three uninterrupted runs, each
+          timed from its start to its exit, ``--jobs`` at a time, just before
+          the trials. Each kill records u, the span, the instant and where the
+          journal stood. Every resumed run draws a new instant; a run that
+          ends before its instant is recorded as such, and then nothing is
+          left to kill.
+
+While the worker is down, the supplier files its own document under the name
+the interrupted step gives (after an instant: the step in doubt, or else the
+first step not started). The gate then finds that the plan no longer fits the
+drive and ends the run, exit 3, before any mail. The campaign does what the
+person of chapter 09 would: it gives the supplier's document a name of its
+own and starts the run again. A last process finishes the plan; the mail
+provider delivers.
+
+A trial holds when the end state equals an uninterrupted run's, the services'
+own records show no action performed twice, every kill left at most one step
+in doubt (the last row) and no mail that the journal proves unsent, a
+boundary kill left the journal where its point says, and every gate refusal
+found a supplier document under a planned name and left no row for the gate.
 
 With ``--probe filename-only`` the resumed run trusts any file carrying the
 name, and the campaign must find the trials where that lie was believed.
@@ -25,23 +49,31 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import crashcourse
 from crashcourse import evidence, experiment, journal
 from crashcourse.example import restock_plan
-from crashcourse.harness import Harness
+from crashcourse.harness import BoundaryNotReached, Harness
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
-from crashcourse.workers.journal_worker import PROBES, build_world, paths
+from crashcourse.workers.journal_worker import PROBES, REFUSED, build_world, paths
 
-SCHEMA = "crashcourse.ch07.random_kill_campaign/1"
+SCHEMA = "crashcourse.ch07.random_kill_campaign/2"
 QUICK_TRIALS = 4
-MAILS = 2  # the plan's irreversible steps
+KILL_AT = ("boundary", "instant")
 PLAN = restock_plan()
+GATE = next(step.number for step in PLAN.steps if step.gate)
+MAILS = sum(step.irreversible for step in PLAN.steps)
+PLANNED_NAMES = {s.args["name"] for s in PLAN.steps if s.action == "rename"}
+SPAN_RUNS = 3  # uninterrupted runs timed for --kill-at instant: the longest is SPAN
+# Where the journal stood at a kill, read from its rows (the chapter's figure).
+STOOD = ("no row yet", "a step in doubt", "between steps", "every step confirmed")
 SRC = str(Path(crashcourse.__file__).resolve().parent.parent)
 # -S skips site-packages: the worker needs only the stdlib and src/ (PYTHONPATH)
 WORKER = ["-S", "-m", "crashcourse.workers.journal_worker"]
@@ -64,8 +96,20 @@ def journal_view(directory: str, task: str) -> dict:
     with opened(paths(directory)["journal"]) as conn:
         status = journal.journal_status(conn, task, PLAN)
         return {**status.summary(), "last_row": status.last_row,
+                "in_doubt_steps": [n for n, state in enumerate(status.states, 1)
+                                   if state == "in_doubt"],
                 "irreversible_not_started": list(status.irreversible_not_started),
                 "resolved_by": journal.resolutions(conn, task)}
+
+
+def where_it_stood(view: dict) -> str:
+    """One of ``STOOD``: where a kill left the journal."""
+    if view["in_doubt"]:
+        return "a step in doubt"
+    if view["last_row"] == 0:
+        return "no row yet"
+    return "every step confirmed" if view["last_row"] == len(PLAN.steps) \
+        else "between steps"
 
 
 def expected_position(step: int, phase: str) -> dict:
@@ -75,14 +119,120 @@ def expected_position(step: int, phase: str) -> dict:
     return {"confirmed": done, "in_doubt": doubt}
 
 
-def inject_collision(directory: str, step: int) -> dict | None:
-    """The supplier files its own document under the interrupted step's name."""
-    args = PLAN.steps[step - 1].args
+def inject_collision(directory: str, step: int | None) -> dict | None:
+    """The supplier files its own document under the interrupted step's name
+    (again, when two instants interrupted the same step)."""
+    args = PLAN.steps[step - 1].args if step else {}
     if "file_id" not in args:
         return None
-    drive.install(paths(directory)["drive"], {f"supplier-{step:03d}": args["name"]},
-                  "supplier")
-    return {"name": args["name"]}
+    path, document = paths(directory)["drive"], f"supplier-{step:03d}"
+    if document in drive.names(path, owner="supplier"):
+        drive.rename_to(path, document, args["name"], requester="supplier")
+    else:
+        drive.install(path, {document: args["name"]}, "supplier")
+    return {"step": step, "name": args["name"]}
+
+
+def gate_refusal(directory: str, task: str) -> dict:
+    """After the gate refused: what the rows show, then the person's answer.
+
+    Each supplier document holding a name the plan gives is renamed to a name
+    of its own (by the supplier, so the assistant's request log is untouched)."""
+    where = paths(directory)
+    found = {file_id: name for file_id, name
+             in drive.names(where["drive"], owner="supplier").items()
+             if name in PLANNED_NAMES}
+    view = journal_view(directory, task)
+    for file_id in found:
+        drive.rename_to(where["drive"], file_id, f"{file_id}.pdf", requester="supplier")
+    return {"supplier_documents": found, "journal": view}
+
+
+def answered(launch, directory: str, task: str) -> tuple:
+    """``launch()``; after a gate refusal, the person's answer and one more
+    ``launch()``. Returns its result and the refusals (at most two)."""
+    result, refused = launch()
+    if not refused:
+        return result, []
+    refusals = [gate_refusal(directory, task)]
+    result, refused = launch()
+    if refused:  # moving the documents did not help: recorded, and judged
+        refusals.append(gate_refusal(directory, task))
+    return result, refusals
+
+
+def look_around(directory: str, task: str, returncode: int) -> dict:
+    """What a kill left: the journal, the provider's messages, the checks."""
+    at_kill = journal_view(directory, task)
+    mails = len(mail.messages(paths(directory)["mail"]))
+    unsent = len(at_kill["irreversible_not_started"])
+    return {"returncode": returncode, "journal": at_kill,
+            "journal_stood": where_it_stood(at_kill), "mails_at_kill": mails,
+            "checks": {
+                "at_most_one_in_doubt": at_kill["in_doubt"] <= 1,
+                "in_doubt_only_at_the_last_row":
+                    at_kill["in_doubt_steps"] in ([], [at_kill["last_row"]]),
+                # the journal's proof "not sent" must agree with the provider's rows
+                "unsent_proof_agrees": mails <= MAILS - unsent,
+            }}
+
+
+def kill_at_boundary(harness, args, directory: str, task: str, step: int,
+                     phase: str) -> dict:
+    """Start (or resume) the worker, SIGKILL it at (step, phase), look around."""
+    def launch():
+        worker = harness.start(args, stop_at=f"step-{step}:{phase}")
+        try:
+            worker.wait_for_boundary(timeout=experiment.TIMEOUT)
+        except BoundaryNotReached:
+            if worker.process.returncode != REFUSED:
+                raise
+            return None, True  # the gate refused on the way to the boundary
+        return worker, False
+
+    worker, refusals = answered(launch, directory, task)
+    if worker is None:
+        raise BoundaryNotReached(f"the gate refused twice before step-{step}:{phase}")
+    killed = worker.kill()
+    seen = look_around(directory, task, killed.returncode)
+    want = expected_position(step, phase)
+    seen["checks"] |= {
+        "killed_by_sigkill": killed.returncode == -9,
+        "journal_where_killed": all(seen["journal"][k] == v for k, v in want.items()),
+    }
+    return {"step": step, "boundary": phase, **seen, "gate_refusals": refusals,
+            "injected": inject_collision(directory, step)}
+
+
+def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
+                    span: float) -> dict:
+    """Start (or resume) the worker and SIGKILL its group ``fraction * span``
+    seconds after it was started, wherever it is, unless it ended first."""
+    planned = fraction * span
+
+    def launch():
+        worker = harness.start(args)
+        try:
+            worker.process.wait(
+                timeout=max(0.0, worker.started + planned - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass  # still running at the instant: the usual case
+        at = time.monotonic() - worker.started
+        finished = worker.kill(expect_sigkill=False)  # SIGKILL unless it ended
+        return (finished, at), finished.returncode == REFUSED
+
+    (finished, at), refusals = answered(launch, directory, task)
+    seen = look_around(directory, task, finished.returncode)
+    done = seen["journal"]["confirmed"] == len(PLAN.steps)
+    seen["checks"]["killed_or_ran_to_the_end"] = (
+        finished.returncode == -9 or (finished.returncode == 0 and done))
+    doubt, last = seen["journal"]["in_doubt_steps"], seen["journal"]["last_row"]
+    step = doubt[0] if doubt else last + 1 if last < len(PLAN.steps) else None
+    injected = inject_collision(directory, step) if finished.returncode == -9 else None
+    return {"fraction": round(fraction, 6), "span_s": round(span, 4),
+            "planned_s": round(planned, 4), "at_s": round(at, 4),
+            "interrupted_step": step if finished.returncode == -9 else None,
+            **seen, "gate_refusals": refusals, "injected": injected}
 
 
 def copy_world(template: str, directory: str) -> None:
@@ -92,27 +242,6 @@ def copy_world(template: str, directory: str) -> None:
         shutil.copyfile(source, target)
 
 
-def kill_at(harness, args, directory: str, task: str, step: int, phase: str):
-    """Start (or resume) the worker, SIGKILL it at (step, phase), look around."""
-    worker = harness.start(args, stop_at=f"step-{step}:{phase}")
-    worker.wait_for_boundary(timeout=experiment.TIMEOUT)
-    killed = worker.kill()
-    at_kill = journal_view(directory, task)
-    mails = len(mail.messages(paths(directory)["mail"]))
-    want = expected_position(step, phase)
-    unsent = len(at_kill["irreversible_not_started"])
-    checks = {
-        "killed_by_sigkill": killed.returncode == -9,
-        "at_most_one_in_doubt": at_kill["in_doubt"] <= 1,
-        "journal_where_killed": all(at_kill[k] == v for k, v in want.items()),
-        # the journal's proof "not sent" must agree with the provider's rows
-        "unsent_proof_agrees": mails <= MAILS - unsent,
-    }
-    return {"step": step, "boundary": phase, "returncode": killed.returncode,
-            "journal": at_kill, "mails_at_kill": mails, "checks": checks,
-            "injected": inject_collision(directory, step)}
-
-
 def run_trial(number: int, points: list, probe: str, world: dict) -> dict:
     """Kill at each point in turn, resume to the end, check from durable rows."""
     with (tempfile.TemporaryDirectory() as directory,
@@ -120,43 +249,62 @@ def run_trial(number: int, points: list, probe: str, world: dict) -> dict:
         copy_world(world["template"], directory)
         task = world["task"]
         args = [*WORKER, "--dir", directory, "--task", task, "--probe", probe]
-        kills = [kill_at(harness, args, directory, task, step, phase)
-                 for step, phase in points]
-        resumed = harness.run(args, timeout=experiment.TIMEOUT)
+        kills = []
+        for point in points:
+            if world["kill_at"] == "boundary":
+                kills.append(kill_at_boundary(harness, args, directory, task, *point))
+                continue
+            kills.append(kill_at_instant(harness, args, directory, task, point,
+                                         world["span_s"]))
+            if kills[-1]["returncode"] != -9:
+                break  # the run ended before its instant: nothing is left to kill
+
+        def finish():
+            done = harness.run(args, timeout=experiment.TIMEOUT)
+            return done, done.returncode == REFUSED
+
+        resumed, refusals = answered(finish, directory, task)
         final = end_state(directory)
         after = journal_view(directory, task)
-    return judge(number, kills, resumed.returncode, final, after, world["reference"])
+    return judge(number, kills, resumed.returncode, refusals, final, after,
+                 world["reference"])
 
 
-def judge(number, kills, resumed_rc, final, after, reference) -> dict:
+def judge(number, kills, resumed_rc, refusals, final, after, reference) -> dict:
     """Each check as a named boolean; the trial holds when all are true."""
     checks = {name: all(k["checks"][name] for k in kills)
               for name in kills[0]["checks"]}
+    every_refusal = [r for k in kills for r in k["gate_refusals"]] + refusals
     checks |= {
         "resumed_exit_0": resumed_rc == 0,
         "all_confirmed": after["confirmed"] == len(PLAN.steps),
         "end_state_equal": final["state"] == reference,
         "no_duplicates": sum(final["duplicates"].values()) == 0,
+        "gate_refused_only_over_a_collision": all(
+            r["supplier_documents"] and r["journal"]["last_row"] < GATE
+            for r in every_refusal),
     }
     differs = sorted(fid for fid, name in reference["files"].items()
                      if final["state"]["files"].get(fid) != name)
     return {"trial": number, "holds": all(checks.values()), "checks": checks,
-            "kills": kills, "resumed_returncode": resumed_rc,
-            "journal_after": after, "duplicates": final["duplicates"],
-            "files_differing": differs}
+            "kills": kills, "resume_gate_refusals": refusals,
+            "resumed_returncode": resumed_rc, "journal_after": after,
+            "duplicates": final["duplicates"], "files_differing": differs}
 
 
-def reference_run(template: str) -> dict:
-    """The end state of one uninterrupted run, in a worker process too."""
+def uninterrupted_run(template: str) -> dict:
+    """One run with no kill, in a worker process too: its end state, and how
+    long it lived from the moment it was started to its exit."""
     with (tempfile.TemporaryDirectory() as directory,
           Harness(env={"PYTHONPATH": SRC}) as harness):
         copy_world(template, directory)
-        task = PLAN.task
-        done = harness.run([*WORKER, "--dir", directory, "--task", task],
-                           experiment.TIMEOUT)
+        worker = harness.start([*WORKER, "--dir", directory, "--task", PLAN.task])
+        worker.process.wait(timeout=experiment.TIMEOUT)
+        lived = time.monotonic() - worker.started
+        done = worker.finish(experiment.TIMEOUT)
         if done.returncode != 0:
             raise RuntimeError(f"uninterrupted run failed: {done.stderr}")
-        return end_state(directory)["state"]
+        return {"state": end_state(directory)["state"], "lived_s": round(lived, 4)}
 
 
 def kill_points(trials: int, kills: int, seed: int) -> list[list[tuple[int, str]]]:
@@ -172,12 +320,47 @@ def kill_points(trials: int, kills: int, seed: int) -> list[list[tuple[int, str]
             for _ in range(trials)]
 
 
-def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int) -> dict:
-    """Build the template world, run the reference, then every trial."""
+def instant_fractions(trials: int, kills: int, seed: int) -> list[list[float]]:
+    """Per trial, ``kills`` fractions u, uniform in [0, 1), fixed by ``seed``:
+    the n-th run of a trial is killed u x SPAN seconds after its start."""
+    rng = random.Random(seed)
+    return [[rng.random() for _ in range(kills)] for _ in range(trials)]
+
+
+def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int,
+             kill_at: str = "boundary") -> dict:
+    """Build the template world, time the uninterrupted runs, run every trial."""
     with tempfile.TemporaryDirectory() as template:
-        world = {"template": template, "task": build_world(template, PLAN)}
-        world["reference"] = reference_run(template)
-        return run_trials(kill_points(trials, kills, seed), probe, jobs, world)
+        world = {"template": template, "task": build_world(template, PLAN),
+                 "kill_at": kill_at}
+        runs = SPAN_RUNS if kill_at == "instant" else 1
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            timed = list(pool.map(uninterrupted_run, [template] * runs))
+        world["reference"] = timed[0]["state"]
+        if any(t["state"] != world["reference"] for t in timed):
+            raise RuntimeError("two uninterrupted runs ended in different states")
+        if kill_at == "boundary":
+            points = kill_points(trials, kills, seed)
+        else:
+            world["span_s"] = max(t["lived_s"] for t in timed)
+            points = instant_fractions(trials, kills, seed)
+        done = run_trials(points, probe, jobs, world)
+    return {**done, "uninterrupted_s": [t["lived_s"] for t in timed],
+            "span_s": world.get("span_s")}
+
+
+def planned_kill(point, world: dict) -> dict:
+    """A kill point as the evidence states it, before it is tried."""
+    if world["kill_at"] == "boundary":
+        return {"step": point[0], "boundary": point[1]}
+    return {"fraction": round(point, 6), "planned_s": round(point * world["span_s"], 4)}
+
+
+def where(kill: dict) -> str:
+    """A kill point in words, for the progress lines."""
+    if "boundary" in kill:
+        return f"step {kill['step']} {kill['boundary']}"
+    return f"{kill['planned_s']:.3f} s"
 
 
 def run_trials(points, probe: str, jobs: int, world: dict) -> dict:
@@ -185,24 +368,28 @@ def run_trials(points, probe: str, jobs: int, world: dict) -> dict:
 
     def one(item):
         number, kills = item
-        planned = [{"step": step, "boundary": phase} for step, phase in kills]
-        result = evidence.attempt({"trial": number, "planned_kills": planned},
+        plan = [planned_kill(point, world) for point in kills]
+        result = evidence.attempt({"trial": number, "planned_kills": plan},
                                   run_trial, number, kills, probe, world)
-        where = ", ".join(f"step {step} {phase}" for step, phase in kills)
-        return progress.report(f"trial {number} killed at {where}", result)
+        said = ", ".join(where(kill) for kill in plan)
+        return progress.report(f"trial {number} killed at {said}", result)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(one, enumerate(points, start=1)))
     return {"reference": world["reference"], "trials": results}
 
 
-def summarize(results: list[dict]) -> dict:
+def summarize(results: list[dict], kill_at: str = "boundary") -> dict:
     """Aggregate counts, every one summed from the per-trial records."""
     finished = [r for r in results if "error" not in r]  # the harness got through
-    kills = [kill for r in finished for kill in r["kills"]]
-    return {
+    tried = [kill for r in finished for kill in r["kills"]]
+    kills = [kill for kill in tried if kill["returncode"] == -9]
+    summary = {
+        "kill_at": kill_at,
         "trials": len(results),
-        "kills": sum(kill["returncode"] == -9 for kill in kills),
+        "kill_attempts": len(tried),
+        "kills": len(kills),
+        "ran_to_the_end": sum(kill["returncode"] == 0 for kill in tried),
         "held": sum(r["holds"] for r in results),
         "failed_trials": [r["trial"] for r in results if not r["holds"]],
         "unfinished_trials": [r["trial"] for r in results if "error" in r],
@@ -210,11 +397,18 @@ def summarize(results: list[dict]) -> dict:
         "end_state_differs": sum(not r["checks"]["end_state_equal"] for r in finished),
         "resolved_by_probe": sum(r["journal_after"]["resolved_by"]["probe"]
                                  for r in finished),
+        "gate_refusals": sum(len(k["gate_refusals"]) for k in tried)
+        + sum(len(r["resume_gate_refusals"]) for r in finished),
         "max_in_doubt_at_kill": max((k["journal"]["in_doubt"] for k in kills),
                                     default=None),
-        "kills_by_boundary": {phase: sum(k["boundary"] == phase for k in kills)
-                              for phase in journal.PHASES},
+        "kills_by_journal_state": {state: sum(k["journal_stood"] == state
+                                              for k in kills) for state in STOOD},
     }
+    if kill_at == "boundary":
+        summary["kills_by_boundary"] = {
+            phase: sum(k["boundary"] == phase for k in kills)
+            for phase in journal.PHASES}
+    return summary
 
 
 def kills_per_trial(text: str) -> int:
@@ -228,17 +422,19 @@ def kills_per_trial(text: str) -> int:
 
 def run(args) -> tuple[dict, list[dict], dict]:
     trials, kills = (QUICK_TRIALS, 2) if args.quick else (args.trials, args.kills)
-    done = campaign(trials, kills, args.seed, args.probe, args.jobs)
-    summary = summarize(done["trials"])
+    done = campaign(trials, kills, args.seed, args.probe, args.jobs, args.kill_at)
+    summary = summarize(done["trials"], args.kill_at)
+    if args.kill_at == "instant":
+        summary |= {"span_s": done["span_s"],
+                    "uninterrupted_s": done["uninterrupted_s"]}
     for number in summary["failed_trials"]:
         bad = done["trials"][number - 1]
         failing = bad.get("error") or ", ".join(
             name for name, ok in bad["checks"].items() if not ok)
-        where = ", ".join(f"step {k['step']} {k['boundary']}"
-                          for k in bad.get("kills", bad.get("planned_kills")))
-        print(f"FAILED trial {number} (killed at {where}): {failing}", file=sys.stderr)
+        said = ", ".join(where(k) for k in bad.get("kills", bad.get("planned_kills")))
+        print(f"FAILED trial {number} (killed at {said}): {failing}", file=sys.stderr)
     parameters = {"trials": trials, "kills": kills, "seed": args.seed,
-                  "probe": args.probe, "jobs": args.jobs}
+                  "kill_at": args.kill_at, "probe": args.probe, "jobs": args.jobs}
     return summary, done["trials"], {"parameters": parameters,
                                      "reference": done["reference"]}
 
@@ -249,8 +445,11 @@ def main(argv: list[str] | None = None) -> int:
         count_help="trials, each a fresh world killed at random points",
         quick_help=f"{QUICK_TRIALS} trials of 2 kills, what the test suite runs")
     parser.add_argument("--kills", type=kills_per_trial, default=1, metavar="K",
-                        help="kills per trial, each later in the plan "
+                        help="kills per trial, each in a later run "
                         "(default: %(default)s)")
+    parser.add_argument("--kill-at", choices=KILL_AT, default="boundary",
+                        help="boundary: at a random step's boundary; instant: at a "
+                        "random instant of the run (default: %(default)s)")
     parser.add_argument("--probe", choices=PROBES, default="correct",
                         help="how a resumed run checks a step in doubt; "
                         "filename-only is the mutant (default: %(default)s)")

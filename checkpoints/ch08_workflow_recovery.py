@@ -27,7 +27,7 @@ boundary kill is a real SIGKILL. Cases:
   workers writing: a detected mutant, not a pass of the draft.
 
 Every count is read from rows: the supplier's ``requests`` (every POST it
-chosen, releases included), the payment service's ``payments``, the mail
+decided, releases included), the payment service's ``payments``, the mail
 provider's ``messages``, the worker's history (``who`` made which version).
 ``--quick`` runs four cases. Exit 0 only when every case holds; an existing
 ``--output`` is refused (exit 2) before anything runs.
@@ -173,7 +173,7 @@ def cancel_case(world: World, case: str) -> dict:
 
 def service_ops(rows: dict) -> dict[str, int]:
     """Operation key -> times a service recorded it: every POST the supplier
-    chosen (orders and releases), payments, mail messages."""
+    decided (orders and releases), payments, mail messages."""
     ops = Counter(r["operation_key"] for r in rows["supplier"]["requests"]
                   if r["method"] == "POST")
     ops.update(p["key"] for p in rows["payments"])

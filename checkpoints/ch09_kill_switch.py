@@ -3,8 +3,8 @@
     python checkpoints/ch09_kill_switch.py --output PATH [--quick]
 
 Seven fixed cases, each in a fresh world (the 40 scans on the drive, an
-empty mail provider, the gated 43-step restock plan stored beside the
-journal), each with real worker processes:
+empty mail provider, the 43-step restock plan, its gate at step 41, stored
+beside the journal), each with real worker processes:
 
 - ``in_band_pause``: the journal worker is held inside step 12, the pause
   flag is set, the worker goes on: it finishes the step it had begun and
@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 from crashcourse import control, decisions, evidence, experiment, journal
-from crashcourse.example import restock_plan_with_gates
+from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
 from crashcourse.services import broker, drive, mail, payments
 from crashcourse.store import opened
@@ -58,7 +58,7 @@ from crashcourse.workers.journal_worker import (
 )
 
 SCHEMA = "crashcourse.ch09.kill_switch/1"
-PLAN = restock_plan_with_gates()
+PLAN = restock_plan()
 GATE, FIRST_MAIL = 41, 42
 JOURNAL_WORKER = ("-m", "crashcourse.workers.journal_worker")
 SCOPE = "drive:rename mail:submit"

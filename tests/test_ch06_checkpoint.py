@@ -23,9 +23,11 @@ def test_checkpoint_holds_and_its_counts_are_its_rows(quick_checkpoint):
     trials = {t["case"]: t for t in done.evidence["trials"]}
     assert list(trials) == ["killed_holder", "live_stale_holder", "lost_ack",
                             "fenced_at_supplier"]
+    lease = done.evidence["summary"]["lease_configured_s"]
     for trial in trials.values():
         assert trial["holds"], trial["case"]
         counts_match_rows(trial)
+        lease_read_from_rows(trial, lease)
     killed_holder(trials["killed_holder"])
     live_stale_holder(trials["live_stale_holder"])
     lost_ack(trials["lost_ack"])
@@ -50,6 +52,14 @@ def counts_match_rows(trial):
     assert trial["refused_actions_gen1"] == refused
 
 
+def lease_read_from_rows(trial, configured):
+    """The lease each case reports is its child's claim row, not the setting."""
+    child = trial["rows"]["agent"]["claims"][0]
+    assert child["generation"] == 1
+    assert trial["lease_s"] == round(child["expires"] - child["claimed_at"], 3)
+    assert trial["lease_s"] == configured
+
+
 def killed_holder(trial):
     first, second = trial["rows"]["agent"]["claims"]
     assert trial["child_exit"] == -9 and trial["competing_claim"] is None
@@ -70,6 +80,8 @@ def lost_ack(trial):
     assert trial["claims_after_kill"] == ["restock", "unrelated"]
     requests = trial["rows"]["supplier"]["requests"]
     assert [r["method"] for r in requests] == ["POST", "GET"]
+    assert trial["supplier_requests_before_kill"] == ["POST"]
+    assert trial["supplier_requests_after_kill"] == ["GET"]
 
 
 def fenced_at_supplier(trial):

@@ -1,22 +1,39 @@
-"""The chapter 07 random-kill campaign, run for real: 200 SIGKILLs and a mutant.
+"""The chapter 07 random-kill campaign, run for real: 200 SIGKILLs and a mutant,
+then kills at random instants.
 
 25 trials of 8 kills each: every resumed run is killed again later in the
 plan, so 200 kills cost 225 worker starts instead of 400. The evidence is
 checked against itself (aggregates re-summed from the per-trial records) and
-against the plan (where each kill must have left the journal).
+against the plan (where each kill must have left the journal). The instant
+mode is checked against its seed (the fractions drawn), its measured span,
+and both ends of the timer: a kill at once and one that comes too late.
 """
 
 import importlib.util
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from crashcourse.example import restock_plan
-from crashcourse.harness import BoundaryTimeout
+from crashcourse.harness import BoundaryTimeout, Harness
+from crashcourse.workers.journal_worker import build_world
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"
+PLAN = restock_plan()
+MAILS = tuple(s.number for s in PLAN.steps if s.irreversible)  # (42, 43)
+[GATE] = [s.number for s in PLAN.steps if s.gate]  # 41
+
+
+def load_campaign():
+    spec = importlib.util.spec_from_file_location("ch07_campaign", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def campaign(output: Path, *flags: str) -> subprocess.CompletedProcess:
@@ -39,9 +56,11 @@ def test_correct_probe_holds_over_200_kills(tmp_path):
     assert summary["max_in_doubt_at_kill"] == 1
     assert "25/25 trials hold -> " in done.stderr
     assert "[25/25] trial " in done.stderr
+    assert evidence["parameters"]["kill_at"] == summary["kill_at"] == "boundary"
     check_aggregate(evidence)
     check_each_kill(evidence)
     check_reference(evidence)
+    check_gate_refusals(evidence)
 
 
 def check_aggregate(evidence):
@@ -55,6 +74,10 @@ def check_aggregate(evidence):
     probed = sum(t["journal_after"]["resolved_by"]["probe"]
                  for t in evidence["trials"])
     assert probed == evidence["summary"]["resolved_by_probe"] > 0
+    stood = evidence["summary"]["kills_by_journal_state"]
+    assert sum(stood.values()) == len(kills)
+    assert stood["a step in doubt"] == by_boundary["after_intent"] + by_boundary[
+        "after_action"]
 
 
 def check_each_kill(evidence):
@@ -64,18 +87,32 @@ def check_each_kill(evidence):
             seen, step = kill["journal"], kill["step"]
             assert seen["confirmed"] + seen["in_doubt"] == seen["last_row"]
             assert seen["last_row"] in (step - 1, step)
-            unsent = [n for n in (41, 42) if n > seen["last_row"]]
+            unsent = [n for n in MAILS if n > seen["last_row"]]
             assert seen["irreversible_not_started"] == unsent
-            assert kill["mails_at_kill"] <= 2 - len(unsent)
+            assert kill["mails_at_kill"] <= len(MAILS) - len(unsent)
 
 
 def check_reference(evidence):
     """The uninterrupted run finished the plan: every rename, both mails sent."""
-    plan = restock_plan()
-    wanted = {s.args["file_id"]: s.args["name"] for s in plan.steps
+    wanted = {s.args["file_id"]: s.args["name"] for s in PLAN.steps
               if s.action == "rename"}
     assert evidence["reference"]["files"] == wanted
     assert [m[3] for m in evidence["reference"]["messages"]] == ["sent", "sent"]
+
+
+def check_gate_refusals(evidence):
+    """The supplier's documents trip the gate: every refusal found one under a
+    planned name and left no gate row; the mails went out after the person's
+    answer all the same (the end state equals the uninterrupted run's)."""
+    refusals = [r for t in evidence["trials"] for k in t["kills"]
+                for r in k["gate_refusals"]]
+    refusals += [r for t in evidence["trials"] for r in t["resume_gate_refusals"]]
+    assert len(refusals) == evidence["summary"]["gate_refusals"] > 0
+    names = {s.args["name"] for s in PLAN.steps if s.action == "rename"}
+    for refusal in refusals:
+        assert refusal["supplier_documents"]
+        assert set(refusal["supplier_documents"].values()) <= names
+        assert refusal["journal"]["last_row"] < GATE
 
 
 def test_the_filename_only_probe_is_caught_and_named(tmp_path):
@@ -103,15 +140,14 @@ def test_an_existing_output_is_refused_before_anything_runs(tmp_path):
 
 
 def test_a_trial_the_harness_cannot_finish_fails_the_campaign(monkeypatch):
-    spec = importlib.util.spec_from_file_location("ch07_campaign", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_campaign()
 
     def stuck(number, kills, probe, world):
         raise BoundaryTimeout("worker did not reach 'step-3:after_intent' within 60 s")
 
     monkeypatch.setattr(module, "run_trial", stuck)
-    run = module.run_trials([[(3, "after_intent")]], "correct", 1, {"reference": {}})
+    run = module.run_trials([[(3, "after_intent")]], "correct", 1,
+                            {"reference": {}, "kill_at": "boundary"})
     summary = module.summarize(run["trials"])
     assert summary["failed_trials"] == summary["unfinished_trials"] == [1]
     assert summary["held"] == summary["kills"] == 0
@@ -119,3 +155,75 @@ def test_a_trial_the_harness_cannot_finish_fails_the_campaign(monkeypatch):
     trial = run["trials"][0]
     assert trial["error"].startswith("BoundaryTimeout: worker did not")
     assert trial["planned_kills"] == [{"step": 3, "boundary": "after_intent"}]
+
+
+def test_instant_kills_are_seeded_drawn_within_the_measured_span_and_hold(tmp_path):
+    output = tmp_path / "instant.json"
+    done = campaign(output, "--kill-at", "instant", "--trials", "8", "--kills", "2",
+                    "--seed", "11")
+    assert done.returncode == 0, done.stderr[-2000:]
+    evidence = json.loads(output.read_text())
+    summary = evidence["summary"]
+    assert evidence["parameters"]["kill_at"] == summary["kill_at"] == "instant"
+    assert summary["held"] == summary["trials"] == 8
+    assert summary["duplicates"] == 0 and summary["end_state_differs"] == 0
+    assert len(summary["uninterrupted_s"]) == 3
+    assert summary["span_s"] == max(summary["uninterrupted_s"]) > 0
+    assert "kills_by_boundary" not in summary
+    drawn = load_campaign().instant_fractions(8, 2, 11)
+    seeded = random.Random(11)
+    assert drawn == [[seeded.random(), seeded.random()] for _ in range(8)]
+    tried = [k for t in evidence["trials"] for k in t["kills"]]
+    assert len(tried) == summary["kill_attempts"]
+    for trial, fractions in zip(evidence["trials"], drawn, strict=True):
+        kills = trial["kills"]
+        assert [k["fraction"] for k in kills] == [round(u, 6) for u in
+                                                  fractions[:len(kills)]]
+        # a run that ended before its instant ends the killing in that trial
+        assert all(k["returncode"] == -9 for k in kills[:-1])
+        for kill in kills:
+            assert "boundary" not in kill and kill["span_s"] == summary["span_s"]
+            assert kill["planned_s"] == pytest.approx(
+                kill["fraction"] * kill["span_s"], abs=1e-3)
+            assert kill["returncode"] in (-9, 0)
+            if kill["returncode"] == -9:  # the timer ran out first: killed after it
+                assert kill["at_s"] >= kill["planned_s"]
+            else:
+                assert kill["journal_stood"] == "every step confirmed"
+            assert kill["journal"]["in_doubt"] <= 1
+    killed = [k for k in tried if k["returncode"] == -9]
+    assert summary["kills"] == len(killed) > 0
+    assert summary["ran_to_the_end"] == len(tried) - len(killed)
+    assert sum(summary["kills_by_journal_state"].values()) == len(killed)
+    assert summary["max_in_doubt_at_kill"] <= 1
+
+
+@pytest.fixture
+def instant_world(tmp_path):
+    module = load_campaign()
+    task = build_world(str(tmp_path), PLAN)
+    args = [*module.WORKER, "--dir", str(tmp_path), "--task", task]
+    with Harness(env={"PYTHONPATH": module.SRC}) as harness:
+        yield module, harness, args, str(tmp_path), task
+
+
+def test_an_instant_of_zero_kills_the_worker_before_its_first_row(instant_world):
+    module, harness, args, directory, task = instant_world
+    kill = module.kill_at_instant(harness, args, directory, task, 0.0, 1.0)
+    assert (kill["returncode"], kill["journal_stood"]) == (-9, "no row yet")
+    assert kill["interrupted_step"] == 1
+    assert kill["injected"] == {"step": 1, "name": PLAN.steps[0].args["name"]}
+
+
+def test_an_instant_after_the_run_ends_kills_nothing(instant_world):
+    module, harness, args, directory, task = instant_world
+    kill = module.kill_at_instant(harness, args, directory, task, 0.5, 2 * 60.0)
+    assert (kill["returncode"], kill["journal_stood"]) == (0, "every step confirmed")
+    assert kill["at_s"] < kill["planned_s"] and kill["injected"] is None
+    assert kill["checks"]["killed_or_ran_to_the_end"]
+
+
+def test_the_kill_mode_is_one_of_two(tmp_path):
+    done = campaign(tmp_path / "never.json", "--kill-at", "sometimes")
+    assert done.returncode == 2 and "--kill-at" in done.stderr
+    assert not (tmp_path / "never.json").exists()

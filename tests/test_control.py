@@ -14,7 +14,7 @@ import shlex
 import pytest
 
 from crashcourse import claims, control, decisions, fence, journal
-from crashcourse.example import restock_plan_with_gates
+from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
 from crashcourse.plan import GateFailed
 from crashcourse.services import drive, mail
@@ -38,8 +38,8 @@ def conn(tmp_path):
 
 @pytest.fixture
 def world(tmp_path):
-    """The gated restock plan (43 steps: 40 renames, gate 41, mails 42-43)."""
-    plan = restock_plan_with_gates()
+    """The restock plan (43 steps: 40 renames, the gate 41, mails 42-43)."""
+    plan = restock_plan()
     task = build_world(str(tmp_path), plan)
     where = paths(str(tmp_path))
     with opened(where["journal"]) as jc:

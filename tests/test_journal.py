@@ -25,6 +25,9 @@ from crashcourse.services import drive, mail
 from crashcourse.store import immediate, opened
 from crashcourse.workers.journal_worker import build_world, paths, restock_actions
 
+# The restock plan: 40 renames, the gate verify_drive (41), two mails (42-43).
+STEPS, GATE, MAILS = 43, 41, (42, 43)
+
 
 class Crash(Exception):
     """Stands in for the process dying inside an action."""
@@ -63,12 +66,29 @@ def status(world):
     return journal.journal_status(world["journal"], world["task"], world["plan"])
 
 
+def test_the_restock_plan_checks_the_drive_before_it_mails():
+    plan = restock_plan()
+    assert len(plan.steps) == STEPS
+    assert [s.number for s in plan.steps if s.action == "rename"] == list(
+        range(1, GATE))
+    [gate] = [s for s in plan.steps if s.gate]
+    assert (gate.number, gate.action, gate.irreversible) == (GATE, "verify_drive",
+                                                              False)
+    assert gate.args["names"] == {s.args["file_id"]: s.args["name"]
+                                  for s in plan.steps if s.action == "rename"}
+    assert tuple(s.number for s in plan.steps if s.irreversible) == MAILS
+    assert first_irreversible(plan) == MAILS[0]
+
+
 def test_a_whole_run_confirms_every_step(world):
     done = journal.run_plan(world["journal"], world["task"], world["plan"],
                             world["actions"])
-    assert done == {"skip": 0, "probe": 0, "run": 42}
-    assert status(world).summary() == {"confirmed": 42, "in_doubt": 0,
+    assert done == {"skip": 0, "probe": 0, "run": STEPS}
+    assert status(world).summary() == {"confirmed": STEPS, "in_doubt": 0,
                                        "not_started": 0}
+    gate = journal.entries(world["journal"], world["task"])[GATE - 1]
+    assert (gate["action"], gate["outcome"]) == (
+        "verify_drive", {"checked": 40, "problems": []})
     assert set(drive.names(world["drive"]).values()) == {
         f"invoice-2026-{i:03d}.pdf" for i in range(1, 41)}
     assert [m["status"] for m in mail.messages(world["mail"])] == ["queued"] * 2
@@ -77,7 +97,7 @@ def test_a_whole_run_confirms_every_step(world):
 def test_a_second_run_skips_everything_and_asks_nobody(world):
     args = world["journal"], world["task"], world["plan"], world["actions"]
     journal.run_plan(*args)
-    assert journal.run_plan(*args) == {"skip": 42, "probe": 0, "run": 0}
+    assert journal.run_plan(*args) == {"skip": STEPS, "probe": 0, "run": 0}
     with opened(world["drive"]) as drive_db:
         log = drive_db.execute("SELECT count(*) FROM rename_requests").fetchone()
     assert log[0] == 40
@@ -87,9 +107,10 @@ def test_a_second_run_skips_everything_and_asks_nobody(world):
 def test_killed_at_step_32_leaves_31_confirmed_1_in_doubt(world):
     crash_at(world, 32, act_first=False)
     seen = status(world)
-    assert seen.summary() == {"confirmed": 31, "in_doubt": 1, "not_started": 10}
+    assert seen.summary() == {"confirmed": 31, "in_doubt": 1,
+                              "not_started": STEPS - 32}
     assert seen.last_row == 32
-    assert seen.irreversible_not_started == (41, 42)
+    assert seen.irreversible_not_started == MAILS
     assert mail.messages(world["mail"]) == []  # the provider agrees
 
 
@@ -97,17 +118,17 @@ def test_in_doubt_and_not_done_is_cleared_and_run(world):
     crash_at(world, 5, act_first=False)
     done = journal.run_plan(world["journal"], world["task"], world["plan"],
                             world["actions"])
-    assert done == {"skip": 4, "probe": 0, "run": 38}
-    assert journal.resolutions(world["journal"], world["task"]) == {"run": 42,
+    assert done == {"skip": 4, "probe": 0, "run": STEPS - 4}
+    assert journal.resolutions(world["journal"], world["task"]) == {"run": STEPS,
                                                                   "probe": 0}
     assert drive.duplicate_requests(world["drive"]) == 0
 
 
 def test_in_doubt_and_done_is_resolved_by_the_probe_not_repeated(world):
-    crash_at(world, 41, act_first=True)  # the first mail was accepted
+    crash_at(world, MAILS[0], act_first=True)  # the first mail was accepted
     done = journal.run_plan(world["journal"], world["task"], world["plan"],
                             world["actions"])
-    assert done == {"skip": 40, "probe": 1, "run": 1}
+    assert done == {"skip": MAILS[0] - 1, "probe": 1, "run": 1}
     assert journal.resolutions(world["journal"], world["task"])["probe"] == 1
     assert mail.duplicate_messages(world["mail"]) == 0
     assert len(mail.messages(world["mail"])) == 2
@@ -134,7 +155,7 @@ def test_unknown_action_refused_before_anything_is_written(world):
     with pytest.raises(KeyError, match="send_mail"):
         journal.run_plan(world["journal"], world["task"], world["plan"],
                          {"rename": world["actions"]["rename"]})
-    assert status(world).count("not_started") == 42
+    assert status(world).count("not_started") == STEPS
 
 
 def test_a_gap_in_the_journal_is_reported(world):
@@ -185,11 +206,12 @@ def test_make_plan_refuses_misnumbered_steps():
 
 
 def test_each_step_carries_the_effects_operation_key(world):
-    crash_at(world, 41, act_first=True)  # the first mail was accepted
-    step = world["plan"].steps[40]
+    crash_at(world, MAILS[0], act_first=True)  # the first mail was accepted
+    step = world["plan"].steps[MAILS[0] - 1]
     key = operation_key(world["task"], step.number, step.action, step.args)
     row = world["journal"].execute(
-        "SELECT operation_key FROM journal WHERE step = 41").fetchone()
+        "SELECT operation_key FROM journal WHERE step = :step",
+        {"step": MAILS[0]}).fetchone()
     assert row["operation_key"] == key
     assert [m["operation_key"] for m in mail.messages(world["mail"])] == [key]
     assert mail.probe_sent(world["mail"], key)[0] is True
@@ -200,8 +222,9 @@ def test_reads_on_a_fresh_file_create_nothing(tmp_path):
     plan = restock_plan()
     with opened(tmp_path / "fresh.sqlite") as conn:
         seen = journal.journal_status(conn, plan.task, plan)
-        assert seen.summary() == {"confirmed": 0, "in_doubt": 0, "not_started": 42}
-        assert seen.last_row == 0 and seen.irreversible_not_started == (41, 42)
+        assert seen.summary() == {"confirmed": 0, "in_doubt": 0,
+                                  "not_started": STEPS}
+        assert seen.last_row == 0 and seen.irreversible_not_started == MAILS
         assert journal.resolutions(conn, plan.task) == {"run": 0, "probe": 0}
         with pytest.raises(UnknownTask):
             load_plan(conn, plan.task)
@@ -221,7 +244,8 @@ def test_status_and_plan_read_on_a_read_only_connection(world):
     try:
         assert load_plan(conn, world["task"]) == world["plan"]
         seen = journal.journal_status(conn, world["task"], world["plan"])
-        assert seen.summary() == {"confirmed": 31, "in_doubt": 1, "not_started": 10}
+        assert seen.summary() == {"confirmed": 31, "in_doubt": 1,
+                                  "not_started": STEPS - 32}
     finally:
         conn.close()
 

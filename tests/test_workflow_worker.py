@@ -2,7 +2,7 @@
 recovery workers released together, the naive draft, cancellation.
 
 Every count comes from the services' rows: the supplier's ``requests`` (each
-POST it chosen), the payment service's ``payments``, the mail provider's
+POST it decided), the payment service's ``payments``, the mail provider's
 ``messages``; who won comes from the worker's history rows."""
 
 from __future__ import annotations

@@ -76,7 +76,9 @@ def killed_at(tmp_path, plan, k, boundary):
     return {**seen.summary(), "irreversible_not_started": seen.irreversible_not_started}
 
 
-@pytest.mark.parametrize("k, boundary", [(12, "after_action"), (41, "before_intent"),
+# a rename in doubt, the moment before the first mail, a confirmed rename
+@pytest.mark.parametrize("k, boundary", [(12, "after_action"),
+                                         (LAST_TWO[0], "before_intent"),
                                          (7, "after_outcome")])
 def test_prediction_matches_a_real_kill(answer, tmp_path, k, boundary):
     expected = answer("ch07", "predict").predict(k, boundary, PLAN)

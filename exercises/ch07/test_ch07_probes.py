@@ -7,8 +7,8 @@ from crashcourse.services import drive, mail
 
 ARGS = {"file_id": "f001", "name": "invoice-2026-001.pdf"}
 MAIL = {"to": "owner@shop.example", "subject": "s", "body": "b"}
-KEY_41 = operation_key("restock", 41, "send_mail", MAIL)
 KEY_42 = operation_key("restock", 42, "send_mail", MAIL)
+KEY_43 = operation_key("restock", 43, "send_mail", MAIL)
 
 
 @pytest.fixture(autouse=True)
@@ -50,14 +50,14 @@ def test_rename_probe_is_not_fooled_by_a_name_collision(answer, services):
 
 def test_mail_probe_finds_a_queued_message_by_its_header(answer, services):
     probes, (_, mail_path) = answer("ch07", "probes"), services
-    assert probes.probe_mail(mail_path, MAIL, KEY_41) == (False, {"message_id": None})
+    assert probes.probe_mail(mail_path, MAIL, KEY_42) == (False, {"message_id": None})
     mail.submit(mail_path, MAIL["to"], MAIL["subject"], MAIL["body"],
-                {mail.KEY_HEADER: KEY_41})
-    done, seen = probes.probe_mail(mail_path, MAIL, KEY_41)
+                {mail.KEY_HEADER: KEY_42})
+    done, seen = probes.probe_mail(mail_path, MAIL, KEY_42)
     assert (done, seen["status"]) == (True, mail.QUEUED)
-    assert probes.probe_mail(mail_path, MAIL, KEY_42)[0] is False
+    assert probes.probe_mail(mail_path, MAIL, KEY_43)[0] is False
     mail.tick(mail_path)  # delivered: still the same accepted message
-    assert probes.probe_mail(mail_path, MAIL, KEY_41) == (
+    assert probes.probe_mail(mail_path, MAIL, KEY_42) == (
         True, {"message_id": seen["message_id"], "status": mail.SENT})
 
 

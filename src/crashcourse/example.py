@@ -1,11 +1,10 @@
 """The running example: the stand-in model and the example data (chapters 06-07).
 
 The book follows one small shop. Its assistant orders flour from a supplier
-(chapter 06) and tidies the invoice scans on the shared drive before telling
-people (chapter 07), checking the drive again before it mails (chapter 09).
-What the chapters need to act that out lives here: a scripted stand-in for
-the reasoning model, a model that must never be asked, the flour order, the
-drive's scans and the restock plans.
+(chapter 06), then tidies the invoice scans on the shared drive, checks the
+drive once more and tells people (chapter 07). What the chapters need to act
+that out lives here: a scripted stand-in for the reasoning model, a model that
+must never be asked, the flour order, the drive's scans and the restock plan.
 
 Runtime modules never import this one; workers and chapters do.
 """
@@ -46,11 +45,19 @@ def scan_files(count: int = 40) -> dict[str, str]:
 
 
 def restock_plan(renames: int = 40, mails: int = 2) -> Plan:
-    """Rename the scans, then (last) send the summaries (chapter 07)."""
+    """Rename the scans, check the drive, then (last) mail the summaries (chapter 07).
+
+    The gate, ``verify_drive``, checks that the plan still fits the drive:
+    every file it renames is there and no other file holds a name it gives.
+    ``order_plan`` puts it after the renames and before the mails: by default
+    40 renames, the gate (step 41) and two mails (42-43).
+    ``run_plan`` checks a gate before its intent; chapter 09's resume checks
+    every gate again first."""
     steps = [
         Step(0, "rename", {"file_id": file_id, "name": f"invoice-2026-{i:03d}.pdf"})
         for i, file_id in enumerate(scan_files(renames), start=1)
     ]
+    names = {s.args["file_id"]: s.args["name"] for s in steps}
     recipients = ["orders@supplier.example", "owner@shop.example"][:mails]
     steps += [
         Step(0, "send_mail", {"to": to, "subject": "restock invoices filed",
@@ -58,17 +65,5 @@ def restock_plan(renames: int = 40, mails: int = 2) -> Plan:
              irreversible=True)
         for to in recipients
     ]
+    steps.append(Step(0, "verify_drive", {"names": names}, gate=True))
     return order_plan("restock", steps)
-
-
-def restock_plan_with_gates(renames: int = 40, mails: int = 2) -> Plan:
-    """The restock plan with a verification gate before the summaries (chapter 09).
-
-    The gate, ``verify_drive``, checks that the plan still fits the drive:
-    every file it renames is there and no other file holds a name it gives.
-    ``order_plan`` puts it after the renames and before the mails."""
-    plain = restock_plan(renames, mails)
-    names = {s.args["file_id"]: s.args["name"]
-             for s in plain.steps if s.action == "rename"}
-    gate = Step(0, "verify_drive", {"names": names}, gate=True)
-    return order_plan("restock", [*plain.steps, gate])

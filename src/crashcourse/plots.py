@@ -174,3 +174,76 @@ def state_diagram(
     ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def effects_over_time(
+    series: Mapping[str, Sequence[float]],
+    instants: Sequence[tuple[str, float]] = (),
+    title: str = "",
+    colours: Mapping[str, str] | None = None,
+    xlabel: str = "ms since the first effect",
+):
+    """How many effects had happened by each instant, one step line per series
+    (``series[label]``: the instants its rows carry), with a dashed vertical
+    line at each labelled instant (``(label, at)``): what still happened after
+    a stop, and what did not (chapter 09)."""
+    fig, ax = new_figure(9.0, 3.4)
+    top = max((len(times) for times in series.values()), default=0)
+    seen = [at for _, at in instants] + [t for ts in series.values() for t in ts]
+    first, last = min(seen, default=0.0), max(seen, default=0.0)
+    end = last + 0.08 * (last - first)  # every line runs on, flat, past the last
+    for label, times in series.items():
+        times = sorted(times)
+        colour = (colours or {}).get(label)
+        ax.step([*times, end], [*range(1, len(times) + 1), len(times)],
+                where="post", label=f"{label} ({len(times)})", linewidth=1.8,
+                color=COLOURS.get(colour, colour))
+    for label, at in instants:
+        ax.axvline(at, color="black", linestyle="--", linewidth=1)
+        ax.annotate(label, (at, top * 0.9), xytext=(3, 0), textcoords="offset points",
+                    rotation=90, ha="left", va="top", fontsize=8)
+    ax.set_xlim(first - 0.02 * (end - first), end)
+    ax.set_ylim(0, top * 1.05 + 1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("effects so far")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside
+    fig.tight_layout()
+    return fig
+
+
+def version_timeline(panels: Mapping[str, tuple[Sequence, Sequence]],
+                     lanes: Sequence[str], title: str = ""):
+    """Who made each version of a workflow, a lane per writer (chapter 08).
+
+    ``panels[subtitle] = (made, marks)``: ``made`` holds one ``(lane, version,
+    label, colour key)`` per history row, a box at that version; ``marks``
+    holds ``(lane, x, label)`` for what no history row records (a SIGKILL, a
+    read, a refusal). The x axis is the history rows' order, not a clock; the
+    size depends on the panels and lanes, never on who won."""
+    import matplotlib.pyplot as plt
+
+    height = len(panels) * (0.55 * len(lanes) + 0.7) + 0.5
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False, dpi=80,
+                             figsize=(7.5, height))
+    plt.close(fig)
+    for ax, (subtitle, (made, marks)) in zip(axes[:, 0], panels.items(), strict=True):
+        for lane, version, label, colour in made:
+            ax.barh(lanes.index(lane), 0.9, left=version - 0.45, height=0.7,
+                    color=COLOURS.get(colour, colour))
+            ax.text(version, lanes.index(lane), label, ha="center", va="center",
+                    fontsize=6.5, color="white")
+        for lane, at, label in marks:
+            ax.plot([at], [lanes.index(lane)], marker="v", color="black")
+            ax.annotate(label, (at, lanes.index(lane) - 0.42), fontsize=7,
+                        ha="center")
+        ax.set_yticks(range(len(lanes)), lanes, fontsize=8)
+        ax.set_ylim(len(lanes) - 0.5, -0.8)  # the first lane on top
+        ax.set_title(subtitle, fontsize=9)
+    last = max((v for made, _ in panels.values() for _, v, _, _ in made), default=1)
+    ax.set_xticks(range(1, last + 1))
+    ax.set_xlim(0.3, last + 0.9)
+    ax.set_xlabel("workflow version (the history rows, in order)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

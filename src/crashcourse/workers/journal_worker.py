@@ -8,7 +8,8 @@ stored plan and the journal), ``drive.sqlite`` and ``mail.sqlite`` (the
 outside world). The same command starts a run and resumes one: the journal
 decides what is left. Each step announces four boundaries,
 ``step-N:before_intent`` ... ``step-N:after_outcome``, where the parent may
-kill it.
+kill it. The plan's gate is checked before its intent: when the drive no
+longer fits the plan the run ends with exit status 3, nothing mailed.
 
 The drive and the mail provider are called by the paths of their files, like
 every service; the journal file is the worker's own, opened once. It imports
@@ -22,7 +23,7 @@ boundary when it is set, with nothing in doubt. ``--credential`` is presented
 to guarded services (a revoked one stops every effect, whatever the worker
 does). ``--resume-by WHO`` is the person's resume (``decisions.resume``): the
 plan's gates are checked again first; a failing gate ends the run with exit
-status 3 and nothing done.
+status 3 and nothing done, as in any run.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
     """The running example's actions, bound to the two services (chapter 07).
 
     ``drive_path`` and ``mail_path`` are the services' files (their addresses).
-    Chapter 09 adds the rename's restore, the gate ``verify_drive`` and the
-    ``credential`` presented with every effect.
+    The gate ``verify_drive`` checks ``drive_fits``. Chapter 09 adds the
+    rename's restore and the ``credential`` presented with every effect.
     """
     if probe not in PROBES:
         raise ValueError(f"probe must be one of {PROBES}")
@@ -110,7 +111,7 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
 
 def drive_fits(drive_path: str, names: dict[str, str]) -> tuple[bool, dict]:
     """The gate's check: does the plan still fit the drive? Every file it
-    renames is there, and no other file holds a name it gives (chapter 09)."""
+    renames is there, and no other file holds a name it gives (chapter 07)."""
     files = drive.names(drive_path, owner=None)
     wanted = {name: file_id for file_id, name in names.items()}
     problems = [f"{file_id} is missing" for file_id in names if file_id not in files]

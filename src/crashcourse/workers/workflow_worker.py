@@ -61,7 +61,7 @@ def choose(model, workflow_id: str) -> dict:
 def build_world(directory: str, workflow_id: str = "restock-8", *,
                 approved: bool = True, model=None) -> dict:
     """A fresh world in ``directory``: the workflow (pending) as ``model``
-    (the scripted one) chosen it, empty services, and with ``approved`` the
+    (the scripted one) chose it, empty services, and with ``approved`` the
     charge's approval, a fixture standing in for a person. Start the supplier
     on ``paths["supplier"]``. {workflow_id, paths, choices} (chapter 08)."""
     from crashcourse.example import FLOUR, ScriptedModel  # not in the worker

@@ -1,0 +1,187 @@
+"""Grades exercise 08.3 (compensation.py) on real cancelled workflows.
+
+Each world has its own real supplier process and real workers, stopped or
+SIGKILLed where the case says; the script plays the person who cancels. The
+plan is then compared with what the runtime's own ``compensate`` writes and
+with the supplier's releases, all read from rows."""
+
+import pytest
+
+from crashcourse import workflow, workflow_steps
+from crashcourse.harness import Harness
+from crashcourse.services import start_supplier, supplier_client
+from crashcourse.store import opened, table_rows
+from crashcourse.workers.workflow_worker import build_world, restock_remotes
+
+WAIT_S = 60  # bounded waits: a worker that overruns is killed and the test fails
+RELEASED, OWED, SENT = (("released", "undone"), ("refund_owed", "needs_person"),
+                        ("cannot_unsend", "cannot_undo"))
+NONE = ("none", "nothing_to_undo")
+# case -> what each step needs: (action, status)
+CASES = {
+    "cancel:pending": {"reserve": NONE, "charge": NONE, "mail": NONE},
+    "killed:before_remote:reserve": {"reserve": NONE, "charge": NONE,
+                                     "mail": NONE},
+    "cancel:after_remote:reserve": {"reserve": RELEASED, "charge": NONE,
+                                    "mail": NONE},
+    "cancel:waiting_for_approval": {"reserve": RELEASED, "charge": NONE,
+                                    "mail": NONE},
+    "cancel:after_remote:mail": {"reserve": RELEASED, "charge": OWED, "mail": SENT},
+}
+COMPARED = ("step", "operation_key", "action", "status", "compensation_key")
+
+
+class World:
+    """One cancelled restock workflow, its files and its supplier process."""
+
+    def __init__(self, harness: Harness, directory, case: str):
+        self.harness, self.directory = harness, str(directory)
+        built = build_world(self.directory,
+                            approved=case != "cancel:waiting_for_approval")
+        self.id, self.paths = built["workflow_id"], built["paths"]
+        self.url = start_supplier(harness, self.paths["supplier"]).url
+        if case.startswith("cancel:after_remote"):  # held between call and outcome
+            held = self.worker(case.split(":", 1)[1])
+            self.cancel()
+            held.release()
+            assert held.finish(WAIT_S).returncode == 3  # its outcome is refused
+        elif case.startswith("killed:"):
+            assert self.worker(case.split(":", 1)[1]).kill().returncode == -9
+            self.cancel()
+        else:
+            if case == "cancel:waiting_for_approval":
+                ran = harness.run(self.args(), WAIT_S)
+                assert ran.returncode == 0 and self.read()["state"] == workflow.WAITING
+            self.cancel()
+
+    def args(self) -> list[str]:
+        return ["-m", "crashcourse.workers.workflow_worker", "--dir",
+                self.directory, "--workflow", self.id, "--who", "worker-1",
+                "--url", self.url]
+
+    def worker(self, stop_at: str):
+        started = self.harness.start(self.args(), stop_at=stop_at)
+        started.wait_for_boundary(WAIT_S)
+        return started
+
+    def read(self) -> dict:
+        with opened(self.paths["workflow"]) as conn:
+            return workflow.read(conn, self.id)
+
+    def cancel(self) -> int:
+        with opened(self.paths["workflow"]) as conn:
+            seen = workflow.read(conn, self.id)["version"]
+            return workflow.cancel(conn, self.id, expected_version=seen,
+                                   who="person")
+
+    def probed(self) -> dict:
+        """Each step in doubt, asked about at its service by operation key."""
+        remotes = restock_remotes(self.paths, self.url)
+        with opened(self.paths["workflow"]) as conn:
+            return {s["step"]: remotes[s["step"]].probe(s["args"],
+                                                         s["operation_key"])[0]
+                    for s in workflow_steps.progress(conn, self.id)
+                    if s["status"] == workflow_steps.IN_DOUBT}
+
+    def plan(self, mod, probed) -> list[dict]:
+        with opened(self.paths["workflow"]) as conn:
+            return mod.compensation_plan(conn, self.id, probed)
+
+    def rows(self) -> dict:
+        with opened(self.paths["workflow"]) as conn:
+            worker = workflow_steps.snapshot(conn)
+        with opened(self.paths["supplier"]) as conn:
+            supplier = {t: table_rows(conn, t) for t in ("requests", "releases")}
+        return {"worker": worker, "supplier": supplier}
+
+    def compensate(self) -> dict:
+        """The runtime's own compensation, as the person runs it."""
+        remotes = restock_remotes(self.paths, self.url)
+        with opened(self.paths["workflow"]) as conn:
+            return workflow_steps.compensate(conn, self.id, remotes, who="person")
+
+
+@pytest.fixture
+def mod(answer):
+    return answer("ch08", "compensation")
+
+
+@pytest.fixture
+def harness():
+    with Harness() as owned:
+        yield owned
+
+
+@pytest.fixture(scope="module")
+def mail_in_doubt(tmp_path_factory):
+    """Cancelled between the mail's call and its outcome; read, never changed."""
+    with Harness() as owned:
+        yield World(owned, tmp_path_factory.mktemp("doubt"),
+                    "cancel:after_remote:mail")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_plan_is_what_the_runtime_then_does(mod, harness, tmp_path, case):
+    world = World(harness, tmp_path, case)
+    probed = world.probed()
+    before = world.rows()
+    plan = world.plan(mod, probed)
+    assert world.rows() == before  # the plan writes nothing and calls nobody
+    assert world.plan(mod, probed) == plan  # and says the same thing twice
+    assert {e["step"]: (e["action"], e["status"]) for e in plan} == CASES[case]
+    assert [e["step"] for e in plan] == ["reserve", "charge", "mail"]
+    assert all(isinstance(e["note"], str) and e["note"].strip() for e in plan)
+    report = world.compensate()
+    rows = {row["step"]: row for row in report["compensations"]}
+    for entry in plan:
+        if entry["step"] in rows:
+            assert {k: entry[k] for k in COMPARED} == {
+                k: rows[entry["step"]][k] for k in COMPARED}
+        else:  # the runtime writes no row for a step never attempted or refused
+            assert (entry["action"], entry["status"], entry["compensation_key"]) == (
+                *NONE, None)
+    released = [r["operation_key"] for r in world.rows()["supplier"]["releases"]]
+    assert released == [e["compensation_key"] for e in plan
+                        if e["action"] == "released"]
+
+
+def test_the_release_has_its_own_key_so_carrying_it_out_twice_releases_once(
+        mod, harness, tmp_path):
+    """The person follows the plan by hand, then the runtime compensates too:
+    both ask the supplier for the release under the plan's key."""
+    world = World(harness, tmp_path, "cancel:after_remote:mail")
+    [release] = [e for e in world.plan(mod, world.probed())
+                 if e["action"] == "released"]
+    assert release["compensation_key"] != release["operation_key"]
+    status, _ = supplier_client.release_order(
+        world.url, release["operation_key"], release["compensation_key"],
+        work_id=world.id, generation=world.read()["version"])
+    assert status == 201
+    report = world.compensate()
+    assert report["undone"] == ["reserve"]
+    releases = world.rows()["supplier"]["releases"]
+    assert [r["operation_key"] for r in releases] == [release["compensation_key"]]
+
+
+def test_a_workflow_that_was_not_cancelled_has_no_plan(mod, harness, tmp_path):
+    built = build_world(str(tmp_path))  # pending: nothing to compensate yet
+    with opened(built["paths"]["workflow"]) as conn:
+        before = workflow_steps.snapshot(conn)
+        with pytest.raises(ValueError):
+            mod.compensation_plan(conn, built["workflow_id"])
+        with pytest.raises(KeyError):
+            mod.compensation_plan(conn, "restock-404")
+        assert workflow_steps.snapshot(conn) == before
+
+
+@pytest.mark.parametrize("probed", [
+    None,  # the mail is in doubt: the rows alone cannot say
+    {"mail": "yes"},  # not a bool
+    {"mail": True, "charge": False},  # the charge is done: its rows say so
+    {"mail": True, "notify": True},  # no such step
+], ids=["no-answer", "not-a-bool", "step-not-in-doubt", "unknown-step"])
+def test_a_step_in_doubt_needs_exactly_one_answer(mod, mail_in_doubt, probed):
+    before = mail_in_doubt.rows()
+    with pytest.raises(ValueError):
+        mail_in_doubt.plan(mod, probed)
+    assert mail_in_doubt.rows() == before

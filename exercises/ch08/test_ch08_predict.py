@@ -1,0 +1,155 @@
+"""Grades exercise 08.2 (predict.py): on paper, then real workers at the same
+boundaries: a SIGKILL, two recovery workers released together, a real
+supplier process. Who won and what each service recorded are read from rows;
+what the loser saw is its exit status and its one line of output."""
+
+import json
+from collections import Counter
+
+import pytest
+
+from crashcourse import workflow
+from crashcourse.harness import Harness
+from crashcourse.services import mail, payments, start_supplier
+from crashcourse.store import opened, table_rows
+from crashcourse.workers.workflow_worker import build_world
+
+KEYS = {step: f"key-of-{step}" for step in ("reserve", "charge", "mail")}
+RACERS = ("recovery-a", "recovery-b")
+WAIT_S = 60  # bounded waits: a worker that overruns is killed and the test fails
+LOSER = {"exit_code": 3, "refused": "stale_version", "transitions": []}
+
+
+def moves(first: int, *rows: tuple) -> list[dict]:
+    """History rows from version ``first`` on: (from_state, to_state, note)."""
+    return [{"version": first + n, "from_state": a, "to_state": b, "note": note}
+            for n, (a, b, note) in enumerate(rows)]
+
+
+R, W = "running", "waiting_for_approval"
+STEP_DONE = {step: [(R, R, f"attempt {step}"), (R, R, f"outcome {step}")]
+             for step in KEYS}
+FINISH = (R, "applied", "every step done")
+
+
+def test_a_kill_before_the_first_call(answer):
+    said = answer("ch08", "predict").predict("before_remote:reserve", KEYS)
+    assert said == {
+        "winner": {"exit_code": 0, "transitions": moves(
+            3, *STEP_DONE["reserve"], *STEP_DONE["charge"], *STEP_DONE["mail"],
+            FINISH)},
+        "loser": LOSER, "final_state": "applied",
+        "service_ops": {"key-of-reserve": 1, "key-of-charge": 1, "key-of-mail": 1}}
+
+
+def test_a_kill_after_the_last_call(answer):
+    said = answer("ch08", "predict").predict("after_remote:mail", KEYS)
+    assert said["winner"]["transitions"] == moves(7, (R, R, "outcome mail"), FINISH)
+    assert said["loser"] == LOSER and said["final_state"] == "applied"
+    assert said["service_ops"] == {key: 1 for key in KEYS.values()}
+
+
+def test_a_kill_before_anything_was_written(answer):
+    said = answer("ch08", "predict").predict("after_read", KEYS)
+    assert said["winner"]["transitions"] == moves(
+        1, ("pending", R, "run"), *STEP_DONE["reserve"], *STEP_DONE["charge"],
+        *STEP_DONE["mail"], FINISH)
+    assert said["loser"] == LOSER
+
+
+@pytest.mark.parametrize("boundary", ["before_remote:charge", "after_remote:charge"])
+def test_without_an_approval_the_winner_waits(answer, boundary):
+    """After the call or before it, the probe finds no payment: a charge the
+    payment service refused left nothing to find."""
+    said = answer("ch08", "predict").predict(boundary, KEYS, approved=False)
+    assert said == {
+        "winner": {"exit_code": 0, "transitions": moves(
+            5, (R, R, "attempt charge"), (R, W, "outcome charge"))},
+        "loser": LOSER, "final_state": W,
+        "service_ops": {"key-of-reserve": 1, "key-of-charge": 0, "key-of-mail": 0}}
+
+
+def test_without_an_approval_a_reservation_already_made_is_kept(answer):
+    said = answer("ch08", "predict").predict("after_remote:reserve", KEYS,
+                                             approved=False)
+    assert said["winner"]["transitions"] == moves(
+        3, (R, R, "outcome reserve"), (R, R, "attempt charge"),
+        (R, W, "outcome charge"))
+    assert said["final_state"] == W
+
+
+@pytest.mark.parametrize(("boundary", "keys", "approved"), [
+    ("before_remote:notify", KEYS, True),  # no such step
+    ("before_charge", KEYS, True),  # no such boundary
+    ("before_remote:mail", KEYS, False),  # the charge waits: mail never begins
+    ("after_remote:reserve", {"reserve": "k", "charge": "k"}, True),  # no mail key
+], ids=["unknown-step", "unknown-boundary", "unreachable", "missing-key"])
+def test_a_boundary_that_cannot_be_predicted_is_refused(answer, boundary, keys,
+                                                        approved):
+    with pytest.raises(ValueError):
+        answer("ch08", "predict").predict(boundary, keys, approved=approved)
+
+
+def race_after_a_kill(directory, boundary: str, approved: bool) -> dict:
+    """Kill a worker at ``boundary``, race two recovery workers, and read what
+    they did back, in the prediction's shape."""
+    built = build_world(str(directory), approved=approved)
+    where, workflow_id = built["paths"], built["workflow_id"]
+    with Harness() as harness, start_supplier(harness, where["supplier"]) as sup:
+
+        def worker(who: str, stop_at: str):
+            started = harness.start(
+                ["-m", "crashcourse.workers.workflow_worker", "--dir",
+                 str(directory), "--workflow", workflow_id, "--who", who,
+                 "--url", sup.url], stop_at=stop_at)
+            started.wait_for_boundary(WAIT_S)
+            return started
+
+        assert worker("worker-1", boundary).kill().returncode == -9
+        with opened(where["workflow"]) as conn:
+            after = workflow.read(conn, workflow_id)["version"]
+        held = {who: worker(who, "after_read") for who in RACERS}
+        for racer in held.values():  # both read the same version: go together
+            racer.release()
+        finished = {who: racer.finish(WAIT_S) for who, racer in held.items()}
+        with opened(where["supplier"]) as conn:
+            ops = Counter(r["operation_key"] for r in table_rows(conn, "requests")
+                          if r["method"] == "POST")
+    ops.update(p["key"] for p in payments.snapshot(where["payments"])["payments"])
+    ops.update(m["operation_key"] for m in mail.messages(where["mail"]))
+    with opened(where["workflow"]) as conn:
+        seen = workflow.read(conn, workflow_id)
+        written = [h for h in workflow.history(conn, workflow_id)
+                   if h["version"] > after]
+    keys = {choice["step"]: choice["operation_key"] for choice in seen["choices"]}
+    writers = {h["who"] for h in written}
+    assert len(writers) == 1, f"one recovery worker makes every move: {writers}"
+    [winner], [loser] = writers, set(RACERS) - writers
+
+    def did(who: str) -> list[dict]:
+        return [{k: h[k] for k in ("version", "from_state", "to_state", "note")}
+                for h in written if h["who"] == who]
+
+    lines = finished[loser].stdout.strip().splitlines()
+    return {"keys": keys, "observed": {
+        "winner": {"exit_code": finished[winner].returncode,
+                   "transitions": did(winner)},
+        "loser": {"exit_code": finished[loser].returncode,
+                  "refused": json.loads(lines[-1]).get("refused") if lines else None,
+                  "transitions": did(loser)},
+        "final_state": seen["state"],
+        "service_ops": {key: ops[key] for key in keys.values()}}}
+
+
+@pytest.mark.parametrize(("boundary", "approved"), [
+    ("after_read", True),
+    ("after_remote:reserve", True),
+    ("before_remote:mail", True),
+    ("after_remote:charge", False),
+], ids=["after_read", "after_remote:reserve", "before_remote:mail",
+        "after_remote:charge-unapproved"])
+def test_the_prediction_matches_the_real_race(answer, tmp_path, boundary, approved):
+    predict = answer("ch08", "predict").predict
+    predict(boundary, KEYS, approved=approved)  # an answer that cannot, fails here
+    ran = race_after_a_kill(tmp_path, boundary, approved)
+    assert predict(boundary, ran["keys"], approved=approved) == ran["observed"]

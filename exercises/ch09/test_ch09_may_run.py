@@ -1,0 +1,161 @@
+"""Grades exercise 09.1 (may_run.py): the scheduler stays stopped by default."""
+
+import math
+import re
+import sqlite3
+
+import pytest
+
+from crashcourse.store import connect, immediate, opened
+
+SYNC, RESTOCK = "supplier-sync", "restock"
+T0 = 1_700_000_000.0
+READS_THE_SWITCH = re.compile(r"\s*SELECT\b.*?\bjob_switch\b",
+                              re.IGNORECASE | re.DOTALL)
+STARTS_A_WRITE = re.compile(r"\s*(BEGIN|INSERT)\b", re.IGNORECASE)
+
+
+@pytest.fixture
+def mod(answer):
+    return answer("ch09", "may_run")
+
+
+@pytest.fixture
+def conn(tmp_path):
+    with opened(tmp_path / "runtime.sqlite") as conn:
+        yield conn
+
+
+def switch_rows(conn):
+    made = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'job_switch'")
+    if made.fetchone() is None:
+        return []
+    return [tuple(r) for r in conn.execute(
+        "SELECT job, state, who, reason FROM job_switch ORDER BY seq")]
+
+
+def runs(conn):
+    return [dict(r) for r in conn.execute("SELECT * FROM job_runs ORDER BY run_id")]
+
+
+def test_nobody_has_looked_so_nothing_runs(mod, conn):
+    assert mod.may_run(conn, SYNC) is False
+    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    assert tables == 0  # asking is a read: it creates nothing
+    mod.install(conn)  # the tables exist, and still nobody has said "run"
+    assert mod.may_run(conn, SYNC) is False
+    assert mod.start_run(conn, SYNC, "scheduler-1") is None
+    assert runs(conn) == []
+
+
+def test_the_newest_decision_rules(mod, conn):
+    first = mod.set_switch(conn, SYNC, mod.RUNNING, "ana", "nightly sync on")
+    assert mod.may_run(conn, SYNC) is True
+    second = mod.set_switch(conn, SYNC, mod.STOPPED, "ana", "supplier outage")
+    assert mod.may_run(conn, SYNC) is False
+    third = mod.set_switch(conn, SYNC, mod.RUNNING, "ben")  # a start needs no reason
+    assert first < second < third
+    assert mod.may_run(conn, SYNC) is True
+    assert switch_rows(conn) == [
+        (SYNC, "running", "ana", "nightly sync on"),
+        (SYNC, "stopped", "ana", "supplier outage"),
+        (SYNC, "running", "ben", "")]
+
+
+def test_each_job_has_its_own_switch(mod, conn):
+    mod.set_switch(conn, SYNC, mod.RUNNING, "ana")
+    mod.set_switch(conn, RESTOCK, mod.RUNNING, "ana")
+    mod.set_switch(conn, SYNC, mod.STOPPED, "ana", "supplier outage")
+    mod.set_switch(conn, RESTOCK, mod.RUNNING, "ben", "new shelf plan")  # newest row
+    assert (mod.may_run(conn, SYNC), mod.may_run(conn, RESTOCK)) == (False, True)
+    assert mod.start_run(conn, SYNC, "scheduler-1") is None
+    assert mod.start_run(conn, RESTOCK, "scheduler-1") is not None
+    assert mod.may_run(conn, "inventory-count") is False  # never switched on
+
+
+def test_newest_means_last_written_not_latest_stamp(mod, conn):
+    """The clock steps back 60 s (an NTP correction) between the start and the
+    stop: the stop is still the newest decision."""
+    mod.set_switch(conn, SYNC, mod.RUNNING, "ana", now=T0 + 100)
+    mod.set_switch(conn, SYNC, mod.STOPPED, "ben", "duplicate orders", now=T0 + 40)
+    assert mod.may_run(conn, SYNC) is False
+    assert mod.start_run(conn, SYNC, "scheduler-1", now=T0 + 120) is None
+    mod.set_switch(conn, SYNC, mod.RUNNING, "ben", "fixed", now=T0 + 10)
+    assert mod.may_run(conn, SYNC) is True
+
+
+def test_a_run_names_the_decision_that_allowed_it(mod, conn, tmp_path):
+    allowed = mod.set_switch(conn, SYNC, mod.RUNNING, "ana", now=T0)
+    run_id = mod.start_run(conn, SYNC, "scheduler-1", now=T0 + 5)
+    assert [(r["run_id"], r["job"], r["scheduler"], r["allowed_by"], r["started_at"])
+            for r in runs(conn)] == [(run_id, SYNC, "scheduler-1", allowed, T0 + 5)]
+    mod.set_switch(conn, SYNC, mod.STOPPED, "ana", "incident 0342", now=T0 + 6)
+    with opened(tmp_path / "runtime.sqlite") as restarted:  # the scheduler restarts
+        assert mod.start_run(restarted, SYNC, "scheduler-2") is None
+        assert mod.start_run(restarted, SYNC, "scheduler-2") is None
+    assert len(runs(conn)) == 1
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ((SYNC, "stopped", "ana", ""), ValueError),  # a stop needs a reason
+    ((SYNC, "stopped", "ana", "   "), ValueError),
+    ((SYNC, "paused", "ana", "why not"), ValueError),  # not a state
+    ((SYNC, "running", "", "go"), ValueError),  # nobody decided
+    (("", "running", "ana", "go"), ValueError),  # no job
+    ((SYNC, "running", None, "go"), ValueError),
+], ids=["stop-without-reason", "blank-reason", "unknown-state", "blank-who",
+        "blank-job", "who-not-text"])
+def test_bad_decisions_are_refused_and_nothing_written(mod, conn, args, error):
+    mod.install(conn)
+    with pytest.raises(error):
+        mod.set_switch(conn, *args)
+    assert switch_rows(conn) == []
+    assert mod.may_run(conn, SYNC) is False
+
+
+@pytest.mark.parametrize("now", ["soon", math.nan], ids=["text", "nan"])
+def test_a_bad_instant_is_refused_and_nothing_written(mod, conn, now):
+    with pytest.raises(ValueError):
+        mod.set_switch(conn, SYNC, mod.RUNNING, "ana", now=now)
+    assert switch_rows(conn) == []
+
+
+def test_no_run_slips_in_after_a_stop(mod, conn, tmp_path):
+    """Once the scheduler has read the switch, and just before it begins its
+    next write, the person on the rota stops the job from another connection.
+    While the scheduler holds the write lock the stop waits (and gives up
+    after a short wait); if the switch was read outside that lock, the stop
+    commits first, and no run may follow it."""
+    mod.set_switch(conn, SYNC, mod.RUNNING, "ana")
+    read, attempts = [], []
+
+    def person_stops_the_job(sql: str) -> None:
+        if READS_THE_SWITCH.match(sql):
+            read.append(sql)
+        if attempts or not read or not STARTS_A_WRITE.match(sql):
+            return
+        rival = connect(tmp_path / "runtime.sqlite", busy_timeout_ms=200)
+        try:
+            with immediate(rival):
+                rival.execute(
+                    "INSERT INTO job_switch (job, state, who, reason, at)"
+                    " VALUES (:job, 'stopped', 'ben', 'supplier outage', 0)",
+                    {"job": SYNC})
+            attempts.append("stopped")
+        except sqlite3.OperationalError:  # locked: the scheduler holds the lock
+            attempts.append(None)
+        finally:
+            rival.close()
+
+    conn.set_trace_callback(person_stops_the_job)
+    try:
+        mod.start_run(conn, SYNC, "scheduler-1")
+    except sqlite3.OperationalError:
+        pass  # a write refused as busy started nothing: the rows tell
+    finally:
+        conn.set_trace_callback(None)
+    assert len(attempts) == 1  # the switch was read, then a write began, once
+    if attempts[0] == "stopped":  # the stop committed after the switch was read
+        assert runs(conn) == [], "a run started after the stop was committed"
+    else:
+        assert len(runs(conn)) == 1

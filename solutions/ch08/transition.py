@@ -1,0 +1,116 @@
+"""Exercise 08.1, answered: a version-checked transition (chapter 08).
+
+The flour the workflow reserved comes on the supplier's van. The shop keeps
+one row per delivery, with a ``state`` and a ``version``, and a history row
+for every move. The van driver's handheld and the clerk at the counter both
+move it, each from the row as they last saw it. ``MOVES`` is the one table
+of legal moves; a van can turn back, so a delivery may be ``booked`` twice.
+
+Everything but ``transition`` is given. The refusal is the runtime's own
+``TransitionRefused`` with its reasons ``STALE_VERSION`` and ``ILLEGAL_MOVE``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.validate import check_count, check_text, clock
+from crashcourse.workflow import (
+    ILLEGAL_MOVE,
+    STALE_VERSION,
+    TransitionRefused,
+)
+
+BOOKED, ON_THE_VAN, DELIVERED = "booked", "on_the_van", "delivered"
+RETURNED, CANCELLED = "returned", "cancelled"
+STATES = (BOOKED, ON_THE_VAN, DELIVERED, RETURNED, CANCELLED)
+FINAL = (DELIVERED, RETURNED, CANCELLED)  # no move leaves these
+MOVES = (
+    (BOOKED, ON_THE_VAN),  # loaded
+    (BOOKED, CANCELLED),  # the shop cancels before loading
+    (ON_THE_VAN, BOOKED),  # the van turned back: booked again for another day
+    (ON_THE_VAN, DELIVERED),  # the driver hands it over
+    (ON_THE_VAN, RETURNED),  # the clerk refuses the pallet at the door
+)
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS deliveries (
+    id      TEXT PRIMARY KEY,
+    state   TEXT NOT NULL CHECK (state IN {sql_list(STATES)}),
+    version INTEGER NOT NULL CHECK (version >= 0)
+);
+CREATE TABLE IF NOT EXISTS delivery_history (
+    delivery_id TEXT NOT NULL REFERENCES deliveries (id),
+    version     INTEGER NOT NULL,    -- the version this move made
+    from_state  TEXT,                -- NULL: booked
+    to_state    TEXT NOT NULL,
+    who         TEXT NOT NULL,
+    at          REAL NOT NULL,
+    PRIMARY KEY (delivery_id, version)  -- one author per version, ever
+)
+"""
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Given: the deliveries and their history (chapter 08)."""
+    ensure_schema(conn, SCHEMA)
+
+
+def book(conn: sqlite3.Connection, delivery_id: str, *, who: str) -> int:
+    """Given: a new delivery, ``booked`` at version 0, and its history (ch. 08)."""
+    check_text("delivery_id", delivery_id)
+    check_text("who", who)
+    with immediate(conn):
+        conn.execute("INSERT INTO deliveries (id, state, version)"
+                     f" VALUES (:id, '{BOOKED}', 0)", {"id": delivery_id})
+        conn.execute(
+            "INSERT INTO delivery_history (delivery_id, version, from_state,"
+            f" to_state, who, at) VALUES (:id, 0, NULL, '{BOOKED}', :who, :at)",
+            {"id": delivery_id, "who": who, "at": clock()})
+    return 0
+
+
+def read(conn: sqlite3.Connection, delivery_id: str) -> dict:
+    """Given: ``{"delivery_id", "state", "version"}``; KeyError if unknown (ch. 08)."""
+    row = conn.execute("SELECT id, state, version FROM deliveries WHERE id = :id",
+                       {"id": delivery_id}).fetchone()
+    if row is None:
+        raise KeyError(f"no delivery {delivery_id!r}")
+    return {"delivery_id": row["id"], "state": row["state"],
+            "version": row["version"]}
+
+
+def transition(conn: sqlite3.Connection, delivery_id: str, *, expected_state: str,
+               expected_version: int, to_state: str, who: str) -> int:
+    """Move the delivery from (expected_state, expected_version) to
+    ``to_state`` along ``MOVES``: one compare-and-set and its history row in
+    one write transaction; the new version (chapter 08)."""
+    for name, state in (("expected_state", expected_state), ("to_state", to_state)):
+        if state not in STATES:
+            raise ValueError(f"{name} must be one of {STATES}, got {state!r}")
+    check_count("expected_version", expected_version)
+    check_text("who", who)
+    with immediate(conn):  # the write lock first: nobody moves it under us
+        found = read(conn, delivery_id)
+        current = {"state": found["state"], "version": found["version"]}
+        if (expected_state, to_state) not in MOVES:
+            raise TransitionRefused(ILLEGAL_MOVE, current)
+        moved = conn.execute(
+            "UPDATE deliveries SET state = :to_state, version = version + 1"
+            " WHERE id = :id"
+            "   AND state = :expected_state"  # as the caller saw it ...
+            "   AND version = :expected_version",  # ... and nobody moved it since
+            {"id": delivery_id, "to_state": to_state,
+             "expected_state": expected_state,
+             "expected_version": expected_version}).rowcount
+        if moved != 1:
+            raise TransitionRefused(STALE_VERSION, current)
+        conn.execute(
+            "INSERT INTO delivery_history (delivery_id, version, from_state,"
+            " to_state, who, at) VALUES (:id, :version, :from_state, :to_state,"
+            " :who, :at)",
+            {"id": delivery_id, "version": expected_version + 1,
+             "from_state": expected_state, "to_state": to_state, "who": who,
+             "at": clock()})
+    return expected_version + 1

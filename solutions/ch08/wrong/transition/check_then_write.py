@@ -1,0 +1,110 @@
+"""WRONG ANSWER to exercise 08.1 (chapter 08): check, then write.
+
+The mistake: the row is read and compared with what the caller saw, and the
+move is written afterwards in a transaction of its own, ``WHERE id = :id``
+only. Called alone it is right every time: stale and illegal moves are
+refused, nothing is written when they are. But nothing holds the row still
+from the check to the write, so the clerk can move it in between and the
+driver's write lands on top (here its history row then collides with the
+clerk's version). Caught by
+``test_the_clerk_moves_between_your_read_and_your_write``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.validate import check_count, check_text, clock
+from crashcourse.workflow import (
+    ILLEGAL_MOVE,
+    STALE_VERSION,
+    TransitionRefused,
+)
+
+BOOKED, ON_THE_VAN, DELIVERED = "booked", "on_the_van", "delivered"
+RETURNED, CANCELLED = "returned", "cancelled"
+STATES = (BOOKED, ON_THE_VAN, DELIVERED, RETURNED, CANCELLED)
+FINAL = (DELIVERED, RETURNED, CANCELLED)  # no move leaves these
+MOVES = (
+    (BOOKED, ON_THE_VAN),  # loaded
+    (BOOKED, CANCELLED),  # the shop cancels before loading
+    (ON_THE_VAN, BOOKED),  # the van turned back: booked again for another day
+    (ON_THE_VAN, DELIVERED),  # the driver hands it over
+    (ON_THE_VAN, RETURNED),  # the clerk refuses the pallet at the door
+)
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS deliveries (
+    id      TEXT PRIMARY KEY,
+    state   TEXT NOT NULL CHECK (state IN {sql_list(STATES)}),
+    version INTEGER NOT NULL CHECK (version >= 0)
+);
+CREATE TABLE IF NOT EXISTS delivery_history (
+    delivery_id TEXT NOT NULL REFERENCES deliveries (id),
+    version     INTEGER NOT NULL,    -- the version this move made
+    from_state  TEXT,                -- NULL: booked
+    to_state    TEXT NOT NULL,
+    who         TEXT NOT NULL,
+    at          REAL NOT NULL,
+    PRIMARY KEY (delivery_id, version)  -- one author per version, ever
+)
+"""
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Given: the deliveries and their history (chapter 08)."""
+    ensure_schema(conn, SCHEMA)
+
+
+def book(conn: sqlite3.Connection, delivery_id: str, *, who: str) -> int:
+    """Given: a new delivery, ``booked`` at version 0, and its history (ch. 08)."""
+    check_text("delivery_id", delivery_id)
+    check_text("who", who)
+    with immediate(conn):
+        conn.execute("INSERT INTO deliveries (id, state, version)"
+                     f" VALUES (:id, '{BOOKED}', 0)", {"id": delivery_id})
+        conn.execute(
+            "INSERT INTO delivery_history (delivery_id, version, from_state,"
+            f" to_state, who, at) VALUES (:id, 0, NULL, '{BOOKED}', :who, :at)",
+            {"id": delivery_id, "who": who, "at": clock()})
+    return 0
+
+
+def read(conn: sqlite3.Connection, delivery_id: str) -> dict:
+    """Given: ``{"delivery_id", "state", "version"}``; KeyError if unknown (ch. 08)."""
+    row = conn.execute("SELECT id, state, version FROM deliveries WHERE id = :id",
+                       {"id": delivery_id}).fetchone()
+    if row is None:
+        raise KeyError(f"no delivery {delivery_id!r}")
+    return {"delivery_id": row["id"], "state": row["state"],
+            "version": row["version"]}
+
+
+def transition(conn: sqlite3.Connection, delivery_id: str, *, expected_state: str,
+               expected_version: int, to_state: str, who: str) -> int:
+    """Read, compare, then write."""
+    for name, state in (("expected_state", expected_state), ("to_state", to_state)):
+        if state not in STATES:
+            raise ValueError(f"{name} must be one of {STATES}, got {state!r}")
+    check_count("expected_version", expected_version)
+    check_text("who", who)
+    found = read(conn, delivery_id)  # the check ...
+    current = {"state": found["state"], "version": found["version"]}
+    if (expected_state, to_state) not in MOVES:
+        raise TransitionRefused(ILLEGAL_MOVE, current)
+    if current != {"state": expected_state, "version": expected_version}:
+        raise TransitionRefused(STALE_VERSION, current)
+    with immediate(conn):  # ... then the write, in a transaction of its own
+        conn.execute(
+            "UPDATE deliveries SET state = :to_state, version = version + 1"
+            " WHERE id = :id",
+            {"id": delivery_id, "to_state": to_state})
+        conn.execute(
+            "INSERT INTO delivery_history (delivery_id, version, from_state,"
+            " to_state, who, at) VALUES (:id, :version, :from_state, :to_state,"
+            " :who, :at)",
+            {"id": delivery_id, "version": expected_version + 1,
+             "from_state": expected_state, "to_state": to_state, "who": who,
+             "at": clock()})
+    return expected_version + 1
