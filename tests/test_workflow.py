@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from crashcourse import plots, workflow, workflow_steps
+from crashcourse import diagrams, workflow, workflow_steps
 from crashcourse.effects import operation_key
 from crashcourse.store import opened
 from crashcourse.workflow import (
@@ -307,7 +307,7 @@ def test_compensation_is_only_for_a_stopped_workflow_and_written_once(conn):
 
 
 def test_the_state_diagram_is_drawn_from_the_table():
-    fig = plots.state_diagram(MOVES, STATES, taken={(PENDING, RUNNING): 1})
+    fig = diagrams.state_diagram(MOVES, STATES, taken={(PENDING, RUNNING): 1})
     ax = fig.axes[0]
     assert len(ax.patches) == len(MOVES)  # one arrow per legal move
     labels = {text.get_text() for text in ax.texts}
