@@ -18,11 +18,13 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_TIMEOUT := 180
 
 .PHONY: help venv verify check lint test nbval exercises-check notebooks \
-        checkpoints exercise solution lab bench clean
+        checkpoints exercise solution lab bench clean book site-test site-check
 
 help:
 	@echo "make lab          open the book in JupyterLab (headless; prints the URL)"
-	@echo "make verify       lint, tests, pair check, nbval, checkpoints (quick), exercises"
+	@echo "make book         the book as a website: open _build/html/index.html"
+	@echo "make site-test    make book, then check every page in headless Chromium"
+	@echo "make verify       lint, tests, pairs, nbval, checkpoints (quick), exercises, site"
 	@echo "make test | make nbval   the runtime tests alone | the notebooks alone"
 	@echo "make notebooks [CHAPTERS='00 01']  rebuild .ipynb from .md and execute"
 	@echo "make checkpoints  every checkpoint in full mode; evidence in artifacts/runs/"
@@ -42,8 +44,10 @@ $(STAMP): pyproject.toml requirements-book.txt
 	mkdir -p $(MPLCONFIGDIR)
 	touch $(STAMP)
 
-verify: lint check
-	@echo "verify: all checks passed"
+verify: lint check site-check
+	@if [ -x "$(CHROMIUM)" ]; then echo "verify: all checks passed"; \
+	else echo "verify: all checks passed, but the browser test of the site was" \
+	  "SKIPPED ($(NO_CHROMIUM))"; fi
 
 # Tests, nbval and exercise grading in ONE session, so both cores stay busy until
 # the last file. --dist loadfile keeps every notebook's cells on one worker (and
@@ -57,7 +61,7 @@ check: $(STAMP)
 
 # The stubs in exercises/ are the reader's to edit: lint the graders, not them.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests checkpoints solutions tools bench \
+	$(VENV)/bin/ruff check src tests checkpoints solutions tools bench site \
 	  exercises/conftest.py $(wildcard exercises/ch*/test_*.py)
 
 # Unit, process, pair-check and quick-checkpoint tests.
@@ -130,5 +134,46 @@ $(BENCH_VENV)/.installed: $(STAMP) pyproject.toml requirements-bench.txt
 bench: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python bench/run_all.py
 
+# The website: Jupyter Book 1.x renders the executed notebooks in book/ (execution
+# off: the outputs shown are the ones nbval checks) into _build/html/. It lives in .venv-site
+# with the browser test's Playwright: Jupyter Book needs markdown-it-py 3, the book's
+# jupytext pin needs 4, and the book's .venv stays as fast to install as it was.
+SITE_VENV := .venv-site
+SITE_DIR := _build/html
+# Debian's chromium (apt-get install -y chromium); Playwright only drives it.
+CHROMIUM ?= /usr/bin/chromium
+# `uv venv` makes it in a fraction of a second (no pip inside: uv installs into it).
+$(SITE_VENV)/.installed: $(STAMP) requirements-site.txt
+	test -x $(SITE_VENV)/bin/python || \
+	  $(VENV)/bin/uv venv --quiet --python $(PYTHON) $(SITE_VENV)
+	$(VENV)/bin/uv pip install --quiet --python $(SITE_VENV)/bin/python \
+	  -r requirements-site.txt
+	touch $@
+
+# A clean build each time: no page of a removed chapter is left behind, and every
+# warning (a broken reference, a duplicate page) is reported and fails the build.
+book: $(SITE_VENV)/.installed
+	rm -rf _build
+	timeout --kill-after=10 300 $(SITE_VENV)/bin/jupyter-book build --quiet \
+	  --warningiserror --keep-going . --config site/_config.yml --toc site/_toc.yml \
+	  > /dev/null
+	@echo "book: built $(SITE_DIR)/ -- open $(SITE_DIR)/index.html, or serve it:" \
+	  "python3 -m http.server -d $(SITE_DIR) -b 127.0.0.1 8000"
+
+# Every page in headless Chromium at desktop and phone width; screenshots in
+# artifacts/site/. Two workers, each with its own Chromium and server: loading
+# pages is the cost. --noconftest: the test needs none of the runtime's fixtures.
+SITE_TEST = CHROMIUM=$(CHROMIUM) timeout --kill-after=10 300 \
+  $(SITE_VENV)/bin/python -m pytest -q -n 2 --noconftest tests/test_site.py
+NO_CHROMIUM = no Chromium at $(CHROMIUM); install it with: apt-get install -y chromium
+site-test: book
+	@test -x "$(CHROMIUM)" || { echo "site-test: $(NO_CHROMIUM)"; exit 1; }
+	$(SITE_TEST)
+
+# What verify runs: the site is always built; the browser test when Chromium is here.
+site-check: book
+	@if [ -x "$(CHROMIUM)" ]; then echo "$(SITE_TEST)"; $(SITE_TEST); \
+	else echo "verify: SKIPPED the browser test of the site: $(NO_CHROMIUM)"; fi
+
 clean:
-	rm -rf $(VENV) $(LAB_VENV) $(BENCH_VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LAB_VENV) $(BENCH_VENV) $(SITE_VENV) _build .pytest_cache .ruff_cache

@@ -1,0 +1,73 @@
+"""What the website adds to Jupyter Book: links to each chapter's two files, and
+one repair of the pinned versions' page head.
+
+A chapter page is rendered from ``book/NN_slug.ipynb``. Readers who want to run
+it need that notebook; contributors edit ``book/NN_slug.md``, its jupytext
+source. A line under the title links to both, copied beside the page
+(``_build/html/book/``), so the links are plain relative ones that work from a
+folder as well as from a server.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+
+CHAPTERS = "book/"
+SUFFIXES = (".ipynb", ".md")
+
+
+def chapter_files(app, docname: str) -> list[Path]:
+    return [Path(app.srcdir, docname + suffix) for suffix in SUFFIXES]
+
+
+def add_source_links(app, doctree) -> None:
+    docname = app.env.docname
+    sections = list(doctree.findall(nodes.section))
+    if not docname.startswith(CHAPTERS) or not sections:
+        return
+    ipynb, md = (path.name for path in chapter_files(app, docname))
+    line = nodes.paragraph(
+        "", "", nodes.Text("Run it: "),
+        nodes.reference("", ipynb, refuri=ipynb),
+        nodes.Text(" (the notebook, with its outputs) · Source: "),
+        nodes.reference("", md, refuri=md),
+        nodes.Text(" (MyST text, paired by jupytext)"),
+        classes=["chapter-source-links"],
+    )
+    sections[0].insert(1, line)  # right after the title
+
+
+def copy_sources(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    for docname in app.env.found_docs:
+        if docname.startswith(CHAPTERS):
+            for path in chapter_files(app, docname):
+                target = Path(app.outdir, docname).parent / path.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+
+
+def drop_repeated_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Sphinx 7.4 lists an inline script that an extension adds while reading
+    twice, once with no file name (None) and once with an empty one (''). So
+    every page ran sphinx-thebe's ``const THEBE_JS_URL = ...`` twice, and the
+    second is a SyntaxError in the console. Keep the first of each script."""
+    seen, kept = set(), []
+    for script in context["script_files"]:
+        key = (script.filename or None, script.priority,
+               tuple(sorted(script.attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(script)
+    context["script_files"] = kept
+
+
+def setup(app):
+    app.connect("doctree-read", add_source_links)
+    app.connect("html-page-context", drop_repeated_scripts)
+    app.connect("build-finished", copy_sources)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
