@@ -1,17 +1,48 @@
-"""Chapter 00-02 costs, measured side by side in one run (make bench).
+"""Chapter 00-01 costs, measured side by side in one run (make bench).
 
-* kill trial: spawn a worker, wait for its boundary marker, SIGKILL it, run the
-  replacement; ours (the pay_invoice worker via ``kill_and_resume``) next to a
-  raw trial (a bare ``python -c`` that writes the marker, then a bare reader);
-* the effect boundary (``effects.apply_once``) per call in WAL+NORMAL and
-  WAL+FULL, next to a raw two-commit step (insert, commit, update, commit).
+    python bench/bench_harness.py [--trials 15] [--calls 400] [--small]
 
-Reported as medians of several repetitions and as ratios; machine, Python and
-SQLite versions recorded. Nothing here is asserted by the test suite.
+THE KILL TRIAL. Both sides start ``sys.executable`` in its own session with
+the parent's environment, wait (blocking, on a pipe) for a marker, SIGKILL the
+process group, reap it, start the replacement and wait (blocking, on a pidfd
+where Linux has one) for its exit. Setup (the payment service's file and its
+approval) is done before the clock starts; nobody reads a snapshot.
+
+* bare: ``python -c`` that writes the marker and sleeps, then a replacement
+  ``python -c "import sqlite3"``. No harness, nothing else imported.
+* ours: the book's trial, ``harness.kill_and_resume`` of the chapter 00
+  worker (``crashcourse.workers.pay_invoice``) killed at ``after_payment``;
+  its replacement finds the payment by key and writes the checkpoint. Issue
+  11's target: at most 1.4 times the bare trial.
+* floor, to read that ratio by: the bare trial with both processes importing
+  sqlite3, json and hashlib, the standard modules the worker cannot start
+  without (its file; the canonical JSON and sha256 of its operation key).
+
+The three are run in turn, trial by trial, so a load that comes and goes on
+the machine falls on all of them. Where our trial's time goes comes from
+``kill_and_resume``'s own timeline: start to boundary, kill and reap, the
+replacement's whole run; the children's CPU time says how much of it is
+computing (start-up, imports) rather than waiting (fsync).
+
+THE EFFECT BOUNDARY, one commit against one commit: ``effects.apply_once``
+per call (the ledger row and the INSERT in one transaction) next to the bare
+effect (``BEGIN IMMEDIATE``, the same INSERT, ``COMMIT``), each on a fresh
+``store.connect`` file in WAL+NORMAL and WAL+FULL, the two taking turns a
+tenth of the calls at a time. The overhead is the difference; in WAL+FULL
+both pay one fsync per call, and the disk's fsync latency swamps it.
+
+Medians of ``--trials`` trials (``--small``: a quick look, 3 trials and 50
+calls). The JSON goes to artifacts/bench/ with the machine, Python and SQLite
+versions and the load average. Nothing here is asserted by the test suite.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import resource
+import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -22,115 +53,201 @@ from pathlib import Path
 from crashcourse import effects
 from crashcourse.evidence import manifest, new_run_path, write_exclusive
 from crashcourse.harness import Harness, kill_and_resume
+from crashcourse.pipes import pidfd
 from crashcourse.services import payments
 from crashcourse.store import connect
 
 ROOT = Path(__file__).resolve().parent.parent
-TRIALS = 15
-CALLS = 400
-RAW_WORKER = (
-    "import os,time;os.write(int(os.environ['FD']),b'x\\n');time.sleep(30)"
-)
+BOUNDARY = "after_payment"
+HOLD = "os.write(int(os.environ['FD']), b'x\\n'); time.sleep(30)"
+BARE = ("import os, time; " + HOLD, "import sqlite3")
+FLOOR = ("import os, time, sqlite3, json, hashlib; " + HOLD,
+         "import sqlite3, json, hashlib")
+WAIT = 60.0  # every wait is bounded; a bare interpreter never comes near it
 
 
-def raw_trial(directory: Path) -> float:
-    """Spawn, marker over a pipe, SIGKILL, spawn a reader: no harness, no imports."""
-    import os
-    import signal
+def children_cpu_ms() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000
 
-    start = time.perf_counter()
+
+def reap(process: subprocess.Popen) -> None:
+    """Wait for ``process`` to exit without polling, as the harness does."""
+    exited = pidfd(process)
+    if exited is None:  # no pidfds here: Popen's own bounded wait
+        process.wait(timeout=WAIT)
+        return
+    try:
+        if not select.select([exited], [], [], WAIT)[0]:
+            raise TimeoutError(f"pid {process.pid} still running after {WAIT} s")
+    finally:
+        os.close(exited)
+    process.wait()
+
+
+def bare_trial(codes: tuple[str, str]) -> dict:
+    """Spawn, marker over a pipe, SIGKILL the group, spawn the replacement."""
+    cpu, start = children_cpu_ms(), time.perf_counter()
     read_end, write_end = os.pipe()
     child = subprocess.Popen(
-        [sys.executable, "-c", RAW_WORKER], env={"FD": str(write_end)},
-        pass_fds=(write_end,), start_new_session=True,
-    )
+        [sys.executable, "-c", codes[0]], env={**os.environ, "FD": str(write_end)},
+        pass_fds=(write_end,), start_new_session=True, stdin=subprocess.DEVNULL)
     os.close(write_end)
-    os.read(read_end, 2)
+    if not select.select([read_end], [], [], WAIT)[0] or not os.read(read_end, 2):
+        raise RuntimeError("the bare child never wrote its marker")
+    at_marker = time.perf_counter()
     os.killpg(child.pid, signal.SIGKILL)
-    child.wait(timeout=5)
+    reap(child)
     os.close(read_end)
-    subprocess.run([sys.executable, "-c", "import sqlite3"], check=True, timeout=5)
-    return (time.perf_counter() - start) * 1000
+    at_kill = time.perf_counter()
+    replacement = subprocess.Popen([sys.executable, "-c", codes[1]],
+                                   stdin=subprocess.DEVNULL)
+    reap(replacement)
+    if replacement.returncode != 0:
+        raise RuntimeError(f"the bare replacement exited {replacement.returncode}")
+    end = time.perf_counter()
+    return {"total_ms": (end - start) * 1000, "cpu_ms": children_cpu_ms() - cpu,
+            "to_boundary_ms": (at_marker - start) * 1000,
+            "kill_ms": (at_kill - at_marker) * 1000,
+            "replacement_ms": (end - at_kill) * 1000}
 
 
-def our_trial(directory: Path, n: int) -> float:
-    db = directory / f"trial-{n}.sqlite"
-    payments.install(db)
-    payments.approve(db, "PO-1", 4000, "USD")
-    state = directory / f"trial-{n}-worker.sqlite"
-    args = ["-m", "crashcourse.workers.pay_invoice", "--payments", str(db),
-            "--state", str(state), "--task", "t", "--order", "PO-1",
-            "--amount", "4000", "--currency", "USD"]
-    start = time.perf_counter()
+def our_trial(directory: Path, n: int) -> dict:
+    """The chapter 00 trial: pay_invoice killed at after_payment, then resumed."""
+    service = directory / f"payments-{n}.sqlite"
+    payments.install(service)
+    payments.approve(service, "PO-1001", 4000, "USD")
+    args = ["-m", "crashcourse.workers.pay_invoice", "--payments", str(service),
+            "--state", str(directory / f"worker-{n}.sqlite"), "--task", "restock-1",
+            "--order", "PO-1001", "--amount", "4000", "--currency", "USD"]
+    cpu, start = children_cpu_ms(), time.perf_counter()
     with Harness() as harness:
-        kill_and_resume(harness, args, "after_payment", lambda: {})
-    return (time.perf_counter() - start) * 1000
+        trial = kill_and_resume(harness, args, BOUNDARY, lambda: {}, timeout=WAIT)
+    total = (time.perf_counter() - start) * 1000
+    if trial.resumed_returncode != 0:
+        raise RuntimeError(f"the resumed worker exited {trial.resumed_returncode}")
+    line = trial.timeline_ms
+    return {"total_ms": total, "cpu_ms": children_cpu_ms() - cpu,
+            "to_boundary_ms": line["boundary"],
+            "kill_ms": line["killed"] - line["boundary"],
+            "replacement_ms": line["resumed_exit"] - line["killed"]}
 
 
-def effect_calls_us(directory: Path, synchronous: str) -> float:
-    conn = connect(directory / f"effects-{synchronous}.sqlite", synchronous=synchronous)
-    effects.install(conn)
-    conn.execute("CREATE TABLE IF NOT EXISTS notes (body TEXT)")
-    start = time.perf_counter()
-    for i in range(CALLS):
-        effects.apply_once(conn, f"k{i}", {"i": i}, lambda c: c.execute(
+def effect_boundary_run(directory: Path, synchronous: str, calls: int) -> dict:
+    """``calls`` effect-boundary calls and ``calls`` bare commits, each on its
+    own fresh file, in turns of a tenth: a drift in fsync latency (the disk is
+    shared) falls on both sides alike. Microseconds per call."""
+    ours = connect(directory / "effects.sqlite", synchronous=synchronous)
+    bare = connect(directory / "bare.sqlite", synchronous=synchronous)
+    effects.install(ours)
+    for conn in (ours, bare):
+        conn.execute("CREATE TABLE IF NOT EXISTS notes (body TEXT)")
+
+    def effect_call(i: int) -> None:
+        effects.apply_once(ours, f"k{i}", {"i": i}, lambda c: c.execute(
             "INSERT INTO notes VALUES ('x')").lastrowid)
-    conn.close()
-    return (time.perf_counter() - start) * 1e6 / CALLS
+
+    def bare_commit(i: int) -> None:
+        bare.execute("BEGIN IMMEDIATE")
+        bare.execute("INSERT INTO notes VALUES ('x')")
+        bare.execute("COMMIT")
+
+    sides = {"effect_us": effect_call, "bare_us": bare_commit}
+    spent = dict.fromkeys(sides, 0.0)
+    turn = max(calls // 10, 1)
+    for first in range(0, calls, turn):
+        order = list(sides) if first // turn % 2 == 0 else list(sides)[::-1]
+        for name in order:  # each side goes first in every other turn
+            start = time.perf_counter()
+            for i in range(first, min(first + turn, calls)):
+                sides[name](i)
+            spent[name] += time.perf_counter() - start
+    ours.close()
+    bare.close()
+    return {name: seconds * 1e6 / calls for name, seconds in spent.items()}
 
 
-def raw_step_us(directory: Path, synchronous: str) -> float:
-    conn = connect(directory / f"raw-{synchronous}.sqlite", synchronous=synchronous)
-    conn.execute("CREATE TABLE IF NOT EXISTS steps (k TEXT PRIMARY KEY, v TEXT)")
-    start = time.perf_counter()
-    for i in range(CALLS):
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO steps VALUES (:k, NULL)", {"k": f"k{i}"})
-        conn.execute("COMMIT")
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("UPDATE steps SET v = 'done' WHERE k = :k", {"k": f"k{i}"})
-        conn.execute("COMMIT")
-    conn.close()
-    return (time.perf_counter() - start) * 1e6 / CALLS
+def medians(rows: list[dict]) -> dict:
+    return {key: round(statistics.median(row[key] for row in rows), 2)
+            for key in rows[0]}
 
 
-def fresh(directory: Path) -> Path:
-    """A new empty folder, so every repetition starts from an empty database."""
-    return Path(tempfile.mkdtemp(dir=directory))
+def measure_trials(trials: int, directory: Path) -> dict:
+    sides = {"bare": lambda n: bare_trial(BARE),
+             "ours": lambda n: our_trial(directory, n),
+             "floor": lambda n: bare_trial(FLOOR)}
+    for side in sides.values():
+        side(-1)  # warm-up, untimed: caches and bytecode as in any later trial
+    rows = {name: [] for name in sides}
+    for n in range(trials):  # in turn, so a passing load falls on every side
+        for name, side in sides.items():
+            rows[name].append(side(n))
+    found = {name: medians(side_rows) for name, side_rows in rows.items()}
+    bare = found["bare"]["total_ms"]
+    found["ratio_ours_to_bare"] = round(found["ours"]["total_ms"] / bare, 2)
+    found["ratio_floor_to_bare"] = round(found["floor"]["total_ms"] / bare, 2)
+    found["target_ratio"] = 1.4
+    return found
 
 
-def median_of(runs: int, measure) -> float:
-    return round(statistics.median(measure(i) for i in range(runs)), 2)
-
-
-def main() -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        results = {
-            "raw_trial_ms": median_of(TRIALS, lambda i: raw_trial(directory)),
-            "our_trial_ms": median_of(TRIALS, lambda i: our_trial(directory, i)),
-        }
-        for mode in ("NORMAL", "FULL"):
-            results[f"effect_call_us_{mode}"] = median_of(
-                5, lambda i, m=mode: effect_calls_us(fresh(directory), m))
-            results[f"raw_step_us_{mode}"] = median_of(
-                5, lambda i, m=mode: raw_step_us(fresh(directory), m))
-    results["trial_ratio_ours_to_raw"] = round(
-        results["our_trial_ms"] / results["raw_trial_ms"], 2)
+def measure_effects(calls: int, runs: int, directory: Path) -> dict:
+    found = {}
     for mode in ("NORMAL", "FULL"):
-        results[f"effect_to_raw_ratio_{mode}"] = round(
-            results[f"effect_call_us_{mode}"] / results[f"raw_step_us_{mode}"], 2)
+        pairs = []
+        for run in range(runs):
+            folder = directory / f"{mode}-{run}"  # a fresh, empty file each run
+            folder.mkdir()
+            pairs.append(effect_boundary_run(folder, mode, calls))
+        mid = medians(pairs)
+        found[mode] = {"effect_us": mid["effect_us"], "bare_us": mid["bare_us"],
+                       "overhead_us": round(mid["effect_us"] - mid["bare_us"], 2),
+                       "ratio": round(mid["effect_us"] / mid["bare_us"], 2)}
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--trials", type=int, default=15,
+                        help="kill trials per side (medians)")
+    parser.add_argument("--calls", type=int, default=400,
+                        help="effect-boundary calls per run (5 runs per mode)")
+    parser.add_argument("--small", action="store_true",
+                        help="a quick look: 3 trials, 50 calls, 3 runs per mode")
+    args = parser.parse_args(argv)
+    trials, calls, runs = (3, 50, 3) if args.small else (args.trials, args.calls, 5)
+    if trials < 1 or calls < 1:
+        parser.error("--trials and --calls must be at least 1")
+    # Workers cache their bytecode as under `make bench` (the Makefile unexports
+    # this too): a worker compiled from source on every start is not the book's.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp:
+        (Path(tmp) / "trials").mkdir()
+        results = {"kill_trial": measure_trials(trials, Path(tmp) / "trials"),
+                   "effect_boundary": measure_effects(calls, runs, Path(tmp))}
     document = {
-        "schema": "crashcourse.bench.harness/1",
+        "schema": "crashcourse.bench.harness/2",
         "manifest": manifest(__file__),
-        "trials": TRIALS,
-        "calls_per_run": CALLS,
+        "parameters": {"trials": trials, "calls": calls, "runs_per_mode": runs,
+                       "small": args.small},
+        "machine": {"cpus": os.cpu_count(),
+                    "load_average_1min": [round(load_before[0], 2),
+                                          round(os.getloadavg()[0], 2)]},
         "results": results,
     }
-    target = new_run_path(ROOT / "artifacts" / "bench", "harness")
-    path = write_exclusive(target, document)
-    for name, value in results.items():
-        print(f"{name:32} {value}")
+    path = write_exclusive(new_run_path(ROOT / "artifacts" / "bench", "harness"),
+                           document)
+    trial = results["kill_trial"]
+    for side in ("bare", "ours", "floor"):
+        print(f"{side:6} trial  " + "  ".join(
+            f"{key} {value}" for key, value in trial[side].items()))
+    print(f"ours / bare {trial['ratio_ours_to_bare']} (target <= 1.4); "
+          f"floor / bare {trial['ratio_floor_to_bare']}")
+    for mode, found in results["effect_boundary"].items():
+        print(f"apply_once {mode:6} {found['effect_us']} us, bare commit "
+              f"{found['bare_us']} us, overhead {found['overhead_us']} us")
     print(f"written to {path.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

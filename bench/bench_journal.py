@@ -1,13 +1,32 @@
 """The chapter 07 journal measured alone, and the pieces bench_dbos.py shares.
 
-    python bench/bench_journal.py            # our side only; artifacts/bench/
-    python bench/bench_journal.py --child kill --side journal --n N --stop K --dir D
+    python bench/bench_journal.py [--trials 5] [--steps 400]
+                                  [--lengths 10 100 1000 10000]
+    python bench/bench_journal.py --child steps|kill|same-id --n N --dir D ...
 
-A "trivial step" records one effect row, keyed by step, in ``effects.sqlite``
-(the outside world). The journal's probe asks that file by key. The child
-modes are what a resume trial spawns: a worker killed (SIGKILL, through
-``crashcourse.harness``) right after the effect of step K, then a new process
-that finishes the workflow and notes when it first touched a step.
+THE EFFECT, the same on both sides of every comparison here and in
+bench_dbos.py: each step INSERTs one row (its step number and the process id)
+into ``effects.sqlite``, a WAL file that stands for the outside world, opened
+in the SAME ``synchronous`` mode as the side's own store. The BARE EFFECT is
+that INSERT alone, in a loop, in the same process, into a fresh file: a
+step's OVERHEAD is its time minus the bare effect's. The journal's probe asks
+the effects file whether the step's row is there.
+
+Measured (medians of ``--trials`` runs, all in one run), written to
+``bench/results/journal_scaling.json`` (the full run to artifacts/bench/):
+
+* resume: a worker is SIGKILLed inside step N-1 of a plan of N steps, N from
+  ``--lengths``; the time from spawning its replacement to the replacement's
+  first touch of a step (its probe of the step in doubt). The replacement
+  also reports how long loading the stored plan took and how long
+  ``run_plan`` took to reach the first unfinished step.
+* fsyncs per step in WAL+FULL. Counted two ways. (1) strace, when the machine
+  has it: every fsync/fdatasync a child makes, by file, for runs of two
+  lengths; the difference divided by the difference in steps, so start-up and
+  install cancel. (2) The journal's COMMITs per step, counted by SQLite's
+  trace callback (in WAL mode with synchronous=FULL, SQLite syncs the WAL
+  once per committed write transaction, plus its checkpoints).
+* per-step cost, bare effect and overhead, WAL+NORMAL and WAL+FULL.
 """
 
 from __future__ import annotations
@@ -15,24 +34,86 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
+STARTED = time.time()  # a child's start, as near as its own code can tell
 HERE = Path(__file__).resolve().parent
-FIRST = "first_resumed_step"  # file a resumed child writes its first step time to
+RESULTS = HERE / "results" / "journal_scaling.json"
+FIRST = "first_resumed_step"  # the time a resumed child first touched a step
+PHASES = "resumed_phases.json"  # what a resumed journal child spent, and on what
+WARM_UP = 1_000_000  # warm-up steps are numbered from here: other effect rows
+MODES = ("NORMAL", "FULL")
+# where a resumed child's time goes, spawn to first step, in order
+RESUME_PARTS = ("interpreter_ms", "imports_ms", "open_files_ms", "load_plan_ms",
+                "to_first_unfinished_ms")
+ROUNDS = 4  # a step run is this many plans (workflows), each beside bare effects
 
 
-def effects_db(directory: str) -> sqlite3.Connection:
+# --- the shared pieces: the effect, the bare effect, the plan ----------------
+
+def effects_db(directory: str, sync: str = "NORMAL",
+               name: str = "effects") -> sqlite3.Connection:
+    """The outside world's file, WAL, in ``sync`` mode (as the side's store)."""
     # DBOS may run a recovered step on another thread: allow that thread
-    conn = sqlite3.connect(os.path.join(directory, "effects.sqlite"),
+    conn = sqlite3.connect(os.path.join(directory, f"{name}.sqlite"),
                            isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={sync}")
     conn.execute("CREATE TABLE IF NOT EXISTS effects (step INTEGER, pid INTEGER)")
+    conn.execute("CREATE INDEX IF NOT EXISTS effects_by_step ON effects (step)")
     return conn
+
+
+def effect(fx: sqlite3.Connection, step: int) -> None:
+    """THE effect: one autocommitted row, keyed by step."""
+    fx.execute("INSERT INTO effects VALUES (:i, :pid)", {"i": step, "pid": os.getpid()})
+
+
+def effect_seen(fx: sqlite3.Connection, step: int) -> tuple[bool, dict]:
+    """The journal's probe: is the step's row there?"""
+    rows = fx.execute("SELECT count(*) FROM effects WHERE step = :i",
+                      {"i": step}).fetchone()[0]
+    return rows > 0, {"rows": rows}
+
+
+def interleaved(n: int, bare_fx: sqlite3.Connection, run_chunk) -> dict:
+    """``n`` steps as ROUNDS chunks (``run_chunk(first, size)``: one plan or
+    workflow of ``size`` steps), each beside a chunk of as many bare effects,
+    which goes first in every other round: the bare effect and the steps meet
+    the same disk. Returns µs per step and per bare effect."""
+    size = max(1, n // ROUNDS)
+    spent = {"steps": 0.0, "bare": 0.0}
+    for r in range(ROUNDS):
+        first = 1 + r * size
+
+        def bare(first=first):
+            for i in range(first, first + size):
+                effect(bare_fx, i)
+
+        chunks = {"bare": bare, "steps": lambda first=first: run_chunk(first, size)}
+        for name in ("bare", "steps") if r % 2 == 0 else ("steps", "bare"):
+            start = time.perf_counter()
+            chunks[name]()
+            spent[name] += time.perf_counter() - start
+    return {"per_step_us": spent["steps"] / (size * ROUNDS) * 1e6,
+            "bare_effect_us": spent["bare"] / (size * ROUNDS) * 1e6}
+
+
+def bare_effects(directory: str, sync: str) -> sqlite3.Connection:
+    """The bare effect's own fresh file, warmed up."""
+    fx = effects_db(directory, sync, name="bare")
+    for i in range(WARM_UP, WARM_UP + 5):
+        effect(fx, i)
+    return fx
 
 
 def note_first_step(directory: str) -> None:
@@ -42,44 +123,107 @@ def note_first_step(directory: str) -> None:
         Path(path).write_text(repr(time.time()))
 
 
-def noop_plan(n: int):
+def touch_plan(n: int, first: int = 1, name: str = "bench"):
     from crashcourse.plan import Step, make_plan
 
-    return make_plan("bench", [Step(i, "touch", {"i": i}) for i in range(1, n + 1)])
+    return make_plan(name, [Step(number, "touch", {"i": first + number - 1})
+                            for number in range(1, n + 1)])
 
 
-def journal_step_cost(n: int, sync: str) -> float:
-    """µs per step of ``run_plan`` with a no-op action, in-process."""
+def machine() -> dict:
+    import platform
+
+    return {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
+            "platform": platform.platform(), "cpus": os.cpu_count(),
+            "dbos": dbos_version(), "load_avg_1min": round(os.getloadavg()[0], 2)}
+
+
+def dbos_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("dbos")
+    except Exception:
+        return None
+
+
+def median(values) -> float:
+    return round(statistics.median(values), 1)
+
+
+# --- the journal's child processes ------------------------------------------
+
+def journal_actions(directory: str, fx: sqlite3.Connection, stop: int = 0) -> dict:
+    from crashcourse import journal
+    from crashcourse.boundary import boundary
+
+    def execute(step_args, operation_key):
+        note_first_step(directory)
+        effect(fx, step_args["i"])
+        if step_args["i"] == stop:
+            boundary("in-flight")
+        return {}
+
+    def probe(step_args, operation_key):
+        note_first_step(directory)
+        return effect_seen(fx, step_args["i"])
+
+    return {"touch": journal.Action(execute, probe)}
+
+
+def journal_steps(args) -> dict:
+    """The bare effect beside ``--n`` journal steps doing it (after a warm-up),
+    in plans of n / ROUNDS steps; the journal's commits counted on request."""
     from crashcourse import journal
     from crashcourse.plan import save_plan
     from crashcourse.store import opened
 
-    noop = journal.Action(lambda args, operation_key: {},
-                          lambda args, operation_key: (False, {}))
-    with tempfile.TemporaryDirectory() as d, opened(
-        os.path.join(d, "j.sqlite"), synchronous=sync
-    ) as conn:
-        plan = noop_plan(n)
-        task = save_plan(conn, plan)
-        journal.install(conn)
-        start = time.perf_counter()
-        journal.run_plan(conn, task, plan, {"touch": noop})
-        return (time.perf_counter() - start) / n * 1e6
+    bare_fx, fx = bare_effects(args.dir, args.sync), effects_db(args.dir, args.sync)
+    actions = journal_actions(args.dir, fx)
+    with opened(os.path.join(args.dir, "journal.sqlite"),
+                synchronous=args.sync) as conn:
+        warm = touch_plan(5, WARM_UP, "warm")
+        journal.run_plan(conn, save_plan(conn, warm), warm, actions)
+        size = max(1, args.n // ROUNDS)
+        plans = {first: touch_plan(size, first, f"chunk{first}")
+                 for first in range(1, size * ROUNDS + 1, size)}
+        tasks = {first: save_plan(conn, plan) for first, plan in plans.items()}
+        commits = Counter()
+        if args.count_commits:  # never in a timed run: the callback costs time
+            conn.set_trace_callback(
+                lambda sql: commits.update([sql.split(None, 1)[0].upper()]))
+
+        def chunk(first: int, size: int) -> None:
+            journal.run_plan(conn, tasks[first], plans[first], actions)
+
+        out = interleaved(args.n, bare_fx, chunk)
+    return {**out, "commits": commits["COMMIT"]}
 
 
-def raw_step_cost(n: int, sync: str) -> float:
-    """µs per step of the bare minimum: commit an intent, commit an outcome."""
+def journal_kill(args) -> None:
+    """Run (or, with BENCH_RESUMED set, resume) the stored plan; the first
+    run is killed in step ``--stop``. A resumed run writes what it spent."""
+    from crashcourse import journal
+    from crashcourse.plan import load_plan
     from crashcourse.store import opened
 
-    with tempfile.TemporaryDirectory() as d, opened(
-        os.path.join(d, "raw.sqlite"), synchronous=sync
-    ) as conn:
-        conn.execute("CREATE TABLE j (step INTEGER PRIMARY KEY, outcome TEXT)")
-        start = time.perf_counter()
-        for i in range(n):
-            conn.execute("INSERT INTO j (step) VALUES (:i)", {"i": i})
-            conn.execute("UPDATE j SET outcome = 'ok' WHERE step = :i", {"i": i})
-        return (time.perf_counter() - start) / n * 1e6
+    imported = time.time()
+    fx = effects_db(args.dir, args.sync)
+    actions = journal_actions(args.dir, fx, args.stop)
+    with opened(os.path.join(args.dir, "journal.sqlite"),
+                synchronous=args.sync) as conn:
+        start = time.time()
+        plan = load_plan(conn, args.task)
+        loaded = time.time()
+        journal.run_plan(conn, args.task, plan, actions)
+    if os.environ.get("BENCH_RESUMED"):
+        first = float(Path(args.dir, FIRST).read_text())
+        Path(args.dir, PHASES).write_text(json.dumps(
+            {"started_at": STARTED,
+             "imports_ms": (imported - STARTED) * 1e3,
+             "open_files_ms": (start - imported) * 1e3,
+             "load_plan_ms": (loaded - start) * 1e3,
+             "to_first_unfinished_ms": (first - loaded) * 1e3}))
 
 
 def journal_same_id() -> str:
@@ -104,31 +248,18 @@ def journal_same_id() -> str:
 
 
 def journal_child(args) -> None:
-    from crashcourse import journal
-    from crashcourse.boundary import boundary
-    from crashcourse.plan import load_plan
-    from crashcourse.store import opened
+    if args.child == "steps":
+        print(json.dumps(journal_steps(args)))
+    elif args.child == "kill":
+        journal_kill(args)
+    else:
+        raise SystemExit(f"no {args.child} child on the journal's side")
 
-    fx = effects_db(args.dir)
 
-    def execute(step_args, operation_key):
-        note_first_step(args.dir)
-        fx.execute("INSERT INTO effects VALUES (:i, :pid)",
-                   {"i": step_args["i"], "pid": os.getpid()})
-        if step_args["i"] == args.stop:
-            boundary("in-flight")
-        return {}
+# --- the parent: trials -------------------------------------------------------
 
-    def probe(step_args, operation_key):
-        note_first_step(args.dir)
-        row = fx.execute("SELECT count(*) FROM effects WHERE step = :i",
-                         {"i": step_args["i"]}).fetchone()
-        return row[0] > 0, {"rows": row[0]}
-
-    with opened(os.path.join(args.dir, "journal.sqlite")) as conn:
-        plan = load_plan(conn, args.task)
-        journal.run_plan(conn, args.task, plan,
-                         {"touch": journal.Action(execute, probe)})
+def script_of(side: str) -> Path:
+    return HERE / ("bench_journal.py" if side == "journal" else "bench_dbos.py")
 
 
 def prepare_journal(directory: str, n: int) -> str:
@@ -136,19 +267,36 @@ def prepare_journal(directory: str, n: int) -> str:
     from crashcourse.store import opened
 
     with opened(os.path.join(directory, "journal.sqlite")) as conn:
-        return save_plan(conn, noop_plan(n))
+        return save_plan(conn, touch_plan(n))
 
 
-def resume_trial(side: str, mode: str, n: int, stop: int = 0, sync: str = "NORMAL"):
+def child_argv(side: str, mode: str, n: int, directory: str, *, stop: int = 0,
+               task: str = "", sync: str = "NORMAL", extra=()) -> list[str]:
+    return [str(script_of(side)), "--child", mode, "--n", str(n), "--stop", str(stop),
+            "--dir", directory, "--task", task, "--sync", sync, *extra]
+
+
+def steps_trial(side: str, n: int, sync: str) -> dict:
+    """One child of ``side``: the bare effect and ``n`` steps, in ``sync``."""
+    from crashcourse.harness import Harness
+
+    with tempfile.TemporaryDirectory() as d, Harness() as harness:
+        done = harness.run(child_argv(side, "steps", n, d, sync=sync), timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-800:])
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**out, "overhead_us": out["per_step_us"] - out["bare_effect_us"]}
+
+
+def resume_trial(side: str, mode: str, n: int, stop: int = 0,
+                 sync: str = "NORMAL") -> dict:
     """Spawn a child of ``side``; in kill mode, SIGKILL it in step ``stop``,
     spawn the replacement and time spawn -> first resumed step."""
     from crashcourse.harness import Harness
 
-    script = HERE / ("bench_journal.py" if side == "journal" else "bench_dbos.py")
     with tempfile.TemporaryDirectory() as d, Harness() as harness:
         task = prepare_journal(d, n) if side == "journal" else "wf-bench"
-        argv = [str(script), "--child", mode, "--n", str(n), "--stop", str(stop),
-                "--dir", d, "--task", task, "--sync", sync]
+        argv = child_argv(side, mode, n, d, stop=stop, task=task, sync=sync)
         if mode != "kill":
             done = harness.run(argv, timeout=600)
             if done.returncode != 0:
@@ -164,18 +312,88 @@ def resume_trial(side: str, mode: str, n: int, stop: int = 0, sync: str = "NORMA
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-800:])
         first = float(Path(d, FIRST).read_text())
-        runs = effects_db(d).execute(
-            "SELECT count(*) FROM effects WHERE step = :s", {"s": stop}).fetchone()[0]
-    return {"spawn_to_first_resumed_s": first - spawned, "rerun": int(runs > 1)}
+        fx = effects_db(d)
+        runs = fx.execute("SELECT count(*) FROM effects WHERE step = :s",
+                          {"s": stop}).fetchone()[0]
+        fx.close()
+        phases = Path(d, PHASES)
+        spent = json.loads(phases.read_text()) if phases.exists() else {}
+    if "started_at" in spent:  # from the spawn to the child's first line
+        spent["interpreter_ms"] = (spent.pop("started_at") - spawned) * 1e3
+    return {"spawn_to_first_resumed_s": first - spawned, "rerun": int(runs > 1),
+            **spent}
 
 
-def dbos_version() -> str | None:
-    try:
-        from importlib.metadata import version
+def extra_steps(short: int, long: int) -> int:
+    """How many more steps a run of ``long`` makes than one of ``short``."""
+    return (long // ROUNDS - short // ROUNDS) * ROUNDS
 
-        return version("dbos")
-    except Exception:
-        return None
+
+def fsyncs_per_step(side: str, short: int = 48, long: int = 248) -> dict:
+    """fsync + fdatasync calls per step in WAL+FULL, by file, from strace:
+    a run of ``long`` steps minus a run of ``short``, per extra step."""
+    strace = shutil.which("strace")
+    if strace is None:
+        return {"error": "strace is not installed"}
+    counted = []
+    for n in (short, long):
+        with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as log:
+            out = os.path.join(log, "strace.txt")
+            done = subprocess.run(
+                [strace, "-f", "-qq", "-y", "-e", "trace=fsync,fdatasync", "-o", out,
+                 sys.executable, *child_argv(side, "steps", n, d, sync="FULL")],
+                capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                return {"error": f"strace exit {done.returncode}: {done.stderr[-300:]}"}
+            text = Path(out).read_text()
+        files = [os.path.relpath(f, d) for f in
+                 re.findall(r"f(?:data)?sync\(\d+<([^>]*)>", text)]
+        # the bare effects run n times in both runs: they do not cancel
+        counted.append(Counter(f for f in files if not f.startswith("bare.")))
+    names = sorted(set(counted[0]) | set(counted[1]))
+    extra = extra_steps(short, long)
+    per_file = {name: round((counted[1][name] - counted[0][name]) / extra, 3)
+                for name in names}
+    return {"per_file": {k: v for k, v in per_file.items() if v},
+            "steps": [short, long]}
+
+
+def commits_per_step(short: int = 48, long: int = 248) -> float:
+    """The journal's COMMITs per step in WAL+FULL (SQLite's trace callback on
+    its connection), the same two runs' difference as ``fsyncs_per_step``."""
+    counted = []
+    for n in (short, long):
+        with tempfile.TemporaryDirectory() as d:
+            counted.append(journal_steps(argparse.Namespace(
+                dir=d, n=n, sync="FULL", count_commits=True))["commits"])
+    return round((counted[1] - counted[0]) / extra_steps(short, long), 3)
+
+
+def resume_scaling(lengths: list[int], trials: int) -> dict:
+    """Resume after a kill in step N-1, for each plan length N."""
+    by_length = {}
+    for n in lengths:
+        runs = [resume_trial("journal", "kill", n, stop=n - 1) for _ in range(trials)]
+        by_length[str(n)] = {
+            "spawn_to_first_resumed_step_ms": median(
+                1e3 * r["spawn_to_first_resumed_s"] for r in runs),
+            **{part: median(r[part] for r in runs) for part in RESUME_PARTS},
+            "in_flight_step_rerun": sum(r["rerun"] for r in runs)}
+        print(f"resume, {n} steps: {by_length[str(n)]}", file=sys.stderr)
+    short, long = by_length[str(min(lengths))], by_length[str(max(lengths))]
+    key = "spawn_to_first_resumed_step_ms"
+    return {"lengths": lengths, "trials": trials, "by_length": by_length,
+            "ratio_longest_to_shortest": round(long[key] / short[key], 3),
+            "target_ratio": 1.25}
+
+
+def step_costs(steps: int, trials: int) -> dict:
+    out = {}
+    for sync in MODES:
+        runs = [steps_trial("journal", steps, sync) for _ in range(trials)]
+        out[sync] = {name: median(r[name] for r in runs)
+                     for name in ("per_step_us", "bare_effect_us", "overhead_us")}
+    return out
 
 
 def child_parser() -> argparse.ArgumentParser:
@@ -186,24 +404,48 @@ def child_parser() -> argparse.ArgumentParser:
         parser.add_argument(name, type=int, default=0)
     for name in ("--dir", "--task"):
         parser.add_argument(name, default="")
-    parser.add_argument("--sync", default="NORMAL")
+    parser.add_argument("--sync", default="NORMAL", choices=MODES)
+    parser.add_argument("--count-commits", action="store_true")
     return parser
 
 
 def main(argv=None) -> int:
-    args = child_parser().parse_args(argv)
+    parser = child_parser()
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--lengths", type=int, nargs="+",
+                        default=[10, 100, 1000, 10_000])
+    args = parser.parse_args(argv)
     if args.child:
         journal_child(args)
         return 0
-    results = {f"step_us_{s}": round(statistics.median(
-        journal_step_cost(200, s) for _ in range(3)), 1) for s in ("NORMAL", "FULL")}
-    results["resume"] = resume_trial("journal", "kill", 10, stop=9)
-    results["resume_long"] = resume_trial("journal", "kill", 10_000, stop=9_999)
-    from crashcourse.evidence import new_run_path, versions, write_exclusive
+    results = {
+        "resume": resume_scaling(sorted(args.lengths), args.trials),
+        "fsyncs_per_step_FULL": {
+            "strace": fsyncs_per_step("journal"),
+            "journal_commits_per_step": commits_per_step(),
+            "method": "strace -f -y -e trace=fsync,fdatasync of a child running "
+                      "248 and 48 steps in WAL+FULL: (calls in the long run minus "
+                      "calls in the short one) / 200, by file; the bare-effect "
+                      "loop's file is left out. journal_commits_per_step: COMMIT "
+                      "statements on the journal's connection (SQLite's trace "
+                      "callback), the same two runs' difference / 200; WAL+FULL "
+                      "syncs the WAL once per commit (and at checkpoints)."},
+        "step_us": step_costs(args.steps, args.trials),
+    }
+    document = {"measured_on": time.strftime("%Y-%m-%d"), "machine": machine(),
+                "parameters": {"trials": args.trials, "steps": args.steps,
+                               "lengths": sorted(args.lengths)},
+                "results": results}
+    from crashcourse.evidence import new_run_path, write_exclusive
 
-    out = new_run_path(HERE.parent / "artifacts" / "bench", "journal")
-    write_exclusive(out, {"versions": versions(), "results": results})
+    out = write_exclusive(new_run_path(HERE.parent / "artifacts" / "bench", "journal"),
+                          document)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+                       encoding="utf-8")
     print(json.dumps(results, indent=2))
+    print(f"run {out}; summary {RESULTS.relative_to(HERE.parent)}", file=sys.stderr)
     return 0
 
 

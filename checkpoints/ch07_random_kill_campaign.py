@@ -113,10 +113,15 @@ def where_it_stood(view: dict) -> str:
 
 
 def expected_position(step: int, phase: str) -> dict:
-    """Where the journal must stand after a kill at (step, phase)."""
-    done = step - 1 + (phase == "after_outcome")
-    doubt = int(phase in ("after_intent", "after_action"))
-    return {"confirmed": done, "in_doubt": doubt}
+    """Where the journal must stand after a kill at (step, phase).
+
+    One commit per step: a step's outcome is written with the next step's
+    intent, so from ``after_intent`` on the step is the one in doubt, and at
+    ``before_intent`` the previous step is (unless nothing was held: the
+    first step a process runs; ``at_most_one_in_doubt`` checks the rest)."""
+    if phase == "before_intent":
+        return {"last_row": step - 1}
+    return {"confirmed": step - 1, "in_doubt": 1}
 
 
 def inject_collision(directory: str, step: int | None) -> dict | None:

@@ -1,4 +1,5 @@
-"""Eight real worker processes drain 1,000 assignments (chapter 05).
+"""Real worker processes drain a queue (chapter 05): eight of them 1,000
+assignments over 250 sessions, and four of them a session 1,000 turns deep.
 
 Every item must be granted exactly one claim (generation 1: with a 60 s lease
 nothing expires, so a second claim would mean a double claim), finished once,
@@ -16,23 +17,33 @@ from crashcourse.store import immediate, opened
 WORKERS, ITEMS, SESSIONS = 8, 1000, 250
 
 
-def test_eight_processes_never_share_an_item(tmp_path):
-    db = tmp_path / "agent.db"
+def queue(db, sessions: list[str]) -> None:
+    """One turn per entry, in this order, straight into work (setup, not test)."""
     with opened(db) as conn:
         fence.install(conn)
-        with immediate(conn):  # one transaction: queueing is setup, not the test
-            for i in range(ITEMS):
+        with immediate(conn):
+            for i, session in enumerate(sessions):
                 conn.execute(
                     "INSERT INTO work (id, origin, session, prompt, subject, role,"
                     " created) VALUES (:id, :origin, :session, 'restock', '', 'shop',"
                     " :i)", {"id": claims.work_id_for(f"o{i}"), "origin": f"o{i}",
-                             "session": f"s{i % SESSIONS}", "i": i})
+                             "session": session, "i": i})
+
+
+def drain(db, workers: int) -> list:
     with Harness() as harness:
-        workers = [harness.start(["-m", "crashcourse.workers.shop_worker", "drain",
+        started = [harness.start(["-m", "crashcourse.workers.shop_worker", "drain",
                                   "--db", str(db), "--owner", f"w{n}", "--ttl", "60"])
-                   for n in range(WORKERS)]
-        done = [w.finish(timeout=120) for w in workers]
-    assert [d.returncode for d in done] == [0] * WORKERS, done[0].stderr
+                   for n in range(workers)]
+        done = [w.finish(timeout=120) for w in started]
+    assert [d.returncode for d in done] == [0] * workers, done[0].stderr
+    return done
+
+
+def test_eight_processes_never_share_an_item(tmp_path):
+    db = tmp_path / "agent.db"
+    queue(db, [f"s{i % SESSIONS}" for i in range(ITEMS)])
+    done = drain(db, WORKERS)
     reported = sum(json.loads(d.stdout)["finished"] for d in done)
     with opened(db) as conn:
         per_item = conn.execute(
@@ -52,3 +63,23 @@ def test_eight_processes_never_share_an_item(tmp_path):
     for before, after in zip(spans, spans[1:], strict=False):
         if before["session"] == after["session"]:
             assert after["claimed_at"] >= before["finished"]
+
+
+def test_a_session_thousands_of_turns_deep_is_served_one_turn_at_a_time(tmp_path):
+    """1,000 turns of one session queued first, 200 other sessions behind:
+    four processes take every turn once, and the deep session's turns one
+    after another, in the order they were queued."""
+    db = tmp_path / "agent.db"
+    queue(db, ["deep"] * 1000 + [f"s{i}" for i in range(200)])
+    drain(db, 4)
+    with opened(db) as conn:
+        assert conn.execute("SELECT count(*), min(generation), max(generation)"
+                            " FROM work WHERE status = 'DONE'").fetchone()[:] == (
+                                1200, 1, 1)
+        deep = conn.execute(
+            "SELECT w.created, c.claimed_at, w.finished FROM claims c"
+            " JOIN work w ON w.id = c.work_id WHERE w.session = 'deep'"
+            " ORDER BY c.claimed_at").fetchall()
+    assert [row["created"] for row in deep] == list(range(1000))  # queue order
+    for before, after in zip(deep, deep[1:], strict=False):
+        assert after["claimed_at"] >= before["finished"]

@@ -88,3 +88,35 @@ def test_kill_and_resume_leaves_no_process_behind(tmp_path):
     assert trial.snapshot_at_interruption == (1, 0)  # paid, not yet recorded
     assert trial.final_snapshot == (1, 1)
     assert len(started) == 2 and all(gone(pid) for pid in started)
+
+
+def test_collect_reads_more_than_a_pipe_holds_and_translates_newlines():
+    # 200 kB on stdout and 100 kB on stderr: a reader that waited for the exit
+    # before draining the pipes would hang here until its timeout.
+    code = ("import sys; sys.stdout.write('a\\r\\n' + 'o' * 200_000);"
+            " sys.stderr.write('e' * 100_000)")
+    with Harness() as harness:
+        done = harness.run(["-c", code], timeout=30)
+    assert done.returncode == 0
+    assert done.stdout == "a\n" + "o" * 200_000  # as text=True gives it
+    assert done.stderr == "e" * 100_000
+
+
+def test_an_overrunning_worker_is_killed_and_what_it_said_is_kept():
+    code = "import time; print('started', flush=True); time.sleep(60)"
+    with Harness() as harness:
+        worker = harness.start(["-c", code])
+        with pytest.raises(TimeoutError):
+            worker.finish(timeout=2)
+        assert worker.finished.returncode == -signal.SIGKILL
+        assert worker.finished.stdout == "started\n"
+        assert worker.finish() is worker.finished  # collected once, kept
+    assert gone(worker.pid)
+
+
+def test_a_worker_reaped_by_its_caller_is_still_collected():
+    with Harness() as harness:
+        worker = harness.start(["-c", "print('done')"])
+        worker.process.wait(timeout=30)  # as the chapter 07 campaign does
+        done = worker.finish()
+    assert (done.returncode, done.stdout) == (0, "done\n")

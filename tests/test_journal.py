@@ -261,3 +261,190 @@ def test_reads_do_not_wait_for_a_writer_holding_the_lock(world):
         seen = journal.journal_status(reader, world["task"], world["plan"])
         assert (seen.count("confirmed"), seen.last_row) == (4, 5)
         assert journal.resolutions(reader, world["task"]) == {"run": 4, "probe": 0}
+
+
+# --- one commit per step (issue 11) ---------------------------------------------
+
+
+def commits_of(conn) -> list:
+    """A list that fills with one entry per COMMIT run on ``conn``."""
+    seen = []
+    conn.set_trace_callback(lambda sql: seen.append(sql) if sql == "COMMIT" else None)
+    return seen
+
+
+def test_a_run_commits_once_per_step(world):
+    commits = commits_of(world["journal"])
+    journal.run_plan(world["journal"], world["task"], world["plan"], world["actions"])
+    world["journal"].set_trace_callback(None)
+    # install, one per step (its intent with the previous outcome), the last alone
+    assert len(commits) == 1 + STEPS + 1
+    assert status(world).summary() == {"confirmed": STEPS, "in_doubt": 0,
+                                       "not_started": 0}
+
+
+def test_a_step_run_alone_still_commits_its_own_outcome(world):
+    journal.install(world["journal"])
+    commits = commits_of(world["journal"])
+    step = world["plan"].steps[0]
+    assert journal.run_step(world["journal"], world["task"], step,
+                            world["actions"]["rename"]) == journal.RUN
+    world["journal"].set_trace_callback(None)
+    assert len(commits) == 2
+    assert status(world).count("confirmed") == 1
+
+
+def watched(world, seen: list) -> dict:
+    """The restock actions, each noting what a second connection reads in the
+    journal while the step acts (its intent committed) and before it."""
+    path = world["where"]["journal"]
+
+    def look(when: str, args: dict, key: str) -> None:
+        with opened(path) as reader:
+            now = journal.journal_status(reader, world["task"], world["plan"])
+        seen.append((when, int(key.split("/")[1]), now.summary()["confirmed"],
+                     now.count("in_doubt"), now.last_row))
+
+    def wrap(action):
+        def execute(args, key):
+            look("acting", args, key)
+            return action.execute(args, key)
+
+        def probe(args, key):
+            look("probing", args, key)
+            return action.probe(args, key)
+
+        return journal.Action(execute, probe, action.restore)
+
+    return {name: wrap(action) for name, action in world["actions"].items()}
+
+
+def test_while_a_step_acts_it_alone_is_in_doubt(world):
+    seen = []
+    journal.run_plan(world["journal"], world["task"], world["plan"],
+                     watched(world, seen))
+    acting = [(step, confirmed, doubt, last) for when, step, confirmed, doubt, last
+              in seen if when == "acting"]
+    # while step N acts: N-1 confirmed (it rode with N's intent), N in doubt
+    assert acting == [(n, n - 1, 1, n) for n in range(1, STEPS + 1)]
+    # before step N's intent (its probe): the held outcome of N-1 reads in doubt
+    before = [(step, doubt, last) for when, step, _, doubt, last in seen
+              if when == "probing" and last == step - 1]
+    assert before and all(doubt == (step > 1) for step, doubt, last in before)
+    assert max(doubt for *_, doubt, _ in seen) == 1
+
+
+def test_the_held_outcome_is_written_when_the_next_probe_fails(world):
+    rename = world["actions"]["rename"]
+
+    def probe(args, key):
+        if args["file_id"] == "f006":
+            raise Crash  # the drive did not answer
+        return rename.probe(args, key)
+
+    actions = {**world["actions"], "rename": journal.Action(rename.execute, probe)}
+    with pytest.raises(Crash):
+        journal.run_plan(world["journal"], world["task"], world["plan"], actions)
+    assert status(world).summary() == {"confirmed": 5, "in_doubt": 0,
+                                       "not_started": STEPS - 5}
+
+
+def test_a_stop_is_asked_with_every_earlier_outcome_in_the_journal(world):
+    asked = []
+
+    def stop() -> bool:
+        asked.append(status(world).summary())
+        return len(asked) > 12
+
+    done = journal.run_plan(world["journal"], world["task"], world["plan"],
+                            world["actions"], should_stop=stop)
+    assert done == {"skip": 0, "probe": 0, "run": 12, journal.STOPPED: 13}
+    # ask N (before step N acts) sees steps 1..N-1 confirmed
+    assert [a["confirmed"] for a in asked] == list(range(13))
+    assert status(world).summary() == {"confirmed": 12, "in_doubt": 0,
+                                       "not_started": STEPS - 12}
+
+
+def opcodes(conn, read) -> int:
+    """How many SQLite virtual-machine steps ``read(conn)`` takes: a count,
+    not a timing, of how much of the journal it reads."""
+    steps = [0]
+
+    def tick() -> int:
+        steps[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 1)
+    try:
+        read(conn)
+    finally:
+        conn.set_progress_handler(None, 1)
+    return steps[0]
+
+
+def long_journal(path, steps: int) -> str:
+    plan = make_plan("long", [Step(n, "touch", {"n": n}) for n in range(1, steps + 1)])
+    with opened(path) as conn:
+        task = save_plan(conn, plan)
+        journal.install(conn)
+        with immediate(conn):
+            conn.executemany(
+                "INSERT INTO journal (task, step, operation_key, action, args,"
+                " before_state, outcome) VALUES (:task, :n, :key, 'touch', '{}',"
+                " '{}', :outcome)",
+                [{"task": task, "n": n, "key": f"{task}/{n}",
+                  "outcome": None if n == steps else "{}"}  # the last in doubt
+                 for n in range(1, steps + 1)])
+    return task
+
+
+def test_where_to_resume_costs_the_same_for_10_rows_and_10000(tmp_path):
+    counted = {}
+    for steps in (10, 10_000):
+        task = long_journal(tmp_path / f"{steps}.sqlite", steps)
+        with opened(tmp_path / f"{steps}.sqlite") as conn:
+            assert journal.confirmed_count(conn, task) == steps - 1
+            counted[steps] = opcodes(
+                conn, lambda c, task=task: journal.confirmed_count(c, task))
+            everything = opcodes(conn, lambda c, task=task: c.execute(
+                "SELECT count(*) FROM journal WHERE task = :task",
+                {"task": task}).fetchone())
+    assert counted[10_000] == counted[10]
+    assert everything > 100 * counted[10_000]  # a count would read every row
+
+
+KILLED_AT = [  # (step, boundary) -> confirmed, in doubt, as journal.py says
+    ((1, "before_intent"), (0, 0)),
+    ((5, "before_intent"), (3, 1)),
+    ((5, "after_intent"), (4, 1)),
+    ((5, "after_action"), (4, 1)),
+    ((5, "after_outcome"), (4, 1)),
+    ((STEPS, "after_outcome"), (STEPS - 1, 1)),
+]
+
+
+@pytest.mark.parametrize(("point", "expected"), KILLED_AT,
+                         ids=[f"{s}-{b}" for (s, b), _ in KILLED_AT])
+def test_a_real_kill_leaves_the_journal_where_the_boundary_says(tmp_path, point,
+                                                                expected):
+    from crashcourse.harness import Harness
+
+    task = build_world(str(tmp_path), restock_plan())
+    step, phase = point
+    with Harness() as harness:
+        worker = harness.start(["-m", "crashcourse.workers.journal_worker", "--dir",
+                                str(tmp_path), "--task", task],
+                               stop_at=f"step-{step}:{phase}")
+        worker.wait_for_boundary()
+        assert worker.kill().returncode == -9
+        with opened(paths(str(tmp_path))["journal"]) as conn:
+            seen = journal.journal_status(conn, task, restock_plan())
+        assert (seen.count("confirmed"), seen.count("in_doubt")) == expected
+        resumed = harness.run(["-m", "crashcourse.workers.journal_worker", "--dir",
+                               str(tmp_path), "--task", task])
+    assert resumed.returncode == 0, resumed.stderr
+    with opened(paths(str(tmp_path))["journal"]) as conn:
+        assert journal.journal_status(conn, task, restock_plan()).count(
+            "confirmed") == STEPS
+    assert drive.duplicate_requests(paths(str(tmp_path))["drive"]) == 0
+    assert mail.duplicate_messages(paths(str(tmp_path))["mail"]) == 0

@@ -7,9 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from crashcourse.services import payments
 from crashcourse.store import immediate, opened
-from crashcourse.workers import paying
+from crashcourse.workers import charge, options, pay_invoice, paying, restock_note
 
 ORDER, AMOUNT, CURRENCY = "SUP-0042", 4000, "USD"
 
@@ -66,3 +68,86 @@ def test_both_workers_share_one_exit_table_and_checkpoint_after_success(tmp_path
     # only the two answers that mean "paid" were checkpointed, under the key paid
     assert [(r["key"], r["outcome"]) for r in worker_checkpoints(db)] == [
         ("k-1", "already_committed")]
+
+
+# What a payment or restock worker must not load to do its work: the harness
+# starts two per trial, and their start-up is the trial's cost.
+HEAVY = ("argparse", "shutil", "pathlib", "subprocess", "crashcourse.harness",
+         "crashcourse.example", "crashcourse.services.mail")
+
+
+def test_the_workers_start_light(tmp_path):
+    db = tmp_path / "payments.sqlite"
+    payments.install(db)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)
+    common = ["--task", "restock-0042", "--order", ORDER, "--amount", str(AMOUNT),
+              "--currency", CURRENCY, "--payments", str(db)]
+    runs = {
+        "pay_invoice": [*common, "--state", str(tmp_path / "a.sqlite")],
+        "charge": [*common, "--state", str(tmp_path / "b.sqlite"), "--key", "k-9"],
+        "restock_note": ["--db", str(tmp_path / "shop.sqlite"), "--task", "t",
+                         "--sku", "oat-milk", "--quantity", "2"],
+    }
+    for worker, argv in runs.items():
+        code = (f"import sys; from crashcourse.workers import {worker};"
+                f" code = {worker}.main({argv!r});"
+                f" print(code, sorted(m for m in {HEAVY!r} if m in sys.modules))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                              text=True, timeout=60)
+        assert done.stdout.splitlines()[-1] == "0 []", (worker, done.stderr)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--payments", "p", "--state", "s", "--task", "t", "--order", "o",
+     "--amount", "4000", "--currency", "USD"],
+    ["--currency", "EUR", "--amount", " 12 ", "--order", "o", "--task", "",
+     "--state", "s", "--payments", "p", "--retry", "new-key",
+     "--busy-timeout-ms", "100", "--notify", "mail.sqlite"],
+    ["--payments", "p", "--state", "s", "--task", "t", "--order", "o",
+     "--amount", "-5", "--currency", "USD"],  # a value with a dash: argparse's
+    ["--pay", "p", "--state", "s", "--task", "t", "--order", "o",
+     "--amount", "1", "--currency", "USD"],  # an abbreviation: argparse's
+    ["--payments=p", "--state", "s", "--task", "t", "--order", "o",
+     "--amount", "1", "--currency", "USD", "--task", "again"],
+])
+def test_the_quick_reading_is_what_argparse_reads(argv):
+    quick = options.quick(pay_invoice.OPTIONS, argv)
+    full = options.full_parser("", pay_invoice.OPTIONS).parse_args(argv)
+    assert quick is None or quick == vars(full)
+    assert vars(pay_invoice.parse(argv)) == vars(full)
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--help"], ["--task"], ["--amount", "many"], ["--retry", "maybe"],
+    ["--payments", "p", "--state", "s", "--task", "t", "--order", "o",
+     "--amount", "1", "--currency", "USD", "--bogus", "1"],
+])
+def test_what_argparse_refuses_is_refused_by_argparse(argv, capsys):
+    assert options.quick(pay_invoice.OPTIONS, argv) is None
+    with pytest.raises(SystemExit) as raised:
+        pay_invoice.parse(argv)
+    assert raised.value.code == (0 if argv == ["--help"] else 2)
+    said = capsys.readouterr()
+    assert "usage: " in said.out + said.err  # argparse's own help or message
+
+
+@pytest.mark.parametrize("worker", [pay_invoice, charge, restock_note])
+def test_help_explains_every_option(worker):
+    done = subprocess.run([sys.executable, "-m", worker.__name__, "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    words = " ".join(done.stdout.split())
+    for option in worker.OPTIONS:
+        assert option.flag in words and " ".join(option.help.split()) in words
+
+
+def test_install_on_a_made_file_is_a_read(tmp_path):
+    # A resumed worker's install must not wait for the write lock: another
+    # writer holds it here, and a write transaction would run out its timeout.
+    state = tmp_path / "worker.sqlite"
+    with opened(state) as conn:
+        paying.install(conn)
+    with opened(state) as holder, immediate(holder), \
+            opened(state, busy_timeout_ms=1) as conn:
+        paying.install(conn)
+        assert paying.checkpoints(conn) == []

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 
 def predict(k: int, boundary: str, plan) -> dict:
-    """Steps before k are confirmed; step k's row depends on the boundary."""
-    confirmed = k - 1 + (boundary == "after_outcome")
-    in_doubt = int(boundary in ("after_intent", "after_action"))
-    last_row = confirmed + in_doubt
+    """One commit per step: an outcome is written with the next intent, so a
+    fresh run killed at step k has k's row in doubt from its intent on, and
+    k-1's before it (nothing at all before step 1)."""
+    last_row = k - (boundary == "before_intent")
+    in_doubt = int(last_row > 0)
+    confirmed = last_row - in_doubt
     return {
         "confirmed": confirmed,
         "in_doubt": in_doubt,

@@ -14,22 +14,27 @@ must pass, ``assert_current``, lives in ``crashcourse.fence`` (chapter 06).
 Leases are wall-clock (``time.time``) because another process must read them
 after a restart; a local budget uses ``time.monotonic``. The pause flag every
 claim reads (``control.set_paused``) belongs to ``crashcourse.control``.
+Where a claim looks, and in what order, is ``crashcourse.turns``: a walk that
+never reads the turns waiting behind a held session, so a claim costs the same
+with 8,000 of them as with none.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import sqlite3
 import time
+from contextlib import closing
 from dataclasses import dataclass
 
-from crashcourse import control
+from crashcourse import control, turns
 from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.turns import READY, RUNNING  # an open turn: queued, or held
 from crashcourse.validate import check_text, clock
 
-READY, RUNNING, DONE = "READY", "RUNNING", "DONE"
-BLOCKED, CANCELLED = "BLOCKED", "CANCELLED"
+DONE, BLOCKED, CANCELLED = "DONE", "BLOCKED", "CANCELLED"
 STATUSES = (READY, RUNNING, DONE, BLOCKED, CANCELLED)
 OPEN = (READY, RUNNING)  # work a claim may still be granted on
 # A status goes into a query's text from these constants; values are parameters.
@@ -54,11 +59,13 @@ CREATE TABLE IF NOT EXISTS work (
     finished        REAL,
     outcome         TEXT
 );
--- the claim query walks open work in its ORDER BY and stops at the first fit;
--- the session rule looks up live work in one session
-CREATE INDEX IF NOT EXISTS work_open_in_order ON work (control DESC, created)
-    WHERE status IN {sql_list(OPEN)};
-CREATE INDEX IF NOT EXISTS work_live_in_session ON work (session, status, expires);
+-- one session's turns by status, in claim order: the session rule looks up its
+-- RUNNING turns, and the walk (crashcourse.turns) its READY ones
+CREATE INDEX IF NOT EXISTS work_in_session
+    ON work (session, status, control DESC, created);
+-- files made before crashcourse.turns: the claim query no longer walks work
+DROP INDEX IF EXISTS work_open_in_order;
+DROP INDEX IF EXISTS work_live_in_session;
 CREATE TABLE IF NOT EXISTS claims (
     work_id    TEXT NOT NULL REFERENCES work (id),
     generation INTEGER NOT NULL,
@@ -99,12 +106,14 @@ class Claim:
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Create the work and claims tables (chapter 05), and the pause flag's row
-    every claim reads (``control.install``, since chapter 09)."""
+    """Create the work and claims tables and the walk's ``sessions`` (chapter
+    05), and the pause flag's row every claim reads (``control.install``, since
+    chapter 09)."""
     control.install(conn)
     ensure_schema(conn, SCHEMA)
     with immediate(conn):
         conn.execute(FIXED_ASSIGNMENT)
+    turns.install(conn)  # the walk's sessions table, triggers and indexes
 
 
 def work_id_for(origin: str) -> str:
@@ -156,8 +165,10 @@ def enqueue(
 PICK = f"""
 SELECT item.* FROM work AS item
 WHERE
+    -- where this claim looks: the turns the walk found (crashcourse.turns)
+        item.rowid IN (SELECT value FROM json_each(:candidates))
     -- which work this pass may look at
-        item.role = :role
+    AND item.role = :role
     AND (:work_id IS NULL OR item.id = :work_id)
     AND (:control_only = 0 OR item.control = 1)
     -- its retry delay has passed
@@ -175,19 +186,22 @@ ORDER BY item.control DESC, item.created ASC, item.rowid ASC
 LIMIT 1
 """
 ORDINARY = f"""-- eligible: queued, or held under a lease that has run out
-    AND item.status IN {sql_list(OPEN)}  -- lets SQLite walk work_open_in_order
+    AND item.status IN {sql_list(OPEN)}
     AND (item.status = '{READY}' OR item.expires <= :now)"""
 
 
 def claim(
     conn: sqlite3.Connection, owner: str, *, ttl: float, now: float | None = None,
     role: str = "shop", work_id: str | None = None, control_only: bool = False,
-    eligible: str = ORDINARY,
+    eligible: str = ORDINARY, among: str | None = None,
 ) -> Claim | None:
     """Take the next eligible assignment for ``ttl`` seconds, or None (chapter 05).
 
     ``eligible`` is the pass's eligibility rule, a SQL fragment written in code
-    (never built from input) in the shape of ``ORDINARY``."""
+    (never built from input) in the shape of ``ORDINARY``. A pass looks at the
+    turns ``turns.in_claim_order`` walks to (queued work, lapsed leases), or at
+    ``work_id`` alone, or at the work ids ``among`` selects (SQL written in
+    code, as ``orders.claim_recovery`` looks at work that is not queued)."""
     ttl = check_lease(owner, ttl)
     query = PICK.format(eligible=eligible)
     with immediate(conn):
@@ -195,10 +209,15 @@ def claim(
         switches = control.runtime(conn)
         if switches["paused"]:  # the in-band pause flag (control, chapter 09)
             return None
-        row = conn.execute(query, {
-            "role": role, "work_id": work_id, "control_only": int(control_only),
-            "now": now,
-        }).fetchone()
+        rules = {"role": role, "work_id": work_id, "control_only": int(control_only),
+                 "now": now}
+        row = None  # the first candidate, in claim order, that every rule admits
+        looking = turns.candidates(conn, now, work_id, among, control_only)
+        with closing(looking) as found:  # the walk's reads end before the writes
+            for batch in found:
+                rules["candidates"] = json.dumps(batch)
+                if (row := conn.execute(query, rules).fetchone()) is not None:
+                    break
         if row is None:
             return None
         granted = {"work_id": row["id"], "generation": row["generation"] + 1,

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from crashcourse.boundary import CONTROL_FD_ENV, MARKER_FD_ENV, STOP_AT_ENV
+from crashcourse.pipes import Collector
 
 # Every wait is bounded, but generously: CI runs the tests and the notebooks
 # side by side on two cores, where a bound of a few seconds leaves no margin
@@ -61,6 +62,10 @@ class Worker:
     marker_fd: int | None
     control_fd: int | None
     started: float = field(default_factory=time.monotonic)
+    finished: Finished | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.output = Collector(self.process)  # its pipes and its exit
 
     @property
     def pid(self) -> int:
@@ -105,9 +110,13 @@ class Worker:
             raise TimeoutError(f"worker did not exit within {timeout} s") from None
 
     def collect(self, timeout: float) -> Finished:
-        out, err = self.process.communicate(timeout=timeout)
-        self.close_pipes()
-        return Finished(self.pid, self.process.returncode, out, err)
+        """Its output and status once it has exited (``pipes.Collector``: no
+        sleep-and-poll); ``TimeoutExpired`` after ``timeout`` s."""
+        if self.finished is None:
+            out, err = self.output.collect(timeout)
+            self.close_pipes()
+            self.finished = Finished(self.pid, self.process.returncode, out, err)
+        return self.finished
 
     def close_pipes(self) -> None:
         for fd in (self.marker_fd, self.control_fd):

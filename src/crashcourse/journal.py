@@ -1,22 +1,39 @@
-"""Write the intent first: the two-phase journal (chapter 07).
+"""Write the intent first: the journal (chapter 07).
 
-For every step ``run_step`` commits an INTENT row (with what the probe saw
-before: ``before_state``) before it acts, and the OUTCOME after. A resumed run
-reads the journal:
+A step's row is its INTENT (with what the probe saw before: ``before_state``),
+committed before the step acts, then its OUTCOME. A resumed run reads it:
 
 * outcome recorded: skip the step;
 * intent without outcome (the step in doubt): ask the target system through
   the step's probe. Nothing there: clear the intent and run the step. Found:
   record what the probe saw as the outcome, ``resolved_by = 'probe'``.
 
-Steps run in order and a step's intent is written only after the previous
-outcome, so at most ONE row can lack an outcome; the partial unique index
-``one_in_doubt`` makes SQLite refuse a second one as well. Everything
-``journal_status`` reports is counted from rows and step numbers; it only
-reads (no install, no write lock), so an observer never delays a worker.
+ONE COMMIT PER STEP. Only the intent must be durable before the action, and
+nothing reads an outcome before the next step begins. So ``run_plan`` holds
+step N's outcome (``Pending``) and commits it in ONE transaction with step
+N+1's intent, after N+1's probe; the last outcome of a run commits alone
+(last step, stop, failed gate, error); ``run_step`` alone commits its own.
+Each commit writes the held outcome before the new intent, so no committed
+state has two rows without an outcome: at most ONE step is in doubt, and the
+partial unique index ``one_in_doubt`` would refuse a second. The price: the
+step just performed reads as in doubt until the next intent commits.
 
-Chapter 09 adds the in-band stop (``should_stop``), gates checked before their
-intent (``check_gate``) and ``entries``, the rows a person deciding reads.
+``PHASES``, where a harness may kill step N, and what that leaves (changed by
+one commit per step: ``before_intent`` left N-1 confirmed and
+``after_outcome`` N, nothing in doubt):
+
+* ``before_intent`` (before N's probe and intent): N-1 in doubt, acted on;
+  nothing in doubt if N is this process's first step or follows a probe's
+  answer;
+* ``after_intent``: N-1 confirmed, N in doubt, not acted on;
+* ``after_action``: N acted on, still in doubt;
+* ``after_outcome``: N's outcome held, not written: as at ``after_action``;
+  a stop asked for here (chapter 09) ends the run with N confirmed.
+
+The reads (``confirmed_count``, ``journal_status``, ``entries``,
+``resolutions``) are in ``journal_reads`` and answer here too. Chapter 09
+adds ``should_stop``, gates checked before their intent (``check_gate``) and
+``entries``.
 """
 
 from __future__ import annotations
@@ -27,11 +44,20 @@ from collections import namedtuple
 
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
+from crashcourse.journal_reads import (  # noqa: F401  (journal.journal_status etc.)
+    PROBE,
+    RUN,
+    JournalStatus,
+    confirmed_count,
+    entries,
+    journal_status,
+    resolutions,
+)
 from crashcourse.plan import GateFailed, Plan, Step
 from crashcourse.store import ensure_schema, immediate
 
 PHASES = ("before_intent", "after_intent", "after_action", "after_outcome")
-SKIP, PROBE, RUN = "skip", "probe", "run"  # how run_step settled a step
+SKIP = "skip"  # how run_step settled a step: SKIP, PROBE or RUN
 STOPPED = "stopped_before"  # run_plan's result: the step a stop came before
 
 SCHEMA = f"""
@@ -50,6 +76,7 @@ CREATE TABLE IF NOT EXISTS journal (
 CREATE UNIQUE INDEX IF NOT EXISTS one_in_doubt ON journal (task)
     WHERE outcome IS NULL
 """
+_dumps = json.JSONEncoder(sort_keys=True).encode  # json.dumps(x, sort_keys=True)
 
 
 class Action(namedtuple("_ActionFields", "execute probe restore",
@@ -77,13 +104,6 @@ def _key(task: str, step: Step) -> str:
     return operation_key(task, step.number, step.action, step.args)
 
 
-def _installed(conn: sqlite3.Connection) -> bool:
-    """Whether the journal table exists; a read asks, it never creates it."""
-    return conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal'"
-    ).fetchone() is not None
-
-
 def _row(conn, task: str, step: int):
     return conn.execute(
         "SELECT outcome FROM journal WHERE task = :task AND step = :step",
@@ -91,62 +111,95 @@ def _row(conn, task: str, step: int):
     ).fetchone()
 
 
+def _withdraw(conn, task: str, number: int) -> None:
+    """Delete an intent whose action provably never ran."""
+    with immediate(conn):
+        conn.execute("DELETE FROM journal WHERE task = :task AND step = :step"
+                     " AND outcome IS NULL", {"task": task, "step": number})
+
+
 def _resolve_in_doubt(conn, task: str, step: Step, action: Action) -> dict | None:
     """Ask the target about a step in doubt; its observation if it happened."""
     done, observed = action.probe(step.args, _key(task, step))
-    where = {"task": task, "step": step.number}
+    if not done:  # provably not there: forget the intent, run the step again
+        _withdraw(conn, task, step.number)
+        return None
     with immediate(conn):
-        if not done:  # provably not there: forget the intent, run the step again
-            conn.execute("DELETE FROM journal WHERE task = :task AND step = :step",
-                         where)
-            return None
         conn.execute(
             f"UPDATE journal SET outcome = :outcome, resolved_by = '{PROBE}'"
             " WHERE task = :task AND step = :step AND outcome IS NULL",
-            {**where, "outcome": json.dumps(observed, sort_keys=True)},
+            {"task": task, "step": step.number, "outcome": _dumps(observed)},
         )
     return observed
 
 
-def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action) -> str:
-    """Run one step through the journal; says how: skip, probe or run (chapter 07)."""
-    row = _row(conn, task, step.number)
+class Pending:
+    """A step's outcome the worker holds and the journal does not yet: it
+    commits in ONE transaction with the next step's intent (chapter 07).
+
+    The UPDATE goes first, then the INSERT: the partial unique index is
+    checked statement by statement, and so is never asked to hold two."""
+
+    __slots__ = ("conn", "task", "step", "outcome")
+
+    def __init__(self, conn: sqlite3.Connection, task: str):
+        self.conn, self.task, self.step, self.outcome = conn, task, None, None
+
+    def hold(self, step: int, result) -> None:
+        """Keep step ``step``'s outcome until the next commit."""
+        self.step, self.outcome = step, _dumps(result)
+
+    def commit(self, intent: dict | None = None) -> None:
+        """The outcome held (if any) and ``intent`` (if any), in one commit."""
+        if self.step is None and intent is None:
+            return
+        with immediate(self.conn):
+            if self.step is not None:
+                self.conn.execute(
+                    f"UPDATE journal SET outcome = :outcome, resolved_by = '{RUN}'"
+                    " WHERE task = :task AND step = :step AND outcome IS NULL",
+                    {"task": self.task, "step": self.step, "outcome": self.outcome})
+            if intent is not None:
+                self.conn.execute(
+                    "INSERT INTO journal (task, step, operation_key, action, args,"
+                    " before_state) VALUES (:task, :step, :operation_key, :action,"
+                    " :args, :before)", intent)
+        self.step = self.outcome = None
+
+
+def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action, *,
+             pending: Pending | None = None, should_stop=None) -> str:
+    """Run one step through the journal; says how: skip, probe or run (chapter 07).
+
+    On its own it commits its intent, acts, and commits its outcome. In a run
+    (``pending``, from ``run_plan``) the previous outcome commits with this
+    intent, this step's outcome is left in ``pending`` for the next, and
+    ``should_stop`` is asked after that commit: on True the intent is
+    withdrawn, ``STOPPED`` (chapter 09)."""
+    held = pending is not None and pending.step is not None
+    row = None if held else _row(conn, task, step.number)  # held: no row yet
     if row is not None and row["outcome"] is not None:
         return SKIP
     if row is not None and _resolve_in_doubt(conn, task, step, action) is not None:
         return PROBE
     name, key = f"step-{step.number}", _key(task, step)
+    alone, pending = pending is None, pending or Pending(conn, task)
     boundary(f"{name}:before_intent")
     _, before = action.probe(step.args, key)
-    with immediate(conn):
-        conn.execute(
-            "INSERT INTO journal (task, step, operation_key, action, args,"
-            " before_state) VALUES (:task, :step, :operation_key, :action, :args,"
-            " :before)",
-            {"task": task, "step": step.number, "operation_key": key,
-             "action": step.action, "args": json.dumps(step.args, sort_keys=True),
-             "before": json.dumps(before, sort_keys=True)},
-        )
+    pending.commit({"task": task, "step": step.number, "operation_key": key,
+                    "action": step.action, "args": _dumps(step.args),
+                    "before": _dumps(before)})
+    if should_stop is not None and should_stop():  # every earlier outcome is in
+        _withdraw(conn, task, step.number)
+        return STOPPED
     boundary(f"{name}:after_intent")
     result = action.execute(step.args, key)
     boundary(f"{name}:after_action")
-    with immediate(conn):
-        conn.execute(
-            f"UPDATE journal SET outcome = :outcome, resolved_by = '{RUN}'"
-            " WHERE task = :task AND step = :step",
-            {"task": task, "step": step.number,
-             "outcome": json.dumps(result, sort_keys=True)},
-        )
+    pending.hold(step.number, result)
+    if alone:
+        pending.commit()
     boundary(f"{name}:after_outcome")
     return RUN
-
-
-def confirmed_count(conn: sqlite3.Connection, task: str) -> int:
-    """How many steps have an outcome: steps 1..n, in order (chapter 07)."""
-    return conn.execute(
-        "SELECT count(*) FROM journal WHERE task = :task AND outcome IS NOT NULL",
-        {"task": task},
-    ).fetchone()[0]
 
 
 def check_gate(task: str, step: Step, action: Action) -> dict:
@@ -164,87 +217,32 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
              actions: dict[str, Action], *, should_stop=None) -> dict[str, int]:
     """Every step of ``plan`` in order; how many were skipped, probed, run.
 
-    The confirmed prefix is skipped with one count, so finding where to resume
-    costs the same for a plan of 10 steps and one of 10,000 (chapter 07).
-    ``should_stop()`` is asked before each remaining step (chapter 09): on True
-    the run ends before that step's intent, nothing in doubt, ``STOPPED``: N.
+    Where to resume comes from the journal's last row alone, so it costs the
+    same for a plan of 10 steps and one of 10,000 (chapter 07). Each outcome
+    commits with the next intent; the last one, alone, however the run ends.
+    ``should_stop()`` is asked once per remaining step, before it acts and
+    with every earlier outcome in the journal (chapter 09): first thing when
+    no outcome is held, else just after the commit that writes it. On True
+    the run ends with nothing in doubt, ``STOPPED``: N.
     """
-    install(conn)
-    missing = {step.action for step in plan.steps} - set(actions)
-    if missing:
+    skipped, stop = confirmed_count(conn, task), should_stop or (lambda: False)
+    missing = {step.action for step in plan.steps[skipped:]} - set(actions)
+    if missing:  # every step left to run needs its action, before any write
         raise KeyError(f"no action registered for {sorted(missing)}")
-    skipped = confirmed_count(conn, task)
-    done = {SKIP: skipped, PROBE: 0, RUN: 0}
-    for step in plan.steps[skipped:]:
-        if should_stop is not None and should_stop():
-            return {**done, STOPPED: step.number}
-        if step.gate:
-            check_gate(task, step, actions[step.action])
-        done[run_step(conn, task, step, actions[step.action])] += 1
+    install(conn)
+    done, pending = {SKIP: skipped, PROBE: 0, RUN: 0}, Pending(conn, task)
+    try:
+        for step in plan.steps[skipped:]:
+            held = pending.step is not None  # the previous outcome, not written
+            if not held and stop():
+                return {**done, STOPPED: step.number}
+            if step.gate:
+                check_gate(task, step, actions[step.action])
+            how = run_step(conn, task, step, actions[step.action], pending=pending,
+                           should_stop=stop if held else None)
+            if how == STOPPED:
+                return {**done, STOPPED: step.number}
+            done[how] += 1
+    finally:
+        pending.commit()  # the last outcome, alone
     return done
-
-
-class JournalStatus(
-    namedtuple("_StatusFields", "states last_row irreversible_not_started")
-):
-    """What the journal alone says about a task (chapter 07).
-
-    ``states``: per step, confirmed, in_doubt or not_started; ``last_row``: the
-    highest step with a row (0: none); ``irreversible_not_started``: the
-    irreversible steps numbered after it, provably never performed.
-    """
-
-    __slots__ = ()
-
-    def count(self, state: str) -> int:
-        return self.states.count(state)
-
-    def summary(self) -> dict:
-        return {state: self.count(state)
-                for state in ("confirmed", "in_doubt", "not_started")}
-
-
-def journal_status(conn: sqlite3.Connection, task: str, plan: Plan) -> JournalStatus:
-    """Count confirmed / in doubt / provably not started from rows (chapter 07).
-
-    A step after the last row cannot have begun: its intent would have been
-    committed first. So an irreversible step numbered after ``last_row`` is
-    proved not performed by comparing two numbers, without asking anyone.
-    It only reads: no journal table yet is an empty journal.
-    """
-    rows = dict(conn.execute(
-        "SELECT step, outcome IS NOT NULL FROM journal WHERE task = :task",
-        {"task": task},
-    ).fetchall()) if _installed(conn) else {}
-    last = max(rows, default=0)
-    if sorted(rows) != list(range(1, last + 1)):
-        raise ValueError(f"journal of {task} has gaps: steps {sorted(rows)}")
-    states = tuple(
-        "not_started" if s.number not in rows
-        else "confirmed" if rows[s.number] else "in_doubt"
-        for s in plan.steps
-    )
-    unsent = tuple(s.number for s in plan.steps if s.irreversible and s.number > last)
-    return JournalStatus(states, last, unsent)
-
-
-def entries(conn: sqlite3.Connection, task: str) -> list[dict]:
-    """The task's journal rows in step order, JSON decoded (``outcome`` None:
-    in doubt). A read, like ``journal_status`` (chapter 09)."""
-    rows = conn.execute("SELECT * FROM journal WHERE task = :task ORDER BY step",
-                        {"task": task}).fetchall() if _installed(conn) else []
-    decoded = ("args", "before_state", "outcome")
-    return [{**dict(row), **{name: row[name] and json.loads(row[name])
-                             for name in decoded}} for row in rows]
-
-
-def resolutions(conn: sqlite3.Connection, task: str) -> dict[str, int]:
-    """How the task's outcomes were established: by running or by a probe.
-
-    Introduced in chapter 07; it only reads, like ``journal_status``."""
-    rows = conn.execute(
-        "SELECT resolved_by, count(*) FROM journal"
-        " WHERE task = :task AND outcome IS NOT NULL GROUP BY resolved_by",
-        {"task": task},
-    ).fetchall() if _installed(conn) else []
-    return {RUN: 0, PROBE: 0, **{by: n for by, n in rows}}

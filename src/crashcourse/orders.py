@@ -46,16 +46,15 @@ CREATE TABLE IF NOT EXISTS orders (
     receipt       TEXT,
     sent_generation    INTEGER,   -- the claim that let the last request out
     checked_generation INTEGER    -- the claim that last looked it up
-)
+);
+CREATE INDEX IF NOT EXISTS orders_by_status ON orders (status, work_id)  -- recovery
 """
-# ``claim_recovery``'s rule: only work whose supplier order may have gone out.
+# ``claim_recovery``'s rule, and where it looks: work whose order may have gone out.
+UNCERTAIN_WORK = f"SELECT work_id FROM orders WHERE status IN {sql_list(UNCERTAIN)}"
 RECOVERY = f"""-- eligible: an order whose fate is uncertain, and no live holder
     AND (item.status IN {sql_list((READY, BLOCKED))}  -- a cancel is not permission
          OR (item.status = '{RUNNING}' AND item.expires <= :now))
-    AND EXISTS (
-        SELECT 1 FROM orders AS placed
-        WHERE placed.work_id = item.id
-          AND placed.status IN {sql_list(UNCERTAIN)})"""
+    AND item.id IN ({UNCERTAIN_WORK})"""
 
 
 class ResponseLost(ConnectionError):
@@ -99,7 +98,8 @@ def install(conn: sqlite3.Connection) -> None:
 def claim_recovery(conn: sqlite3.Connection, owner: str, *, ttl: float,
                    now: float | None = None) -> Claim | None:
     """Claim work whose order may have gone out (``RECOVERY``) (chapter 06)."""
-    return claims.claim(conn, owner, ttl=ttl, now=now, eligible=RECOVERY)
+    return claims.claim(conn, owner, ttl=ttl, now=now, eligible=RECOVERY,
+                        among=UNCERTAIN_WORK)
 
 
 def order_for(conn: sqlite3.Connection, work_id: str) -> dict | None:

@@ -1,9 +1,10 @@
 """Figures the chapters share (introduced in chapter 00).
 
 Matplotlib is a book dependency, not a runtime one, so it is imported inside
-each function. Every function returns a closed ``Figure``: a chapter cell ends
-with the bare figure, which Jupyter shows once as an inline PNG. (Closing it
-keeps pyplot from drawing it a second time at the end of the cell.)
+each function. Every function returns a closed ``Figure`` whose size depends
+only on the shape of its input: a chapter cell ends with the bare figure,
+which Jupyter shows once as an inline PNG. (Closing it keeps pyplot from
+drawing it a second time at the end of the cell.)
 """
 
 from __future__ import annotations
@@ -29,29 +30,102 @@ def new_figure(width: float = 7.0, height: float = 3.0):
     return fig, ax
 
 
+def count_ticks(axis) -> None:
+    """Whole-number ticks on ``axis`` (``ax.yaxis``): nobody counts half a
+    payment."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 def grouped_bars(
     counts: Mapping[str, Mapping[str, float]],
     title: str,
     ylabel: str,
     colours: Mapping[str, str] | None = None,
 ):
-    """Bars per category (x) and series (one colour each): ``counts[series][x]``."""
+    """Bars per category (x) and series (one colour each): ``counts[series][x]``.
+    Whole numbers are counts: whole-number ticks, and each bar's number."""
     fig, ax = new_figure(max(6.0, 0.9 * len(next(iter(counts.values()), {})) + 2))
     series = list(counts)
+    whole = all(float(v).is_integer() for s in series for v in counts[s].values())
     categories = list(dict.fromkeys(x for s in series for x in counts[s]))
     width = 0.8 / max(1, len(series))
+    colours = {name: COLOURS.get(c, c) for name, c in (colours or {}).items()}
     for i, name in enumerate(series):
         xs = [j + i * width for j in range(len(categories))]
         ys = [counts[name].get(x, 0) for x in categories]
-        colour = (colours or {}).get(name)
-        ax.bar(xs, ys, width=width, label=name, color=colour)
-    ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(categories))])
-    ax.set_xticklabels(categories, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+        bars = ax.bar(xs, ys, width=width, label=name, color=colours.get(name))
+        if whole:  # a count of 0 is a number, not a missing bar
+            ax.bar_label(bars, fontsize=7, padding=2)
+    ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(categories))],
+                  categories, rotation=20, ha="right", fontsize=8)
+    if whole:
+        count_ticks(ax.yaxis)
+        ax.margins(y=0.12)
+    ax.set(ylabel=ylabel, title=title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def kill_and_end(
+    at_kill: Mapping[str, float | None],
+    at_end: Mapping[str, float],
+    expected: tuple[float, str],
+    title: str,
+    ylabel: str,
+    twin: tuple[str, float, Mapping, Mapping] | None = None,
+):
+    """A count per case at the kill (grey; ``None``: no kill) and at the end
+    (blue, red above the ``expected = (value, label)`` dashed line), each bar
+    with its number (chapter 01). ``twin = (label, per, at_kill, at_end)`` adds
+    a second count as diamonds on a right axis, ``per`` of it to one unit of
+    the first: where the two counts agree, each diamond sits on its bar."""
+    (line, line_label), cases = expected, list(at_end)
+    fig, ax = new_figure(8.5, 3.8)
+    top = 1.6 * max([line, *at_end.values(), *(v or 0 for v in at_kill.values())])
+    for j, case in enumerate(cases):
+        end_colour = "bad" if at_end[case] > line else "info"
+        for x, value, colour in ((j - 0.2, at_kill.get(case), "idle"),
+                                 (j + 0.2, at_end[case], end_colour)):
+            if value is None:
+                ax.text(x, 0.05, "no kill", rotation=90, ha="center", va="bottom",
+                        fontsize=7, color="dimgray")
+                continue
+            ax.bar(x, value, width=0.38, color=COLOURS[colour])
+            ax.annotate(f"{value:g}", (x, value), xytext=(0, 7),
+                        textcoords="offset points", ha="center", fontsize=8)
+    ax.axhline(line, color="black", linestyle="--", linewidth=1)
+    ax.set_ylim(0, top)
+    count_ticks(ax.yaxis)
+    ax.set_xticks(range(len(cases)), cases, rotation=20, ha="right", fontsize=8)
+    ax.set(ylabel=ylabel, title=title)
+    entries = [_entry("at the kill", "idle"), _entry("at the end", "info"),
+               _entry("at the end, above the line", "bad"),
+               _entry(line_label, "black", "", "--")]
+    if twin is not None:
+        label, per, twin_kill, twin_end = twin
+        right = ax.twinx()
+        for dx, values in ((-0.2, twin_kill), (0.2, twin_end)):
+            shown = [j for j, c in enumerate(cases) if values.get(c) is not None]
+            right.plot([j + dx for j in shown], [values[cases[j]] for j in shown],
+                       "kD", markersize=4)
+        right.set(ylim=(0, top * per), ylabel=label,
+                  yticks=[per * n for n in range(int(top) + 1)])
+        entries.append(_entry(f"{label} (right axis)", "black", "D"))
+    ax.legend(handles=entries, fontsize=7, ncol=3, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def _entry(label: str, colour: str, marker: str = "s", linestyle: str = ""):
+    """A legend entry: a square of colour, a marker, or a line."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=COLOURS.get(colour, colour), marker=marker,
+                  linestyle=linestyle, markersize=8 if marker == "s" else 5,
+                  label=label)
 
 
 def timeline(
@@ -61,24 +135,46 @@ def timeline(
     xlabel: str = "ms since start",
 ):
     """Horizontal spans per lane, ``(lane, start, end, colour key)``, plus
-    labelled instants ``(lane, at, label)``: process lifetimes, leases, kills."""
+    labelled instants ``(lane, at, label)``: process lifetimes, leases, kills.
+    A label that would cover another moves below its bar, or beside its mark."""
     names = list(dict.fromkeys(lane for lane, *_ in lanes))
     fig, ax = new_figure(7.5, 0.6 * len(names) + 1.4)
     for lane, start, end, colour in lanes:
         y = names.index(lane)
         ax.barh(y, end - start, left=start, height=0.5,
                 color=COLOURS.get(colour, colour))
+    labels = []
     for lane, at, label in events:
         y = names.index(lane)
         ax.plot([at], [y], marker="v", color="black")
-        ax.annotate(label, (at, y + 0.3), fontsize=7, ha="center")
-    ax.set_yticks(range(len(names)))
-    ax.set_yticklabels(names, fontsize=8)
-    ax.set_ylim(-0.6, len(names) - 0.2)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title)
+        labels.append(ax.annotate(label, (at, y + 0.25), xytext=(0, 3),
+                                  textcoords="offset points", fontsize=8,
+                                  ha="center", va="bottom"))
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set(ylim=(-0.7, len(names) - 0.3), xlabel=xlabel, title=title)
     fig.tight_layout()
+    _keep_apart(fig, ax, labels)
     return fig
+
+
+def _keep_apart(fig, ax, labels) -> None:
+    """Place each label, in order, where it covers no label placed before it
+    and stays inside the axes: above its bar, below it, or to one side of its
+    mark (above and centred when no place is free)."""
+    fig.draw_without_rendering()
+    inside, placed = ax.get_window_extent(), []
+    places = [(side, ha) for side in (1, -1) for ha in ("center", "right", "left")]
+    for text in labels:
+        at, top = text.xy  # the top edge of the label's bar
+        for side, ha in [*places, places[0]]:
+            text.xy = (at, top if side > 0 else top - 0.5)
+            text.xyann = (0, 3 * side)
+            text.set(va="bottom" if side > 0 else "top", ha=ha)
+            box = text.get_window_extent()
+            if (inside.x0 <= box.x0 and box.x1 <= inside.x1
+                    and not any(box.overlaps(other) for other in placed)):
+                break
+        placed.append(text.get_window_extent())
 
 
 def state_grid(
@@ -86,27 +182,69 @@ def state_grid(
     columns: Sequence[str],
     cells: Mapping[tuple[str, str], str],
     title: str = "",
+    labels: Mapping[tuple[str, str], str] | None = None,
 ):
     """A table of coloured cells, ``cells[(row, column)] = colour key``: decision
-    tables, journal state per step. Missing cells stay blank."""
-    import matplotlib.colors as mcolors
+    tables, journal state per step. Missing cells stay blank; ``labels`` writes
+    a word in a cell. Column names stand upright only where they do not fit."""
+    from matplotlib.patches import Rectangle
 
-    fig, ax = new_figure(max(4.0, 0.35 * len(columns) + 2), 0.35 * len(rows) + 1.2)
+    width = max(4.0, 0.35 * len(columns) + 2)
+    fig, ax = new_figure(width, 0.35 * len(rows) + 1.2)
     for (row, column), key in cells.items():
-        colour = mcolors.to_rgba(COLOURS.get(key, key))
-        ax.add_patch(_cell(columns.index(column), rows.index(row), colour))
-    ax.set_xlim(0, len(columns))
-    ax.set_ylim(len(rows), 0)
-    ax.set_xticks([i + 0.5 for i in range(len(columns))])
-    ax.set_xticklabels(columns, rotation=90, fontsize=7)
-    ax.set_yticks([i + 0.5 for i in range(len(rows))])
-    ax.set_yticklabels(rows, fontsize=8)
-    ax.set_title(title)
+        ax.add_patch(Rectangle((columns.index(column), rows.index(row)), 1, 1,
+                               facecolor=COLOURS.get(key, key), edgecolor="white"))
+    for (row, column), word in (labels or {}).items():
+        ax.text(columns.index(column) + 0.5, rows.index(row) + 0.5, word,
+                ha="center", va="center", fontsize=8, color="white")
+    ax.set(xlim=(0, len(columns)), ylim=(len(rows), 0), title=title)
+    narrow = max(map(len, columns), default=0) * 0.07 > (width - 2) / len(columns)
+    ax.set_xticks([i + 0.5 for i in range(len(columns))], columns,
+                  rotation=90 if narrow else 0, fontsize=7)
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def _cell(x: int, y: int, colour):
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white")
+def kill_map(
+    groups: Mapping[str, Mapping[str, bool]],
+    kills: Sequence[tuple[str, str, float, str]],
+    states: Mapping[str, str],
+    title: str = "",
+    xlabel: str = "",
+    span: tuple[float, float] = (0, 1),
+):
+    """One line per trial, ``groups[group][trial] = held``, under its group's
+    name; a mark per kill, ``(group, trial, x, state)``, coloured by the state
+    it left (``states[state] = colour key``, also the legend); the verdict at
+    the end of the line, and a failed trial on a red band (chapter 07)."""
+    rows = [(g, t) for g in groups for t in [None, *groups[g]]]  # None: the name
+    fig, ax = new_figure(8.5, 0.24 * len(rows) + 1.3)
+    for y, (group, trial) in enumerate(rows):
+        if trial is None:
+            ax.text(span[0], y + 0.2, group, fontsize=8, weight="bold")
+            continue
+        held = groups[group][trial]
+        ax.plot(span, [y, y], color=COLOURS["idle"], linewidth=0.8)
+        if not held:
+            ax.axhspan(y - 0.5, y + 0.5, color=COLOURS["bad"], alpha=0.15)
+        ax.annotate("held" if held else "FAILED", (1.01, y), va="center",
+                    xycoords=("axes fraction", "data"), fontsize=8,
+                    color=COLOURS["ok" if held else "bad"], weight="bold")
+    marker = {s: "XDos^"[i % 5] for i, s in enumerate(states)}
+    seen: dict[tuple, int] = {}
+    for group, trial, x, state in kills:
+        y = rows.index((group, trial))
+        nth = seen[(y, x)] = seen.get((y, x), -1) + 1  # a second kill, just below
+        ax.plot([x], [y + 0.3 * nth], marker=marker[state], linestyle="",
+                color=COLOURS.get(states[state], states[state]), markersize=6)
+    ax.set_yticks(range(len(rows)), [t or "" for _, t in rows], fontsize=7)
+    ax.tick_params(axis="y", length=0)
+    ax.set(ylim=(len(rows) - 0.4, -0.6), xlim=(span[0] - 1, span[1] + 1),
+           xlabel=xlabel, title=title)
+    count_ticks(ax.xaxis)
+    ax.legend(handles=[_entry(s, c, marker[s]) for s, c in states.items()],
+              fontsize=7, ncol=len(states), loc="upper center",
+              bbox_to_anchor=(0.5, -0.16))
+    fig.tight_layout()
+    return fig

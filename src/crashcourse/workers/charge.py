@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import sys
 
-from crashcourse.workers import paying
+from crashcourse.workers import options, paying
+
+OPTIONS = (*paying.PAYMENT_OPTIONS,
+           options.Option("--key", "the operation key to pay under"))
 
 
 def parse(argv: list[str] | None = None):
-    parser = paying.payment_arguments(__doc__.split("\n\n")[0])
-    parser.add_argument("--key", required=True, help="the operation key to pay under")
-    return parser.parse_args(argv)
+    """The worker's options; ``--help`` lists them (chapter 03)."""
+    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

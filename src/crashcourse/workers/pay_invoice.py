@@ -34,7 +34,17 @@ import os
 import sys
 
 from crashcourse.effects import operation_key
-from crashcourse.workers import paying
+from crashcourse.workers import options, paying
+
+OPTIONS = (
+    *paying.PAYMENT_OPTIONS,
+    options.Option("--retry",
+                   "reuse-key: the reference; new-key: the chapter 02 mutant",
+                   choices=("reuse-key", "new-key"), default="reuse-key"),
+    options.Option("--notify", "once paid, notify the shop's owner through this mail "
+                   "provider's file (chapter 09; default: no notification)",
+                   metavar="MAIL_PATH", default=None),
+)
 
 
 def payment_key(task: str, order: str, amount: int, currency: str) -> str:
@@ -57,16 +67,8 @@ def choose_key(state, args) -> str:
 
 
 def parse(argv: list[str] | None = None):
-    parser = paying.payment_arguments(__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--retry", choices=("reuse-key", "new-key"), default="reuse-key",
-        help="reuse-key: the reference; new-key: the chapter 02 mutant",
-    )
-    parser.add_argument(
-        "--notify", metavar="MAIL_PATH", default=None,
-        help="once paid, notify the shop's owner through this mail provider's "
-        "file (chapter 09; default: no notification)")
-    return parser.parse_args(argv)
+    """The worker's options; ``--help`` lists them (chapter 00)."""
+    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,6 @@ the provider by key before it sends anything.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
 from collections.abc import Callable
@@ -32,12 +31,14 @@ from typing import TYPE_CHECKING
 
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
-from crashcourse.services import mail, payments
+from crashcourse.services import payments
 from crashcourse.store import ensure_schema, immediate, opened, sql_list, table_rows
 from crashcourse.validate import check_text
+from crashcourse.workers.options import Option
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
+    from types import SimpleNamespace
 
 PENDING, NOTIFIED = "pending", "notified"  # a notification's own state
 SENT, PROBED, ALREADY = "sent", "probe", "already_notified"  # how it settled
@@ -58,6 +59,7 @@ CREATE TABLE IF NOT EXISTS notifications (
     settled_by    TEXT                   -- sent, or found by the probe
 )
 """
+TABLES = ("checkpoints", "notifications")  # what SCHEMA creates
 
 # A refused NEW payment, a key bound to another action and a locked service are
 # outcomes, not crashes: each has its own status, and none charged anything.
@@ -67,8 +69,20 @@ PAID = ("committed", "already_committed")  # the outcomes after which to notify
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Create the worker's checkpoint table in its own file (chapter 02)."""
-    ensure_schema(conn, SCHEMA)
+    """Create the worker's checkpoint table in its own file (chapter 02).
+
+    A resumed worker finds its tables made: then this is one read, with no
+    write transaction to wait for."""
+    if own_tables(conn) != set(TABLES):
+        ensure_schema(conn, SCHEMA)
+
+
+def own_tables(conn: sqlite3.Connection) -> set[str]:
+    """Which of the worker's tables its file holds already; a read."""
+    rows = conn.execute("SELECT name FROM sqlite_master"
+                        " WHERE type = 'table'"
+                        f" AND name IN {sql_list(TABLES)}")
+    return {row[0] for row in rows}
 
 
 def save_checkpoint(conn: sqlite3.Connection, task: str, key: str,
@@ -95,9 +109,8 @@ def load_checkpoint(conn: sqlite3.Connection, task: str) -> dict | None:
 def checkpoints(conn: sqlite3.Connection) -> list[dict]:
     """Every checkpoint row of the worker's file; none before it installed its
     table. A read: it never takes the write lock (chapter 02)."""
-    made = conn.execute("SELECT 1 FROM sqlite_master"
-                        " WHERE type = 'table' AND name = 'checkpoints'").fetchone()
-    return table_rows(conn, "checkpoints") if made else []
+    made = own_tables(conn)
+    return table_rows(conn, "checkpoints") if "checkpoints" in made else []
 
 
 def snapshot(service: str | Path, state: str | Path) -> dict:
@@ -135,9 +148,8 @@ def pay_then_checkpoint(
 
 def notifications(conn: sqlite3.Connection) -> list[dict]:
     """Every notification row of the worker's file; a read (chapter 09)."""
-    made = conn.execute("SELECT 1 FROM sqlite_master"
-                        " WHERE type = 'table' AND name = 'notifications'").fetchone()
-    return table_rows(conn, "notifications") if made else []
+    made = own_tables(conn)
+    return table_rows(conn, "notifications") if "notifications" in made else []
 
 
 def notify_owner(state: sqlite3.Connection, mail_path: str, task: str, order: str,
@@ -150,6 +162,8 @@ def notify_owner(state: sqlite3.Connection, mail_path: str, task: str, order: st
     the last one died in between: the provider is asked by key
     (``mail.probe_sent``) and a mail it already accepted is recorded, not sent
     again. Refused (ValueError, nothing written) unless the task is paid."""
+    from crashcourse.services import mail  # here: only --notify runs need it
+
     check_text("task", task)
     if "@" not in str(recipient):
         raise ValueError(f"not an address: {recipient!r}")
@@ -185,25 +199,22 @@ def notify_owner(state: sqlite3.Connection, mail_path: str, task: str, order: st
     return {"notification": settled, "message_id": message_id}
 
 
-def payment_arguments(description: str) -> argparse.ArgumentParser:
-    """The command line both payment workers share (chapter 00)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--payments", required=True,
-                        help="the payment service's SQLite file")
-    parser.add_argument("--state", required=True,
-                        help="the worker's own SQLite file (its checkpoint)")
-    parser.add_argument("--task", required=True, help="the workflow's task id")
-    parser.add_argument("--order", required=True, help="the supplier order to pay")
-    parser.add_argument("--amount", type=int, required=True, help="integer cents")
-    parser.add_argument("--currency", required=True, help="e.g. USD")
-    parser.add_argument(
-        "--busy-timeout-ms", type=int, default=payments.DEFAULT_BUSY_TIMEOUT_MS,
-        help="how long to wait for a locked payment service (then exit 5)")
-    return parser
+# The command line both payment workers share (chapter 00); each adds its own.
+PAYMENT_OPTIONS = (
+    Option("--payments", "the payment service's SQLite file"),
+    Option("--state", "the worker's own SQLite file (its checkpoint)"),
+    Option("--task", "the workflow's task id"),
+    Option("--order", "the supplier order to pay"),
+    Option("--amount", "integer cents", type=int),
+    Option("--currency", "e.g. USD"),
+    Option("--busy-timeout-ms",
+           "how long to wait for a locked payment service (then exit 5)",
+           type=int, default=payments.DEFAULT_BUSY_TIMEOUT_MS),
+)
 
 
-def run_worker(args: argparse.Namespace,
-               choose_key: Callable[[sqlite3.Connection, argparse.Namespace], str]
+def run_worker(args: SimpleNamespace,
+               choose_key: Callable[[sqlite3.Connection, SimpleNamespace], str]
                ) -> int:
     """A payment worker's whole run: open its own file, choose the key, pay,
     checkpoint, print one JSON report; the exit status (chapter 00)."""

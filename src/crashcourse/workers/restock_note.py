@@ -21,15 +21,19 @@ The worker prints one JSON line saying what it did; graders read the rows.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
 import sys
+from typing import TYPE_CHECKING
 
 from crashcourse import effects
 from crashcourse.boundary import boundary
-from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.store import ensure_schema, immediate, opened, sql_list, table_rows
 from crashcourse.validate import check_count, check_text
+from crashcourse.workers import options
+
+if TYPE_CHECKING:  # only for hints
+    from types import SimpleNamespace
 
 CONFLICT_EXIT = 4  # same task, different note: refused, nothing written
 
@@ -46,11 +50,19 @@ CREATE TABLE IF NOT EXISTS restock_notes (
 )
 """
 
+TABLES = ("stock", "restock_notes", "effect_ledger")  # SCHEMA's and the ledger
+
 
 def install(conn: sqlite3.Connection) -> None:
-    """Create the shop's tables and its effect ledger (idempotent; chapter 00)."""
-    ensure_schema(conn, SCHEMA)
-    effects.install(conn)
+    """Create the shop's tables and its effect ledger (idempotent; chapter 00).
+
+    A rerun finds them made: then this is one read, no write transaction."""
+    made = conn.execute("SELECT name FROM sqlite_master"
+                        " WHERE type = 'table'"
+                        f" AND name IN {sql_list(TABLES)}")
+    if {row[0] for row in made} != set(TABLES):
+        ensure_schema(conn, SCHEMA)
+        effects.install(conn)
 
 
 def check_note(sku: object, quantity: object, text: object) -> dict:
@@ -109,7 +121,7 @@ def snapshot(conn: sqlite3.Connection) -> dict:
     }
 
 
-def run(conn: sqlite3.Connection, args: argparse.Namespace) -> dict:
+def run(conn: sqlite3.Connection, args: SimpleNamespace) -> dict:
     note = check_note(args.sku, args.quantity, args.text)
     install(conn)
     boundary("before_apply")
@@ -124,18 +136,20 @@ def run(conn: sqlite3.Connection, args: argparse.Namespace) -> dict:
     return {"task": args.task, "status": done.status, "result": done.result}
 
 
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", required=True, help="the shop's SQLite file")
-    parser.add_argument("--task", required=True, help="the workflow's task id")
-    parser.add_argument("--sku", required=True, help="the item to restock")
-    parser.add_argument("--quantity", type=int, required=True, help="units")
-    parser.add_argument("--text", default="", help="the note's wording")
-    parser.add_argument(
-        "--mode", choices=("keyed", "naive"), default="keyed",
-        help="keyed: the reference; naive: the chapter 01 draft",
-    )
-    return parser.parse_args(argv)
+OPTIONS = (
+    options.Option("--db", "the shop's SQLite file"),
+    options.Option("--task", "the workflow's task id"),
+    options.Option("--sku", "the item to restock"),
+    options.Option("--quantity", "units", type=int),
+    options.Option("--text", "the note's wording", default=""),
+    options.Option("--mode", "keyed: the reference; naive: the chapter 01 draft",
+                   choices=("keyed", "naive"), default="keyed"),
+)
+
+
+def parse(argv: list[str] | None = None) -> SimpleNamespace:
+    """The worker's options; ``--help`` lists them (chapter 00)."""
+    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,9 @@
 """WRONG ANSWER to exercise 07.3 (chapter 07): the action ran, so the step is done.
 
-The mistake: a kill at ``after_action`` is predicted to leave step ``k``
-confirmed, since its action ran. The journal cannot know that: the outcome
-row is written after the action, so the step is in doubt until a probe asks
-the target. ``after_intent`` and ``after_action`` leave the same journal.
+The mistake: a kill at ``after_action`` (or ``after_outcome``) is predicted
+to leave step ``k`` confirmed, since its action ran. The journal cannot know
+that: the outcome is written with the NEXT step's intent, so the step is in
+doubt until then, or until a probe asks the target.
 Caught by ``test_prediction_matches_a_real_kill[12-after_action]``.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 def predict(k: int, boundary: str, plan) -> dict:
     """Steps before k are confirmed; step k's row depends on the boundary."""
-    confirmed = k - 1 + (boundary in ("after_action", "after_outcome"))
-    in_doubt = int(boundary == "after_intent")
-    last_row = confirmed + in_doubt
+    last_row = k - (boundary == "before_intent")
+    acted = boundary in ("after_action", "after_outcome")
+    in_doubt = int(last_row > 0 and not acted)
+    confirmed = last_row - in_doubt
     return {
         "confirmed": confirmed,
         "in_doubt": in_doubt,

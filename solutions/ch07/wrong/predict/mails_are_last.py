@@ -11,9 +11,9 @@ from __future__ import annotations
 
 def predict(k: int, boundary: str, plan) -> dict:
     """Steps before k are confirmed; step k's row depends on the boundary."""
-    confirmed = k - 1 + (boundary == "after_outcome")
-    in_doubt = int(boundary in ("after_intent", "after_action"))
-    last_row = confirmed + in_doubt
+    last_row = k - (boundary == "before_intent")
+    in_doubt = int(last_row > 0)
+    confirmed = last_row - in_doubt
     return {
         "confirmed": confirmed,
         "in_doubt": in_doubt,

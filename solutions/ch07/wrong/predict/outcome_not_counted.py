@@ -1,10 +1,11 @@
-"""WRONG ANSWER to exercise 07.3 (chapter 07): step k never confirmed.
+"""WRONG ANSWER to exercise 07.3 (chapter 07): the held outcome is counted nowhere.
 
-The mistake: the steps before ``k`` are confirmed and step ``k`` is counted
-as in doubt or started, but a kill at ``after_outcome`` still leaves step
-``k`` out of the confirmed count, although its outcome row was committed.
-The three counts then add up to one step fewer than the plan has. Caught by
-``test_predictions_on_paper`` and ``test_every_step_is_counted_once``.
+The mistake: at ``before_intent`` of step ``k`` the worker holds step k-1's
+outcome, not yet written, and the prediction counts step k-1 neither as
+confirmed nor as in doubt. But its row is there (its intent was committed),
+without an outcome: in doubt. The three counts then add up to one step fewer
+than the plan has. Caught by ``test_the_plan_decides_which_steps_are_irreversible``
+and ``test_every_step_is_counted_once[before_intent]``.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 def predict(k: int, boundary: str, plan) -> dict:
     """Steps before k are confirmed; step k's row depends on the boundary."""
-    confirmed = k - 1  # the steps before k
-    in_doubt = int(boundary in ("after_intent", "after_action"))
     last_row = k - (boundary == "before_intent")
+    in_doubt = int(boundary != "before_intent")
+    confirmed = k - 1 if in_doubt else max(k - 2, 0)
     return {
         "confirmed": confirmed,
         "in_doubt": in_doubt,
