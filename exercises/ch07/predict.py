@@ -2,6 +2,8 @@
 
 The worker runs steps in order; each step passes four boundaries:
 ``before_intent``, ``after_intent``, ``after_action``, ``after_outcome``.
+It commits once per step: step k's outcome is written in the same
+transaction as step k+1's intent (chapter 07, "one commit per step").
 """
 
 from __future__ import annotations
