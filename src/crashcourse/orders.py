@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 
 from crashcourse import claims, effects, fence
 from crashcourse.boundary import boundary
 from crashcourse.claims import BLOCKED, READY, RUNNING, Claim
+from crashcourse.services import supplier_client
 from crashcourse.store import ensure_schema, immediate, sql_list
 from crashcourse.validate import check_text, clock
 
@@ -171,25 +170,21 @@ def admit(conn: sqlite3.Connection, claim: Claim, operation_key: str,
     return Proposal(row["sku"], row["quantity"], row["unit_cents"])
 
 
-def call(request: urllib.request.Request, wait_s: float) -> tuple[int, dict]:
-    """One HTTP exchange: (status, JSON body), or ``ResponseLost`` (chapter 06)."""
+def answered(exchange, *args, **options) -> tuple[int, dict]:
+    """Run one ``supplier_client`` exchange; a lost or garbled answer becomes
+    ``ResponseLost``: it may or may not have reached the supplier (chapter 06)."""
     try:
-        with urllib.request.urlopen(request, timeout=wait_s) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as refused:
-        return refused.code, json.loads(refused.read() or b"{}")
+        return exchange(*args, **options)
     except (OSError, ValueError) as lost:  # reset, timeout, closed, garbled
         raise ResponseLost(f"no answer from the supplier: {lost!r}") from None
 
 
 def post(url: str, operation_key: str, claim: Claim, proposal: Proposal,
          wait_s: float):
-    """POST the order with its idempotency key and fencing token (chapter 06)."""
-    request = urllib.request.Request(
-        f"{url}/orders", method="POST", data=json.dumps(asdict(proposal)).encode(),
-        headers={"Content-Type": "application/json", "Idempotency-Key": operation_key,
-                 "X-Work-Id": claim.id, "X-Generation": str(claim.generation)})
-    return call(request, wait_s)
+    """POST the order with its operation key and fencing token (chapter 06)."""
+    return answered(supplier_client.place_order, url, operation_key,
+                    asdict(proposal), work_id=claim.id,
+                    generation=claim.generation, wait_s=wait_s)
 
 
 def record(conn: sqlite3.Connection, operation_key: str, status: str,
@@ -226,8 +221,7 @@ def send(conn: sqlite3.Connection, claim: Claim, operation_key: str, url: str,
 def lookup(conn: sqlite3.Connection, operation_key: str, url: str,
            claim: Claim | None = None, wait_s: float = 2.0) -> str:
     """Ask the supplier for ``operation_key``; keep its receipt if any (chapter 06)."""
-    request = urllib.request.Request(f"{url}/orders/{operation_key}")
-    status, body = call(request, wait_s)
+    status, body = answered(supplier_client.get_order, url, operation_key, wait_s)
     if status == 200:
         record(conn, operation_key, CONFIRMED, body["receipt"])
         return CONFIRMED
