@@ -31,7 +31,6 @@ from typing import NamedTuple
 from crashcourse import evidence, experiment
 from crashcourse.harness import Harness
 from crashcourse.services import payments
-from crashcourse.store import count_rows, opened
 from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch02.recovery_study/1"
@@ -69,23 +68,11 @@ def worker_file(db: Path) -> Path:
     return db.with_name(f"{db.stem}-worker.sqlite")
 
 
-def recount(db: Path) -> dict:
-    """Payments and checkpoints counted by ``count(*)``, each file opened again:
-    a read apart from ``paying.snapshot``'s copy of the rows."""
-    with opened(db) as service:
-        paid = count_rows(service, "payments")
-    with opened(worker_file(db)) as state:
-        installed = state.execute(
-            "SELECT count(*) FROM sqlite_master"
-            " WHERE type = 'table' AND name = 'checkpoints'").fetchone()[0]
-        noted = count_rows(state, "checkpoints") if installed else 0
-    return {"payments": paid, "checkpoints": noted}
-
-
 def durable(db: Path) -> dict:
     """The rows of both files (the service's payments, the worker's checkpoints)
     and the counts of a second read, to be compared with them."""
-    return {"rows": paying.snapshot(db, worker_file(db)), **recount(db)}
+    state = worker_file(db)
+    return {"rows": paying.snapshot(db, state), **paying.recount(db, state)}
 
 
 def double_charged(rows: dict) -> dict[str, list[str]]:

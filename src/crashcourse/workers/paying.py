@@ -121,6 +121,20 @@ def snapshot(service: str | Path, state: str | Path) -> dict:
     return {**payments.snapshot(service), "checkpoints": rows}
 
 
+def recount(service: str | Path, state: str | Path) -> dict:
+    """Payments and checkpoints by ``count(*)``, each file opened again: a
+    second read a grader compares with ``snapshot``'s rows (chapter 02)."""
+    with opened(service) as conn:
+        paid = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
+    with opened(state) as conn:
+        made = conn.execute("SELECT count(*) FROM sqlite_master"
+                            " WHERE type = 'table' AND name = 'checkpoints'")
+        noted = 0
+        if made.fetchone()[0]:  # a worker killed before it installed: none
+            noted = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
+    return {"payments": paid, "checkpoints": noted}
+
+
 def pay_then_checkpoint(
     state: sqlite3.Connection, service: str, task: str, key: str,
     order: str, amount: int, currency: str,
