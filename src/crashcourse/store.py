@@ -12,6 +12,12 @@ Every durable table in the book lives in a SQLite file opened by ``connect``:
   power loss or kernel panic needs; no experiment here cuts the power, so the
   book never claims that case from its own evidence.
 
+A store is created only by its module's ``install``. Everything else opens
+it with ``require=`` the tables it reads: a file that is missing, truncated to
+0 bytes or never installed is refused with ``StoreMissing`` and left as it was,
+never silently replaced by a new, empty store (a payment history that vanished
+must not read as "never paid").
+
 Connections are in autocommit mode (``isolation_level=None``): transactions
 are opened explicitly with ``immediate`` so the reader sees where each one
 begins and ends.
@@ -32,19 +38,28 @@ SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
+class StoreMissing(RuntimeError):
+    """An installed store was required; the file is absent, empty or lacks its
+    tables. Nothing was created or changed (issue 14, "no silent loss")."""
+
+
 def connect(
     path: str | Path,
     *,
     synchronous: str = "NORMAL",
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    require: tuple[str, ...] = (),
 ) -> sqlite3.Connection:
-    """Open ``path`` with WAL, a busy timeout, foreign keys and ``synchronous``."""
+    """Open ``path`` with WAL, a busy timeout, foreign keys and ``synchronous``.
+
+    With ``require`` (table names) the file must already hold those tables:
+    otherwise ``StoreMissing``, and the file is neither created nor written."""
     level = synchronous.upper()
     if level not in SYNCHRONOUS_LEVELS:
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS_LEVELS}")
     if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
         raise TypeError("busy_timeout_ms must be an int")
-    conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    conn = _open(path, busy_timeout_ms / 1000, require)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     # Before the switch to WAL: creating a new file then syncs at this level,
@@ -52,6 +67,32 @@ def connect(
     conn.execute(f"PRAGMA synchronous={level}")
     enter_wal(conn, busy_timeout_ms)
     conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def _open(path, timeout: float, require: tuple[str, ...]) -> sqlite3.Connection:
+    """sqlite3.connect, or, with ``require``, open read-write WITHOUT create
+    and look for the tables before anything (the switch to WAL) writes."""
+    if not require:
+        return sqlite3.connect(path, isolation_level=None, timeout=timeout)
+    import os
+    from pathlib import Path
+
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        raise StoreMissing(f"{path}: no store here (missing or 0 bytes); "
+                           "only install creates one")
+    uri = Path(path).absolute().as_uri() + "?mode=rw"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
+    try:
+        names = {row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as bad:  # not a database at all
+        conn.close()
+        raise StoreMissing(f"{path}: not a store ({bad})") from None
+    missing = sorted(set(require) - names)
+    if missing:
+        conn.close()
+        raise StoreMissing(f"{path}: not installed (no table {', '.join(missing)})")
     return conn
 
 
