@@ -22,8 +22,8 @@ queries of its own on a connection of its own: a second read of the shop's
 file, apart from the one that copies the rows into the evidence, so the two
 can be compared and can disagree. Every
 intervention runs ``--repetitions`` times (default 3; ``--quick``: once). Exit 0
-only when every trial holds; an existing ``--output`` is refused (exit 2)
-before anything runs. Progress goes to stderr.
+only when every trial holds, else 1; an ``--output`` that exists or cannot be
+written is refused (exit 2) before anything runs. Progress goes to stderr.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ new-key mutant exits 0 after paying twice.
 
 Every intervention runs ``--repetitions`` times (default 3; ``--quick``: once).
 A mutant trial holds when the grader detects it. Exit 0 only when every trial
-holds; exit 2 for bad arguments or an existing ``--output`` (refused before any
-trial runs; the file is left as it was).
+holds, else 1; exit 2 for bad arguments or an ``--output`` that exists or
+cannot be written (refused before any trial runs; a file is left as it was).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ are taken by ``count(*)`` in a second read of each file, apart from the copy
 of the rows kept beside them, so the two can be compared. The refusal
 reason a worker prints is recorded and must match too, but no count comes
 from it. ``--quick`` runs four of the nine cases.
-Exit 0 only when every case holds; exit 2 for bad arguments or an existing
-``--output`` (refused before anything runs).
+Exit 0 only when every case holds, else 1; exit 2 for bad arguments or an
+``--output`` that exists or cannot be written (refused before anything runs).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ The race runs ``--repetitions`` times (default 20; ``--quick``: twice), the
 kills once each. Every count is read from the payment database
 (``budget_snapshot`` and the rows); exit statuses and the workers' printed
 reports are recorded, never counted.
-Exit 0 only when every trial holds; exit 2 for bad arguments or an existing
-``--output`` (refused before anything runs).
+Exit 0 only when every trial holds, else 1; exit 2 for bad arguments or an
+``--output`` that exists or cannot be written (refused before anything runs).
 """
 
 from __future__ import annotations

@@ -22,7 +22,9 @@ fenced_at_supplier  the old holder's request is held in flight; the replacement'
 
 Every count in the evidence is read from the two databases (the lease too:
 ``expires - claimed_at`` of the child's claim row), and each case carries the
-durable rows it was judged from. Exit 0 only when every case holds.
+durable rows it was judged from. Exit 0 only when every case holds, else 1;
+exit 2 for bad arguments or an ``--output`` that exists or cannot be written
+(refused before anything runs).
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ With ``--probe filename-only`` the resumed run trusts any file carrying the
 name, and the campaign must find the trials where that lie was believed.
 ``--quick`` runs 4 trials of 2 kills each (whatever ``--kills`` says).
 Exit 0 only when every trial holds; 1 names the failed trials; 2: bad usage or
-an existing ``--output`` (refused before anything runs).
+an ``--output`` that exists or cannot be written (refused before anything
+runs).
 """
 
 from __future__ import annotations

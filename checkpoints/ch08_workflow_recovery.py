@@ -29,8 +29,9 @@ boundary kill is a real SIGKILL. Cases:
 Every count is read from rows: the supplier's ``requests`` (every POST it
 decided, releases included), the payment service's ``payments``, the mail
 provider's ``messages``, the worker's history (``who`` made which version).
-``--quick`` runs four cases. Exit 0 only when every case holds; an existing
-``--output`` is refused (exit 2) before anything runs.
+``--quick`` runs four cases. Exit 0 only when every case holds, else 1; an
+``--output`` that exists or cannot be written is refused (exit 2) before
+anything runs.
 """
 
 from __future__ import annotations

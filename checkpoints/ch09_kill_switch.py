@@ -31,8 +31,9 @@ beside the journal), each with real worker processes:
 
 Every count is read from durable rows: the journal's, the services', the
 broker's and the runtime's switches. ``--quick`` runs the same seven cases
-with shorter loops. Exit 0 only when every case holds; exit 2 for bad usage or
-an existing ``--output`` (refused before anything runs).
+with shorter loops. Exit 0 only when every case holds, else 1; exit 2 for bad
+usage or an ``--output`` that exists or cannot be written (refused before
+anything runs).
 """
 
 from __future__ import annotations

@@ -128,7 +128,10 @@ def test_the_filename_only_probe_is_caught_and_named(tmp_path):
         assert f"FAILED trial {number} " in done.stderr
         trial = evidence["trials"][number - 1]
         assert trial["files_differing"]  # a rename the probe wrongly believed
-        assert any(k["boundary"] == "after_intent" for k in trial["kills"])
+        # the wrong probe is asked before the intent too (a lost journal tail
+        # is resolved by it), so either kill on a rename can fool it
+        assert any(k["boundary"] in ("before_intent", "after_intent")
+                   for k in trial["kills"])
     assert evidence["summary"]["duplicates"] == 0
 
 

@@ -178,3 +178,56 @@ def test_main_refuses_an_existing_output_before_anything_runs(tmp_path, capsys):
     assert code == 2 and calls == []
     assert output.read_text() == "earlier evidence\n"
     assert "never overwritten" in capsys.readouterr().err
+
+
+# Issue 14: a location the evidence could not be written to is refused before
+# the first trial, with its own exit status, so no run ends by losing its
+# evidence. As root a read-only directory still takes files: these are places
+# no one can write, whoever runs the tests.
+UNWRITABLE = ["missing/evidence.json", "a-file/evidence.json",
+              "/dev/null/evidence.json"]
+
+
+@pytest.mark.parametrize("where", UNWRITABLE)
+def test_main_refuses_an_unwritable_output_before_any_trial(tmp_path, capsys, where):
+    (tmp_path / "a-file").write_text("a file, not a directory\n")
+    calls = []
+    code = experiment.main(["--output", str(tmp_path / where)], parser=parser(),
+                           schema="crashcourse.test/1", script=__file__,
+                           run=lambda args: calls.append(args) or ({}, []))
+    assert (code, calls) == (experiment.REFUSED, [])
+    said = capsys.readouterr().err
+    assert len(said.splitlines()) == 1 and said.startswith("refused: "), said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    assert (tmp_path / "a-file").read_text() == "a file, not a directory\n"
+
+
+def test_a_directory_that_refuses_a_new_file_is_refused(tmp_path, capsys,
+                                                         monkeypatch):
+    def denied(**where):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(experiment.tempfile, "mkstemp", denied)
+    code, output, calls = run_main(tmp_path, [{"holds": True}])
+    assert (code, calls) == (experiment.REFUSED, []) and not output.exists()
+    assert "Permission denied" in capsys.readouterr().err
+
+
+def test_refused_and_failed_have_different_exit_statuses():
+    assert experiment.FAILED == 1 and experiment.REFUSED == 2
+
+
+def test_the_writability_probe_leaves_nothing_behind(tmp_path):
+    code, output, _ = run_main(tmp_path, [{"holds": True}])
+    assert code == 0 and [p.name for p in tmp_path.iterdir()] == [output.name]
+
+
+def test_a_real_checkpoint_refuses_an_unwritable_output_at_once(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = subprocess.run([sys.executable, str(CH07), "--quick", "--output",
+                           str(blocker / "evidence.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == experiment.REFUSED, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "[1/" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

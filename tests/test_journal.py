@@ -12,6 +12,7 @@ from crashcourse import journal
 from crashcourse.effects import operation_key
 from crashcourse.example import restock_plan
 from crashcourse.plan import (
+    Plan,
     PlanChanged,
     Step,
     UnknownTask,
@@ -180,7 +181,10 @@ def test_the_stored_plan_comes_back_and_a_changed_plan_is_a_new_task(world):
 
 
 def test_a_plan_stored_with_other_steps_is_refused(world):
-    world["journal"].execute("UPDATE plans SET body = '{}'")
+    columns = {row[1] for row in world["journal"].execute("PRAGMA table_info(plans)")}
+    world["journal"].execute(  # a plan kept as one body, or a row per step
+        "UPDATE plans SET body = '{}'" if "body" in columns
+        else "UPDATE plan_steps SET step = '{}' WHERE number = 1")
     with pytest.raises(PlanChanged):
         save_plan(world["journal"], world["plan"])
 
@@ -448,3 +452,152 @@ def test_a_real_kill_leaves_the_journal_where_the_boundary_says(tmp_path, point,
             "confirmed") == STEPS
     assert drive.duplicate_requests(paths(str(tmp_path))["drive"]) == 0
     assert mail.duplicate_messages(paths(str(tmp_path))["mail"]) == 0
+
+
+# --- the probe before the intent (issue 14) ---------------------------------------
+
+
+def counting(world, name: str) -> tuple[journal.Action, list]:
+    """The restock action ``name``, noting each time it is performed."""
+    real, performed = world["actions"][name], []
+
+    def execute(args, key):
+        performed.append(key)
+        return real.execute(args, key)
+
+    return journal.Action(execute, real.probe, real.restore), performed
+
+
+def test_a_step_the_target_already_shows_done_is_recorded_not_performed(world):
+    # The rename happened and the journal forgot it (a lost tail): no row.
+    drive.rename_to(world["drive"], "f001", "invoice-2026-001.pdf")
+    journal.install(world["journal"])
+    rename, performed = counting(world, "rename")
+    step = world["plan"].steps[0]
+    assert journal.run_step(world["journal"], world["task"], step,
+                            rename) == journal.PROBE
+    assert performed == []
+    [row] = journal.entries(world["journal"], world["task"])
+    assert (row["resolved_by"], row["outcome"]) == (
+        "probe", {"file_id": "f001", "name": "invoice-2026-001.pdf"})
+    assert row["operation_key"] == operation_key(world["task"], 1, "rename",
+                                                 step.args)
+    assert drive.duplicate_requests(world["drive"]) == 0
+
+
+def test_a_mail_the_provider_holds_is_not_sent_again_by_a_forgetful_journal(world):
+    journal.run_plan(world["journal"], world["task"], world["plan"], world["actions"])
+    world["journal"].execute("DELETE FROM journal")  # every row lost, mails out
+    send, performed = counting(world, "send_mail")
+    done = journal.run_plan(world["journal"], world["task"], world["plan"],
+                            {**world["actions"], "send_mail": send})
+    # every rename and both mails found at their targets; the gate still runs
+    assert done == {"skip": 0, "probe": STEPS - 1, "run": 1}
+    assert performed == []
+    assert len(mail.messages(world["mail"])) == len(MAILS)
+    assert status(world).summary()["confirmed"] == STEPS
+
+
+def test_a_step_found_done_costs_no_extra_commit(world):
+    for n in (2, 4, 6):  # each right after a step whose outcome is held
+        drive.rename_to(world["drive"], f"f{n:03d}", f"invoice-2026-{n:03d}.pdf")
+    commits = commits_of(world["journal"])
+    done = journal.run_plan(world["journal"], world["task"], world["plan"],
+                            world["actions"])
+    world["journal"].set_trace_callback(None)
+    assert done == {"skip": 0, "probe": 3, "run": STEPS - 3}
+    assert len(commits) == 1 + STEPS + 1  # install, one per step, the last alone
+
+
+# --- the door: bad input raises, nothing is written or run (issue 14) ---------------
+
+NAN, INF = float("nan"), float("inf")
+BAD_STEPS = [
+    (Step(-1, "rename", {"file_id": "f001", "name": "x.pdf"}), ValueError),
+    (Step(0, "rename", {"file_id": "f001", "name": "x.pdf"}), ValueError),
+    (Step(1.5, "rename", {"file_id": "f001", "name": "x.pdf"}), TypeError),
+    (Step(True, "rename", {"file_id": "f001", "name": "x.pdf"}), TypeError),
+    (Step("1", "rename", {"file_id": "f001", "name": "x.pdf"}), TypeError),
+    (Step(1, "rename", {"file_id": "f001", "name": "x.pdf", "n": NAN}), ValueError),
+    (Step(1, "rename", {"file_id": "f001", "name": "x.pdf", "n": [INF]}), ValueError),
+    (Step(1, "rename", {"file_id": "f001", "name": "x.pdf", "n": -INF}), ValueError),
+    (Step(1, " ", {"file_id": "f001", "name": "x.pdf"}), ValueError),
+    (Step(1, "rename", [("file_id", "f001")]), TypeError),
+    (Step(1, "rename", {"file_id": "f001", "name": "x.pdf"}, "false"), TypeError),
+    (("1", "rename", {"file_id": "f001", "name": "x.pdf"}), TypeError),
+]
+BAD_STEP_IDS = ["minus-one", "zero", "one-and-a-half", "True", "str", "NaN", "inf",
+                "minus-inf", "blank-action", "args-not-a-dict", "flag-false-string",
+                "not-a-Step"]
+
+
+def nothing_done(world, performed: list) -> None:
+    assert performed == []
+    assert journal.entries(world["journal"], world["task"]) == []
+    assert drive.duplicate_requests(world["drive"]) == 0
+    with opened(world["drive"]) as drive_db:
+        assert drive_db.execute("SELECT count(*) FROM rename_requests"
+                                ).fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(("step", "error"), BAD_STEPS, ids=BAD_STEP_IDS)
+def test_run_step_refuses_a_bad_step_before_anything(world, step, error):
+    journal.install(world["journal"])
+    rename, performed = counting(world, "rename")
+    asked = []
+    probe = journal.Action(rename.execute,
+                           lambda args, key: asked.append(key) or (False, {}))
+    with pytest.raises(error):
+        journal.run_step(world["journal"], world["task"], step, probe)
+    assert asked == []
+    nothing_done(world, performed)
+    with pytest.raises(error):
+        journal.check_gate(world["task"], step, probe)
+    assert asked == []
+
+
+@pytest.mark.parametrize("task", ["", "   ", None, 7], ids=["empty", "blank",
+                                                          "None", "int"])
+def test_every_entry_refuses_a_blank_task_and_writes_nothing(tmp_path, world, task):
+    fresh = tmp_path / "fresh.sqlite"
+    rename, performed = counting(world, "rename")
+    step, plan = world["plan"].steps[0], world["plan"]
+    with opened(fresh) as conn:
+        for call in (lambda: journal.run_plan(conn, task, plan, world["actions"]),
+                     lambda: journal.run_step(conn, task, step, rename),
+                     lambda: journal.Pending(conn, task),
+                     lambda: journal.check_gate(task, step, rename),
+                     lambda: journal.confirmed_count(conn, task),
+                     lambda: journal.journal_status(conn, task, plan),
+                     lambda: journal.entries(conn, task),
+                     lambda: journal.resolutions(conn, task)):
+            with pytest.raises((ValueError, TypeError), match="task"):
+                call()
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
+    assert performed == []
+
+
+def test_run_plan_refuses_a_bad_step_anywhere_before_the_first_write(world):
+    good = [Step(n, "rename", {"file_id": f"f{n:03d}",
+                               "name": f"invoice-2026-{n:03d}.pdf"})
+            for n in range(1, 6)]
+    nan_last = make_plan("nan_last", [*good[:4], good[4]._replace(
+        args={**good[4].args, "copies": NAN})])
+    blank = make_plan("blank", [*good[:4], Step(5, " ", {})])  # " " registered
+    skips = Plan("skips", (good[0], good[2]))  # 1 then 3: not a made plan
+    rename, performed = counting(world, "rename")
+    commits = commits_of(world["journal"])
+    for plan in (nan_last, blank, skips):
+        with pytest.raises(ValueError, match="step"):
+            journal.run_plan(world["journal"], plan.task, plan,
+                             {"rename": rename, " ": rename})
+    fine = make_plan("fine", good)
+    with pytest.raises(TypeError, match="execute and probe"):
+        journal.run_plan(world["journal"], fine.task, fine,
+                         {"rename": journal.Action(rename.execute, None)})
+    with pytest.raises(TypeError, match="Plan"):
+        journal.run_plan(world["journal"], world["task"], list(good),
+                         {"rename": rename})
+    world["journal"].set_trace_callback(None)
+    assert (performed, commits) == ([], [])
+    assert drive.names(world["drive"])["f001"] == "scan-001.pdf"

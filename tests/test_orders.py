@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import asdict
 
 import pytest
 
 from crashcourse import claims, fence, orders
 from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.harness import Harness
-from crashcourse.services import start_supplier
+from crashcourse.services import start_supplier, supplier_client
 from crashcourse.store import count_rows, opened
 from crashcourse.workers.shop_worker import run_once
 
@@ -192,3 +194,77 @@ def test_the_recovery_rule_reads_the_orders_table_and_lives_in_orders():
     assert "orders" not in claims.ORDINARY and "RECOVERY" not in dir(claims)
     for status in orders.UNCERTAIN:
         assert f"'{status}'" in orders.RECOVERY
+
+
+# --- answers that decide nothing, and answers that do (issue 14) -------------
+
+
+def test_a_busy_supplier_leaves_the_order_unknown_never_rejected(conn, tmp_path):
+    """503 (the supplier's store is locked) decided nothing: UNKNOWN, then a
+    lookup and a resend confirm it, and the supplier holds one order."""
+    with Harness() as harness:
+        busy = start_supplier(harness, tmp_path / "sup.db", "--busy-ms", "200")
+        claim, operation_key = signed_off(conn, "phone:busy", ttl=10.0)
+        with opened(busy.db) as holder:
+            holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+            try:
+                sent = orders.send(conn, claim, operation_key, busy.url)
+            finally:
+                holder.execute("ROLLBACK")
+        assert sent == orders.UNKNOWN
+        assert orders.order_for(conn, claim.id)["status"] == orders.UNKNOWN
+        assert orders.lookup(conn, operation_key, busy.url, claim) == orders.NOT_FOUND
+        assert orders.send(conn, claim, operation_key, busy.url) == orders.CONFIRMED
+        busy.stop()
+    assert supplier_orders(busy, operation_key) == 1
+
+
+def test_a_key_in_flight_leaves_the_order_unknown_never_rejected(conn, tmp_path):
+    """An earlier request with the same key is still being decided (it waits
+    for the supplier's store): the second hears 409 ``in_flight`` at once,
+    which decides nothing. A 409 that refuses a release is an answer."""
+    with Harness() as harness:
+        sup = start_supplier(harness, tmp_path / "sup.db")
+        claim, operation_key = signed_off(conn, "phone:in-flight", ttl=10.0)
+        first = {}
+        earlier = threading.Thread(target=lambda: first.update(answer=(
+            supplier_client.place_order(sup.url, operation_key, asdict(FLOUR),
+                                        work_id=claim.id, generation=1))))
+        with opened(sup.db) as holder:
+            holder.execute("BEGIN IMMEDIATE")  # the earlier request waits inside
+            try:
+                earlier.start()
+                time.sleep(1.0)  # the earlier request reaches the supplier
+                with pytest.raises(supplier_client.NotDecided) as told:  # not a timeout
+                    supplier_client.place_order(sup.url, operation_key, asdict(FLOUR),
+                                                work_id=claim.id, generation=1)
+                sent = orders.send(conn, claim, operation_key, sup.url)
+            finally:
+                holder.execute("ROLLBACK")
+                earlier.join(10)
+        assert (told.value.status, told.value.retry_after) == (409, 1.0)
+        assert sent == orders.UNKNOWN and first["answer"][0] == 201
+        assert orders.lookup(conn, operation_key, sup.url, claim) == orders.CONFIRMED
+        refused = supplier_client.release_order(sup.url, operation_key, "rel-x",
+                                                work_id="other-work", generation=1)
+        assert refused[0] == 409 and refused[1]["error"] == "conflict"
+        sup.stop()
+    assert supplier_orders(sup, operation_key) == 1
+
+
+def test_same_key_other_proposal_is_a_conflict_not_a_rejection(conn, supplier):
+    claim, operation_key = signed_off(conn, "phone:conflict")
+    other = {"sku": "flour-25kg", "quantity": 60, "unit_cents": 2150}
+    assert supplier_client.place_order(supplier.url, operation_key, other,
+                                       work_id=claim.id, generation=1)[0] == 201
+    with pytest.raises(orders.OrderConflict):
+        orders.send(conn, claim, operation_key, supplier.url)
+
+
+def test_a_rejecting_supplier_is_a_final_rejection(conn, tmp_path):
+    with Harness() as harness:
+        rejecting = start_supplier(harness, tmp_path / "sup.db", "--reject")
+        claim, operation_key = signed_off(conn, "phone:rejected")
+        assert orders.send(conn, claim, operation_key, rejecting.url) == "REJECTED"
+        rejecting.stop()
+    assert supplier_orders(rejecting, operation_key) == 0

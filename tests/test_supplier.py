@@ -64,13 +64,31 @@ def test_the_operation_key_is_the_column_in_orders_and_requests(supplier):
     assert [row["method"] for row in asked] == ["POST", "GET"]
 
 
-def test_same_key_other_proposal_is_a_conflict(supplier):
+def answers_logged(db, key):
+    with opened(db) as conn:
+        return [(r["method"], r["answer"]) for r in conn.execute(
+            "SELECT method, answer FROM requests WHERE operation_key = :key"
+            " ORDER BY seq", {"key": key})]
+
+
+def test_same_key_other_proposal_is_422_as_the_draft_says(supplier):
     post(supplier.url, FLOUR, key="conflict")
     before = orders_in(supplier.db)
     status, body = post(supplier.url, {**FLOUR, "quantity": 60}, key="conflict")
-    assert (status, body["error"], body["operation_key"]) == (409, "conflict",
+    assert (status, body["error"], body["operation_key"]) == (422, "conflict",
                                                              "conflict")
     assert orders_in(supplier.db) == before
+    assert answers_logged(supplier.db, "conflict") == [("POST", 201), ("POST", 422)]
+
+
+def test_a_replay_by_a_newer_generation_raises_the_fence(supplier):
+    assert post(supplier.url, FLOUR, key="fence-r", work="work-fr")[0] == 201
+    replay = post(supplier.url, FLOUR, key="fence-r", work="work-fr", generation="2")
+    assert replay[0] == 200 and replay[1]["generation"] == 1  # the original receipt
+    late = post(supplier.url, {**FLOUR, "quantity": 7}, key="fence-late",
+                work="work-fr", generation="1")
+    assert (late[0], late[1]["highest"]) == (412, 2)
+    assert get(supplier.url, "fence-late")[0] == 404
 
 
 def test_unknown_operation_lookup_is_404(supplier):
@@ -91,16 +109,15 @@ def test_unknown_operation_lookup_is_404(supplier):
     (FLOUR, None, "-3"),
     (FLOUR, None, "two"),
 ])
-def test_malformed_input_is_400_and_nothing_stored(supplier, body, raw, generation):
+def test_malformed_input_is_400_and_no_order_stored(supplier, body, raw, generation):
     before = orders_in(supplier.db)
-    with opened(supplier.db) as conn:
-        requests_before = count_rows(conn, "requests")
+    logged = answers_logged(supplier.db, "bad")
     status, answer = post(supplier.url, body, key="bad", raw=raw,
                           generation=generation)
     assert (status, answer["error"]) == (400, "bad_request")
     assert orders_in(supplier.db) == before
-    with opened(supplier.db) as conn:
-        assert count_rows(conn, "requests") == requests_before
+    # the request named a key: the log says it came and what it was told
+    assert answers_logged(supplier.db, "bad") == [*logged, ("POST", 400)]
 
 
 def test_lower_generation_is_refused_at_the_resource(supplier):
@@ -132,12 +149,13 @@ def test_dropped_response_still_commits(tmp_path):
     assert orders_in(dropping.db) == 1
 
 
-def test_reject_switch_stores_no_order(tmp_path):
+def test_reject_switch_stores_no_order_and_logs_its_answer(tmp_path):
     with Harness() as harness:
         rejecting = start_supplier(harness, tmp_path / "sup.db", "--reject")
-        assert post(rejecting.url, FLOUR, key="r")[0] == 422
+        assert post(rejecting.url, FLOUR, key="r") == (403, {"error": "rejected"})
         rejecting.stop()
     assert orders_in(rejecting.db) == 0
+    assert answers_logged(rejecting.db, "r") == [("POST", 403)]
 
 
 # --- the release of chapter 08: a compensation with its own key --------------
@@ -177,7 +195,7 @@ def test_a_release_is_idempotent_by_its_own_key(supplier):
 
 @pytest.mark.parametrize("order_key, key, work, status", [
     ("held-2", "release-other", "work-r2", 409),  # released under another key
-    ("held-3", "release-held-2", "work-r2", 409),  # the key names another release
+    ("held-3", "release-held-2", "work-r2", 422),  # the key names another release
     ("held-3", "release-held-3", "someone-else", 409),  # other work's order
     ("never-placed", "release-never", "work-r2", 404),
 ])
@@ -194,12 +212,12 @@ def test_a_release_that_cannot_be_is_refused_and_stores_nothing(
         assert count_rows(conn, "releases") == before
 
 
-@pytest.mark.parametrize("headers", [
-    {"X-Work-Id": "w", "X-Generation": "1"},
-    {"Idempotency-Key": "k", "X-Generation": "1"},
-    {"Idempotency-Key": "k", "X-Work-Id": "w", "X-Generation": "0"},
+@pytest.mark.parametrize("headers, logged", [
+    ({"X-Work-Id": "w", "X-Generation": "1"}, 0),  # no key: nothing to log under
+    ({"Idempotency-Key": "k", "X-Generation": "1"}, 1),
+    ({"Idempotency-Key": "k", "X-Work-Id": "w", "X-Generation": "0"}, 1),
 ])
-def test_a_malformed_release_is_400_and_nothing_stored(supplier, headers):
+def test_a_malformed_release_is_400_and_releases_nothing(supplier, headers, logged):
     post(supplier.url, FLOUR, key="held-4", work="w")
     with opened(supplier.db) as conn:
         before = (count_rows(conn, "releases"), count_rows(conn, "requests"))
@@ -209,7 +227,19 @@ def test_a_malformed_release_is_400_and_nothing_stored(supplier, headers):
         urllib.request.urlopen(request, timeout=5)
     assert answered.value.code == 400
     with opened(supplier.db) as conn:
-        assert (count_rows(conn, "releases"), count_rows(conn, "requests")) == before
+        assert (count_rows(conn, "releases"), count_rows(conn, "requests")) == (
+            before[0], before[1] + logged)
+
+
+def test_a_replayed_release_by_a_newer_generation_raises_the_fence(supplier):
+    post(supplier.url, FLOUR, key="held-6", work="work-f6")
+    assert release(supplier.url, "held-6", "release-6", work="work-f6",
+                   generation="1")[0] == 201
+    assert release(supplier.url, "held-6", "release-6", work="work-f6",
+                   generation="3")[0] == 200
+    late = post(supplier.url, {**FLOUR, "quantity": 7}, key="late-6",
+                work="work-f6", generation="2")
+    assert (late[0], late[1]["highest"]) == (412, 3)
 
 
 def test_a_release_raises_the_fence_against_a_late_order(supplier):

@@ -20,7 +20,9 @@ FULL_TIMEOUT = 3600.0  # seconds per script: a full campaign runs for minutes
 
 def run_one(script: Path) -> bool:
     """Run one checkpoint in full mode; say how it ended; True when it held."""
-    output = new_run_path(ROOT / "artifacts" / "runs", script.stem)
+    runs = ROOT / "artifacts" / "runs"
+    runs.mkdir(parents=True, exist_ok=True)  # a checkpoint refuses a missing folder
+    output = new_run_path(runs, script.stem)
     print(f"== {script.name} -> {output.relative_to(ROOT)}", file=sys.stderr,
           flush=True)
     try:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from crashcourse import control, turns
 from crashcourse.store import ensure_schema, immediate, sql_list
 from crashcourse.turns import READY, RUNNING  # an open turn: queued, or held
-from crashcourse.validate import check_text, clock
+from crashcourse.validate import check_flag, check_text, clock
 
 DONE, BLOCKED, CANCELLED = "DONE", "BLOCKED", "CANCELLED"
 STATUSES = (READY, RUNNING, DONE, BLOCKED, CANCELLED)
@@ -120,7 +120,8 @@ def work_id_for(origin: str) -> str:
     """A stable id for an origin: the same request always names the same work.
 
     Introduced in chapter 05."""
-    return "work-" + hashlib.sha256(origin.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(check_text("origin", origin).encode()).hexdigest()
+    return "work-" + digest[:12]
 
 
 def check_lease(owner: object, ttl: object) -> float:
@@ -143,7 +144,7 @@ def enqueue(
               "prompt": check_text("prompt", prompt),
               "subject": check_text("subject", subject, empty_ok=True),
               "role": check_text("role", role)}
-    fields |= {"id": work_id_for(origin), "control": int(bool(control))}
+    fields |= {"id": work_id_for(origin), "control": check_flag("control", control)}
     with immediate(conn):
         existing = conn.execute(
             "SELECT * FROM work WHERE origin = :origin", fields
@@ -203,6 +204,9 @@ def claim(
     ``work_id`` alone, or at the work ids ``among`` selects (SQL written in
     code, as ``orders.claim_recovery`` looks at work that is not queued)."""
     ttl = check_lease(owner, ttl)
+    check_text("role", role)
+    check_text("work_id", work_id, none_ok=True)
+    check_flag("control_only", control_only)
     query = PICK.format(eligible=eligible)
     with immediate(conn):
         now = clock(now)  # read under the write lock: claims never interleave
@@ -239,6 +243,7 @@ def claim(
 
 def work_row(conn: sqlite3.Connection, work_id: str) -> dict:
     """The assignment and its holder fields as a plain dict (chapter 05)."""
+    check_text("work id", work_id)
     row = conn.execute("SELECT * FROM work WHERE id = :id", {"id": work_id}).fetchone()
     if row is None:
         raise KeyError(f"no work {work_id!r}")

@@ -10,9 +10,14 @@ same sequence, so one chapter's evidence reads like another's.
   option's meaning and default; a script adds its own options to the parser.
 - ``Progress`` prints one line on stderr per finished trial:
   ``[3/21] kill_after_payment: holds``, or ``FAILS (why)``.
-- ``main`` refuses an existing ``--output`` (exit 2) before anything runs,
-  runs the trials, adds ``elapsed_s`` and ``quick`` to the summary, records the
-  evidence (``evidence.record``) and exits 0 only when every trial holds.
+- ``main`` refuses, before any trial runs, an ``--output`` that exists or
+  that could not be written: its directory is missing, is not a directory, or
+  refuses a new file (one is made there and removed to find out). Either is
+  one line on stderr and exit ``REFUSED`` (2, as argparse's own refusals), so
+  no run is spent on evidence that would be lost. It then runs the trials,
+  adds ``elapsed_s`` and ``quick`` to the summary, records the evidence
+  (``evidence.record``) and exits 0 only when every trial holds, else
+  ``FAILED`` (1).
 
 Every wait in a checkpoint is bounded by ``TIMEOUT``.
 """
@@ -20,7 +25,9 @@ Every wait in a checkpoint is bounded by ``TIMEOUT``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +38,7 @@ from crashcourse import evidence, harness
 
 TIMEOUT = harness.DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
 MAX_TRIALS = 10_000  # trials (or repetitions) in one run; more is a typo
+FAILED, REFUSED = 1, 2  # exit statuses: a trial failed; refused before any ran
 
 
 def parse_count(text: str) -> int:
@@ -67,8 +75,9 @@ def command_line(
     )
     parser.add_argument(
         "--output", required=True, type=Path, metavar="PATH",
-        help="new JSON evidence file; an existing path is refused before "
-        "anything runs (required, no default)",
+        help="new JSON evidence file in an existing, writable directory; an "
+        "existing path is refused before anything runs, exit 2 (required, no "
+        "default)",
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true",
@@ -113,6 +122,24 @@ class Progress:
 Run = Callable[[argparse.Namespace], Sequence]
 
 
+def unwritable(output: Path) -> str | None:
+    """Why no evidence file could be made at ``output``, or None (chapter 02).
+
+    Asked before the first trial: its directory must exist and take a new
+    file, so a run never ends by losing its evidence. A probe file is made
+    there and removed at once; it is the only thing this writes."""
+    folder = output.absolute().parent
+    if not folder.is_dir():
+        return f"{output}: {folder} is not an existing directory"
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".writable-", dir=folder)
+    except OSError as refused:
+        return f"{output}: cannot write in {folder} ({refused.strerror})"
+    os.close(handle)
+    os.unlink(probe)
+    return None
+
+
 def main(
     argv: list[str] | None,
     *,
@@ -121,14 +148,18 @@ def main(
     script: str | Path,
     run: Run,
 ) -> int:
-    """Parse, refuse an existing ``--output`` (2), run, record, judge (chapter 02).
+    """Parse, refuse an existing or unwritable ``--output`` (``REFUSED``), run,
+    record, judge (chapter 02).
 
     ``run(args)`` returns ``(summary, trials)``, or ``(summary, trials, extra)``
     where ``extra`` holds further top-level fields of the evidence. Returns 0
-    when there are trials and every one has ``holds: True``, else 1."""
+    when there are trials and every one has ``holds: True``, else ``FAILED``."""
     args = parser.parse_args(argv)
     if evidence.refused_output(args.output):
-        return 2
+        return REFUSED
+    if (why := unwritable(args.output)) is not None:
+        print(f"refused: {why}", file=sys.stderr, flush=True)
+        return REFUSED
     started = time.monotonic()
     summary, trials, *extra = run(args)
     summary = {**summary, "elapsed_s": round(time.monotonic() - started, 3),
@@ -139,8 +170,8 @@ def main(
                         **(extra[0] if extra else {}))
     except evidence.EvidenceExists as refused:  # appeared while the trials ran
         print(f"refused: {refused}", file=sys.stderr)
-        return 2
+        return REFUSED
     held = sum(trial.get("holds") is True for trial in trials)
     print(f"{held}/{len(trials)} trials hold -> {args.output}",
           file=sys.stderr, flush=True)
-    return 0 if trials and held == len(trials) else 1
+    return 0 if trials and held == len(trials) else FAILED

@@ -6,7 +6,10 @@ committed before the step acts, then its OUTCOME. A resumed run reads it:
 * outcome recorded: skip the step;
 * intent without outcome (the step in doubt): ask the target system through
   the step's probe. Nothing there: clear the intent and run the step. Found:
-  record what the probe saw as the outcome, ``resolved_by = 'probe'``.
+  record what the probe saw as the outcome, ``resolved_by = 'probe'``;
+* no row: the probe is asked before the intent too, and a step the target
+  already shows done (the journal lost its tail) is recorded the same way,
+  never performed twice (issue 14).
 
 ONE COMMIT PER STEP. Only the intent must be durable before the action, and
 nothing reads an outcome before the next step begins. So ``run_plan`` holds
@@ -31,9 +34,8 @@ one commit per step: ``before_intent`` left N-1 confirmed and
   a stop asked for here (chapter 09) ends the run with N confirmed.
 
 The reads (``confirmed_count``, ``journal_status``, ``entries``,
-``resolutions``) are in ``journal_reads`` and answer here too. Chapter 09
-adds ``should_stop``, gates checked before their intent (``check_gate``) and
-``entries``.
+``resolutions``, ``check_gate``) and the checks at the door are in
+``journal_reads`` and answer here too. Chapter 09 adds ``should_stop``.
 """
 
 from __future__ import annotations
@@ -43,18 +45,25 @@ import sqlite3
 from collections import namedtuple
 
 from crashcourse.boundary import boundary
-from crashcourse.effects import operation_key
 from crashcourse.journal_reads import (  # noqa: F401  (journal.journal_status etc.)
     PROBE,
     RUN,
     JournalStatus,
+    check_action,
+    check_gate,
+    check_remaining,
+    check_step,
+    check_task,
     confirmed_count,
     entries,
     journal_status,
     resolutions,
+    step_key,
+    step_row,
 )
-from crashcourse.plan import GateFailed, Plan, Step
+from crashcourse.plan import Plan, Step
 from crashcourse.store import ensure_schema, immediate
+from crashcourse.validate import check_count
 
 PHASES = ("before_intent", "after_intent", "after_action", "after_outcome")
 SKIP = "skip"  # how run_step settled a step: SKIP, PROBE or RUN
@@ -99,18 +108,6 @@ def install(conn: sqlite3.Connection) -> None:
     ensure_schema(conn, SCHEMA)
 
 
-def _key(task: str, step: Step) -> str:
-    """The step's operation key: the same task, step, action and args, same key."""
-    return operation_key(task, step.number, step.action, step.args)
-
-
-def _row(conn, task: str, step: int):
-    return conn.execute(
-        "SELECT outcome FROM journal WHERE task = :task AND step = :step",
-        {"task": task, "step": step},
-    ).fetchone()
-
-
 def _withdraw(conn, task: str, number: int) -> None:
     """Delete an intent whose action provably never ran."""
     with immediate(conn):
@@ -120,7 +117,7 @@ def _withdraw(conn, task: str, number: int) -> None:
 
 def _resolve_in_doubt(conn, task: str, step: Step, action: Action) -> dict | None:
     """Ask the target about a step in doubt; its observation if it happened."""
-    done, observed = action.probe(step.args, _key(task, step))
+    done, observed = action.probe(step.args, step_key(task, step))
     if not done:  # provably not there: forget the intent, run the step again
         _withdraw(conn, task, step.number)
         return None
@@ -143,14 +140,16 @@ class Pending:
     __slots__ = ("conn", "task", "step", "outcome")
 
     def __init__(self, conn: sqlite3.Connection, task: str):
-        self.conn, self.task, self.step, self.outcome = conn, task, None, None
+        self.conn, self.task = conn, check_task(task)
+        self.step = self.outcome = None
 
     def hold(self, step: int, result) -> None:
         """Keep step ``step``'s outcome until the next commit."""
-        self.step, self.outcome = step, _dumps(result)
+        self.step, self.outcome = check_count("step", step), _dumps(result)
 
     def commit(self, intent: dict | None = None) -> None:
-        """The outcome held (if any) and ``intent`` (if any), in one commit."""
+        """The outcome held (if any) and ``intent`` (if any), in one commit;
+        an intent may carry its outcome, found by the probe (``run_step``)."""
         if self.step is None and intent is None:
             return
         with immediate(self.conn):
@@ -162,8 +161,9 @@ class Pending:
             if intent is not None:
                 self.conn.execute(
                     "INSERT INTO journal (task, step, operation_key, action, args,"
-                    " before_state) VALUES (:task, :step, :operation_key, :action,"
-                    " :args, :before)", intent)
+                    " before_state, outcome, resolved_by) VALUES (:task, :step,"
+                    " :operation_key, :action, :args, :before, :outcome, :by)",
+                    {"outcome": None, "by": None, **intent})
         self.step = self.outcome = None
 
 
@@ -175,20 +175,29 @@ def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action, *,
     (``pending``, from ``run_plan``) the previous outcome commits with this
     intent, this step's outcome is left in ``pending`` for the next, and
     ``should_stop`` is asked after that commit: on True the intent is
-    withdrawn, ``STOPPED`` (chapter 09)."""
+    withdrawn, ``STOPPED`` (chapter 09). A step the target already shows
+    done before its intent (the journal lost its tail: chapter 07's deleted
+    ``-wal``) is recorded as the probe found it, ``PROBE``, and not performed
+    again; a gate's probe is its check, so a gate still runs."""
+    check_task(task)
+    check_action(check_step(step), action)
     held = pending is not None and pending.step is not None
-    row = None if held else _row(conn, task, step.number)  # held: no row yet
+    row = None if held else step_row(conn, task, step.number)  # held: no row yet
     if row is not None and row["outcome"] is not None:
         return SKIP
     if row is not None and _resolve_in_doubt(conn, task, step, action) is not None:
         return PROBE
-    name, key = f"step-{step.number}", _key(task, step)
+    name, key = f"step-{step.number}", step_key(task, step)
     alone, pending = pending is None, pending or Pending(conn, task)
     boundary(f"{name}:before_intent")
-    _, before = action.probe(step.args, key)
-    pending.commit({"task": task, "step": step.number, "operation_key": key,
-                    "action": step.action, "args": _dumps(step.args),
-                    "before": _dumps(before)})
+    done, before = action.probe(step.args, key)
+    intent = {"task": task, "step": step.number, "operation_key": key,
+              "action": step.action, "args": _dumps(step.args),
+              "before": _dumps(before)}
+    if done and not step.gate:  # already there: record it as found, never redo
+        pending.commit({**intent, "outcome": intent["before"], "by": PROBE})
+        return PROBE
+    pending.commit(intent)
     if should_stop is not None and should_stop():  # every earlier outcome is in
         _withdraw(conn, task, step.number)
         return STOPPED
@@ -202,17 +211,6 @@ def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action, *,
     return RUN
 
 
-def check_gate(task: str, step: Step, action: Action) -> dict:
-    """Check a verification gate now: what it saw, or ``GateFailed``.
-
-    A gate changes nothing, so it is checked BEFORE its intent: a failing
-    gate leaves no row, nothing in doubt (chapter 09)."""
-    passed, observed = action.probe(step.args, _key(task, step))
-    if not passed:
-        raise GateFailed(step.number, observed)
-    return observed
-
-
 def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
              actions: dict[str, Action], *, should_stop=None) -> dict[str, int]:
     """Every step of ``plan`` in order; how many were skipped, probed, run.
@@ -223,16 +221,18 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
     ``should_stop()`` is asked once per remaining step, before it acts and
     with every earlier outcome in the journal (chapter 09): first thing when
     no outcome is held, else just after the commit that writes it. On True
-    the run ends with nothing in doubt, ``STOPPED``: N.
+    the run ends with nothing in doubt, ``STOPPED``: N. Every step left is
+    checked first (``check_remaining``): a bad one raises, nothing written.
     """
+    if not isinstance(plan, Plan):
+        raise TypeError(f"run_plan runs a plan.Plan, got {plan!r}")
     skipped, stop = confirmed_count(conn, task), should_stop or (lambda: False)
-    missing = {step.action for step in plan.steps[skipped:]} - set(actions)
-    if missing:  # every step left to run needs its action, before any write
-        raise KeyError(f"no action registered for {sorted(missing)}")
+    remaining = plan.steps[skipped:]  # read once: a stored plan reads rows
+    check_remaining(remaining, skipped + 1, actions)  # before any write
     install(conn)
     done, pending = {SKIP: skipped, PROBE: 0, RUN: 0}, Pending(conn, task)
     try:
-        for step in plan.steps[skipped:]:
+        for step in remaining:
             held = pending.step is not None  # the previous outcome, not written
             if not held and stop():
                 return {**done, STOPPED: step.number}

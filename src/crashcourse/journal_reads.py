@@ -5,6 +5,12 @@ delays a worker, and a file with no journal table yet reads as an empty
 journal. Every count comes from rows and step numbers.
 ``crashcourse.journal`` writes the rows and offers these reads under its own
 name too (``journal.journal_status``, ``journal.entries``, ...).
+
+The journal's door is here too, for reads and writes alike: ``check_task``,
+``check_step`` and ``check_remaining`` refuse what no row could honestly
+record (a blank task, a step numbered 0, -1, 1.5 or True, arguments with NaN)
+before anything is read, written or run (issue 14, as ``effects.apply_once``
+does). So is ``check_gate``, which asks a gate's target and writes nothing.
 """
 
 from __future__ import annotations
@@ -13,9 +19,88 @@ import json
 import sqlite3
 from collections import namedtuple
 
-from crashcourse.plan import Plan
+from crashcourse.effects import operation_key
+from crashcourse.plan import GateFailed, Plan, Step
+from crashcourse.validate import canonical, check_count, check_flag, check_text
 
 RUN, PROBE = "run", "probe"  # how an outcome was established (resolved_by)
+
+
+def check_task(task: object) -> str:
+    """A task id the journal can key rows by: non-blank text (chapter 07)."""
+    return check_text("task", task)
+
+
+def check_step(step: object, number: int | None = None) -> Step:
+    """A step the journal can record, or an error before anything is written:
+    a ``Step`` numbered from 1 (``number`` where the plan puts it), a named
+    action, arguments JSON can spell (no NaN, no infinity), flags that are
+    bools (the string "false" is true to ``if``). Introduced in chapter 07."""
+    if not isinstance(step, Step):
+        raise TypeError(f"a journal step is a plan.Step, got {step!r}")
+    check_count("step number", step.number)
+    if step.number < 1 or number not in (None, step.number):
+        where = "1 or more" if number is None else number
+        raise ValueError(f"step number must be {where}, got {step.number}")
+    check_text(f"step {step.number}'s action", step.action)
+    if not isinstance(step.args, dict):
+        raise TypeError(f"step {step.number}'s args must be a dict")
+    try:
+        canonical(step.args)  # the journal stores them; the key digests them
+    except ValueError as bad:  # NaN or infinity: no JSON spells them
+        raise ValueError(f"step {step.number}'s args: {bad}") from None
+    check_flag(f"step {step.number}'s irreversible", step.irreversible)
+    check_flag(f"step {step.number}'s gate", step.gate)
+    return step
+
+
+def check_action(step: Step, action: object) -> None:
+    """The step's action can act and be asked: ``execute`` and ``probe``
+    (chapter 07)."""
+    if not all(callable(getattr(action, name, None)) for name in ("execute", "probe")):
+        raise TypeError(f"step {step.number}: an Action with execute and probe")
+
+
+def check_remaining(steps, first: int, actions) -> None:
+    """The steps a run has left, numbered from ``first``: each a valid step
+    with a registered action, checked before the run writes anything.
+
+    Introduced in chapter 07."""
+    for number, step in enumerate(steps, start=first):
+        check_step(step, number)
+    missing = {step.action for step in steps} - set(actions)
+    if missing:
+        raise KeyError(f"no action registered for {sorted(missing)}")
+    for step in steps:
+        check_action(step, actions[step.action])
+
+
+def step_key(task: str, step: Step) -> str:
+    """The step's operation key: the same task, step, action and args, same key.
+
+    Introduced in chapter 07."""
+    return operation_key(task, step.number, step.action, step.args)
+
+
+def check_gate(task: str, step: Step, action) -> dict:
+    """Check a verification gate now: what it saw, or ``GateFailed``.
+
+    A gate changes nothing, so it is checked BEFORE its intent: a failing
+    gate leaves no row, nothing in doubt (chapter 09). The task is checked
+    by ``step_key`` (``effects.operation_key``)."""
+    check_action(check_step(step), action)
+    passed, observed = action.probe(step.args, step_key(task, step))
+    if not passed:
+        raise GateFailed(step.number, observed)
+    return observed
+
+
+def step_row(conn: sqlite3.Connection, task: str, number: int):
+    """Step ``number``'s row (its ``outcome``), or None; a read (chapter 07)."""
+    return conn.execute(
+        "SELECT outcome FROM journal WHERE task = :task AND step = :step",
+        {"task": task, "step": number},
+    ).fetchone()
 
 
 def installed(conn: sqlite3.Connection) -> bool:
@@ -33,6 +118,7 @@ def confirmed_count(conn: sqlite3.Connection, task: str) -> int:
     Read from the task's LAST row alone, one walk down the primary key: only
     that row can lack its outcome. Where a resume starts costs the same for a
     journal of 10 rows and one of 10,000."""
+    check_task(task)
     row = conn.execute(
         "SELECT step - (outcome IS NULL) FROM journal WHERE task = :task"
         " ORDER BY step DESC LIMIT 1",
@@ -69,6 +155,7 @@ def journal_status(conn: sqlite3.Connection, task: str, plan: Plan) -> JournalSt
     proved not performed by comparing two numbers, without asking anyone.
     It only reads: no journal table yet is an empty journal.
     """
+    check_task(task)
     rows = dict(conn.execute(
         "SELECT step, outcome IS NOT NULL FROM journal WHERE task = :task",
         {"task": task},
@@ -88,6 +175,7 @@ def journal_status(conn: sqlite3.Connection, task: str, plan: Plan) -> JournalSt
 def entries(conn: sqlite3.Connection, task: str) -> list[dict]:
     """The task's journal rows in step order, JSON decoded (``outcome`` None:
     in doubt). A read, like ``journal_status`` (chapter 09)."""
+    check_task(task)
     rows = conn.execute("SELECT * FROM journal WHERE task = :task ORDER BY step",
                         {"task": task}).fetchall() if installed(conn) else []
     decoded = ("args", "before_state", "outcome")
@@ -99,6 +187,7 @@ def resolutions(conn: sqlite3.Connection, task: str) -> dict[str, int]:
     """How the task's outcomes were established: by running or by a probe.
 
     Introduced in chapter 07; it only reads, like ``journal_status``."""
+    check_task(task)
     rows = conn.execute(
         "SELECT resolved_by, count(*) FROM journal"
         " WHERE task = :task AND outcome IS NOT NULL GROUP BY resolved_by",

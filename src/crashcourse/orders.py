@@ -8,6 +8,7 @@ derived from the work and the proposal: a replacement sends the SAME key.
   and only if the declared wait fits in what is left of the lease. It records
   SENDING before a byte leaves.
 * A lost or timed-out response leaves UNKNOWN; ``lookup`` asks the supplier.
+  So does an answer that decided nothing (503, a 409 for a key in flight).
   A resend from SENDING/UNKNOWN is admitted only after THIS claim looked it up.
 * Every request carries the fencing token (work id, generation), so the
   supplier itself can refuse a stale holder's delayed request.
@@ -69,7 +70,7 @@ class LeaseTooShort(PermissionError):
 
 
 class OrderConflict(ValueError):
-    """The supplier holds this operation key with another proposal."""
+    """The supplier holds this operation key with another proposal (422)."""
 
 
 @dataclass(frozen=True)
@@ -171,12 +172,13 @@ def admit(conn: sqlite3.Connection, claim: Claim, operation_key: str,
 
 
 def answered(exchange, *args, **options) -> tuple[int, dict]:
-    """Run one ``supplier_client`` exchange; a lost or garbled answer becomes
-    ``ResponseLost``: it may or may not have reached the supplier (chapter 06)."""
+    """Run one ``supplier_client`` exchange; a lost, garbled or undecided
+    answer (``NotDecided``: 503, 409 in flight) becomes ``ResponseLost``: it
+    may or may not have reached the supplier, never a refusal (chapter 06)."""
     try:
         return exchange(*args, **options)
-    except (OSError, ValueError) as lost:  # reset, timeout, closed, garbled
-        raise ResponseLost(f"no answer from the supplier: {lost!r}") from None
+    except (OSError, ValueError) as lost:  # reset, timeout, garbled, NotDecided
+        raise ResponseLost(f"no decision from the supplier: {lost!r}") from None
 
 
 def post(url: str, operation_key: str, claim: Claim, proposal: Proposal,
@@ -211,7 +213,7 @@ def send(conn: sqlite3.Connection, claim: Claim, operation_key: str, url: str,
     boundary("before_receipt")
     if status == 412:
         raise StaleAtSupplier(f"supplier holds generation {body.get('highest')}")
-    if status == 409:
+    if status == 422:  # the IETF Idempotency-Key draft's "same key, other body"
         raise OrderConflict(f"supplier holds {operation_key!r} with another proposal")
     outcome = CONFIRMED if status in (200, 201) else REJECTED
     record(conn, operation_key, outcome, body.get("receipt"))

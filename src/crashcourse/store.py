@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_CONNECTORS: list = []  # see ``opening_with``
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
@@ -59,6 +60,11 @@ def connect(
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS_LEVELS}")
     if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
         raise TypeError("busy_timeout_ms must be an int")
+    for connector in reversed(_CONNECTORS):
+        conn = connector(path, synchronous=level, busy_timeout_ms=busy_timeout_ms,
+                         require=require)
+        if conn is not None:
+            return conn
     conn = _open(path, busy_timeout_ms / 1000, require)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
@@ -75,17 +81,22 @@ def _open(path, timeout: float, require: tuple[str, ...]) -> sqlite3.Connection:
     and look for the tables before anything (the switch to WAL) writes."""
     if not require:
         return sqlite3.connect(path, isolation_level=None, timeout=timeout)
-    import os
-    from pathlib import Path
+    import os  # already loaded by the interpreter: no start-up cost
 
     if not os.path.isfile(path) or os.path.getsize(path) == 0:
         raise StoreMissing(f"{path}: no store here (missing or 0 bytes); "
                            "only install creates one")
-    uri = Path(path).absolute().as_uri() + "?mode=rw"
+    where = os.path.abspath(os.fspath(path))  # no pathlib: workers start light
+    for char, escaped in (("%", "%25"), ("?", "%3F"), ("#", "%23")):
+        where = where.replace(char, escaped)
+    uri = f"file:{where}?mode=rw"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
     try:
         names = {row[0] for row in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.OperationalError:  # locked, busy: not an answer about the file
+        conn.close()
+        raise
     except sqlite3.DatabaseError as bad:  # not a database at all
         conn.close()
         raise StoreMissing(f"{path}: not a store ({bad})") from None
@@ -130,6 +141,20 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+@contextmanager
+def opening_with(connector) -> Iterator[None]:
+    """Within the block, ``connect`` asks ``connector(path, synchronous=,
+    busy_timeout_ms=, require=)`` first; it returns a connection set up as
+    ``connect`` would, or None for a file it leaves alone. Chapter 11 opens the
+    book's stores through a VFS that records every write and sync, with the
+    services' own code unchanged."""
+    _CONNECTORS.append(connector)
+    try:
+        yield
+    finally:
+        _CONNECTORS.remove(connector)
 
 
 @contextmanager

@@ -3,15 +3,17 @@
 Each runtime function validates its arguments BEFORE it opens a transaction,
 so bad input raises and nothing is written. The rules are the same wherever a
 value appears, so they live here: whole positive cents, a three-letter
-currency, non-blank text, bounded counts, an injected clock, and one JSON
-spelling per value. This module imports only the standard library's ``json``,
-``math``, ``re`` and ``time``: workers import it, and start-up is a trial's cost.
+currency, non-blank text, bounded counts, true booleans, a place for a new
+file, an injected clock, and one JSON spelling per value. This module imports
+only the standard library's ``json``, ``math``, ``os``, ``re`` and ``time``:
+workers import it, and start-up is a trial's cost.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 
@@ -25,11 +27,33 @@ def canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def check_text(name: str, value: object, *, empty_ok: bool = False) -> str:
-    """A string, and not blank unless ``empty_ok`` (chapter 01)."""
+def check_text(name: str, value: object, *, empty_ok: bool = False,
+               none_ok: bool = False) -> str | None:
+    """A string, and not blank unless ``empty_ok``; None only with ``none_ok``
+    (an optional field left out) (chapter 01)."""
+    if value is None and none_ok:
+        return None
     if not isinstance(value, str) or (not empty_ok and not value.strip()):
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
     return value
+
+
+def check_flag(name: str, value: object) -> bool:
+    """``True`` or ``False`` itself: ``"false"``, ``0`` and ``None`` are refused,
+    since ``bool("false")`` is True (chapter 05)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_place(name: str, path: object) -> str:
+    """Where a new file may be made: a non-blank path that is not a directory,
+    in a directory that exists. Looks, and creates nothing (chapter 00)."""
+    check_text(name, path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder):
+        raise ValueError(f"{name} {path!r} is not a file in an existing directory")
+    return path
 
 
 def check_count(name: str, value: object, ceiling: int = MAX_COUNT) -> int:

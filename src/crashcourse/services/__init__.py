@@ -4,7 +4,9 @@ A service is called by its address, never through a connection the caller
 holds: ``payments`` (chapters 00-04), ``mail`` and ``drive`` (chapter 07) by
 the path of their SQLite file, opened for each call; the ``supplier``
 (chapter 06), a real HTTP server process with its own file, by its URL
-(``supplier_client``; what it stores and answers is in ``supplier_store``);
+(``supplier_client``; what it stores and answers is in ``supplier_store``;
+how it reads a request off the wire, refusing bad framing before anything is
+decided, is in ``supplier_request``);
 the credential ``broker`` (chapter 09) by path, which guarded services ask
 before every write. Each creates its tables with ``install``.
 ``start_supplier`` is the parent side: it starts the server as an owned child

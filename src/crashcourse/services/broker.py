@@ -20,6 +20,11 @@ broker's path in the service's own file; ``admit`` checks a write against it
 inside the write's transaction, and ``note_refusal`` logs a refusal in the
 service's own ``refusals`` table after the rollback. A service installed
 without a broker ignores credentials, as in chapters 00-08.
+
+Only ``install`` creates the broker's tables: every other call, a guarded
+service's check included, refuses a broker file that is missing, empty or not
+installed (``store.StoreMissing``), so a lost broker never accepts or refuses
+a credential from an empty file (issue 14).
 """
 
 from __future__ import annotations
@@ -30,7 +35,14 @@ import re
 import sqlite3
 from typing import TYPE_CHECKING
 
-from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.store import (
+    StoreMissing,
+    connect,
+    ensure_schema,
+    immediate,
+    opened,
+    table_rows,
+)
 from crashcourse.validate import check_text, clock
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
@@ -41,6 +53,7 @@ SCOPE_WORD = re.compile(r"[a-z]+:[a-z_]+")
 MISSING, UNKNOWN, REVOKED = "missing", "unknown", "revoked"
 EXPIRED, WRONG_SCOPE = "expired", "wrong_scope"
 REASONS = (MISSING, UNKNOWN, REVOKED, EXPIRED, WRONG_SCOPE)
+TABLES = ("credentials", "revocations")  # an installed broker (opened's require)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS credentials (
@@ -106,7 +119,7 @@ def issue(path: str | Path, holder: str, scope: str, ttl: float,
             math.isfinite(ttl) and 0 < ttl <= MAX_TTL):
         raise ValueError(f"ttl must be seconds in (0, {MAX_TTL:.0f}], got {ttl!r}")
     token = f"cred-{secrets.token_hex(12)}"
-    with opened(path) as conn, immediate(conn):
+    with opened(path, require=TABLES) as conn, immediate(conn):
         at = clock(now)
         conn.execute(
             "INSERT INTO credentials (token, holder, scope, issued_at, expires_at)"
@@ -123,7 +136,7 @@ def revoke(path: str | Path, token: str, who: str, now: float | None = None) -> 
     (``ValueError``) is refused and nothing is written (chapter 09)."""
     check_text("token", token)
     check_text("who", who)
-    with opened(path) as conn, immediate(conn):
+    with opened(path, require=TABLES) as conn, immediate(conn):
         at = clock(now)
         if conn.execute("SELECT 1 FROM credentials WHERE token = :token",
                         {"token": token}).fetchone() is None:
@@ -148,7 +161,8 @@ def verify(path: str | Path, token: str | None, scope: str,
     expired or wrong scope (chapter 09)."""
     if not token:
         raise CredentialRefused(MISSING)
-    with opened(path) as conn, immediate(conn):  # never beside a revocation
+    # IMMEDIATE: a verification never overlaps a revocation
+    with opened(path, require=TABLES) as conn, immediate(conn):
         at = clock(now)
         row = conn.execute(
             "SELECT credential.holder, credential.scope, credential.expires_at,"
@@ -171,7 +185,7 @@ def verify(path: str | Path, token: str | None, scope: str,
 
 def snapshot(path: str | Path) -> dict[str, list[dict]]:
     """Every credential and revocation, for evidence; a read (chapter 09)."""
-    with opened(path) as conn:
+    with opened(path, require=TABLES) as conn:
         return {table: table_rows(conn, table)
                 for table in ("credentials", "revocations")}
 
@@ -183,12 +197,10 @@ def guard(conn: sqlite3.Connection, broker: str | Path | None) -> None:
     """In a service's ``install``: its refusals table and, with ``broker``,
     the broker's path that every write will be checked against (chapter 09)."""
     if broker is not None:
-        if not os.path.isfile(broker):
-            raise ValueError(f"no broker at {broker}")
-        with opened(broker) as known:
-            if known.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                             " AND name = 'credentials'").fetchone() is None:
-                raise ValueError(f"{broker} is not an installed broker")
+        try:  # looked at, never created: a typo must not become a broker
+            connect(broker, require=TABLES).close()
+        except StoreMissing as missing:
+            raise ValueError(f"no broker installed at {broker}: {missing}") from None
     ensure_schema(conn, GUARD_SCHEMA)
     if broker is not None:
         with immediate(conn):
@@ -215,7 +227,7 @@ def note_refusal(path: str | Path, action: str, credential: str | None,
                  reason: str) -> None:
     """Log a refused call in the service's own ``refusals``, in a transaction of
     its own after the refused one rolled back (chapter 09)."""
-    with opened(path) as conn, immediate(conn):
+    with opened(path, require=("refusals",)) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO refusals (action, credential, reason, at)"
             " VALUES (:action, :credential, :reason, :at)",

@@ -11,7 +11,9 @@ provider for SUBMITTED messages carrying that header, queued or delivered.
 
 Like every service, the provider is called by its address, the path of its
 file: each call opens it, does its work (writes in one ``BEGIN IMMEDIATE``)
-and closes it.
+and closes it. Only ``install`` creates the file; every other call refuses a
+file that is missing, empty or not installed (``store.StoreMissing``), so a
+lost provider never answers "no such message" (issue 14).
 
 Installed with ``broker=PATH`` (chapter 09), the provider is GUARDED: a
 submission must present a credential for ``mail:submit`` that the broker
@@ -43,6 +45,7 @@ if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
 KEY_HEADER = "X-Operation-Key"
 QUEUED, SENT = "queued", "sent"
 SUBMIT = "mail:submit"  # the scope a guarded provider asks of a credential
+TABLES = ("messages",)  # an installed provider has these (opened's require)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS messages (
@@ -80,7 +83,7 @@ def submit(path: str | Path, recipient: str, subject: str, body: str,
     if "@" not in str(recipient):
         raise ValueError(f"not an address: {recipient!r}")
     try:
-        with opened(path) as conn, immediate(conn):
+        with opened(path, require=TABLES) as conn, immediate(conn):
             at = admit(conn, credential, SUBMIT)
             cursor = conn.execute(
                 "INSERT INTO messages (recipient, subject, body, headers,"
@@ -99,7 +102,7 @@ def submit(path: str | Path, recipient: str, subject: str, body: str,
 
 def tick(path: str | Path) -> int:
     """Deliver everything queued; how many messages were sent (chapter 07)."""
-    with opened(path) as conn, immediate(conn):
+    with opened(path, require=TABLES) as conn, immediate(conn):
         return conn.execute(
             f"UPDATE messages SET status = '{SENT}', sent_at = :at"
             f" WHERE status = '{QUEUED}'",
@@ -113,7 +116,7 @@ def probe_sent(path: str | Path, operation_key: str) -> tuple[bool, dict]:
     Searches the whole provider, queue included, by the header: the question
     a retry needs answered is "was it accepted?", not "was it delivered?".
     """
-    with opened(path) as conn:
+    with opened(path, require=TABLES) as conn:
         row = conn.execute(
             "SELECT message_id, status FROM messages"
             " WHERE operation_key = :operation_key ORDER BY message_id",
@@ -129,7 +132,7 @@ def sent_folder(path: str | Path) -> list[dict]:
 
 def messages(path: str | Path) -> list[dict]:
     """Every message the provider accepted, oldest first (chapter 07)."""
-    with opened(path) as conn:
+    with opened(path, require=TABLES) as conn:
         rows = conn.execute(
             "SELECT message_id, recipient, subject, operation_key, status"
             " FROM messages ORDER BY message_id"
@@ -139,7 +142,7 @@ def messages(path: str | Path) -> list[dict]:
 
 def duplicate_messages(path: str | Path) -> int:
     """Messages beyond the first per operation key, from the rows (chapter 07)."""
-    with opened(path) as conn:
+    with opened(path, require=TABLES) as conn:
         return conn.execute(
             "SELECT coalesce(sum(n - 1), 0) FROM ("
             "  SELECT count(*) AS n FROM messages"
@@ -150,6 +153,6 @@ def duplicate_messages(path: str | Path) -> int:
 def snapshot(path: str | Path) -> dict[str, list[dict]]:
     """Every message, with its instants and credential, and every refusal
     (chapter 09)."""
-    with opened(path) as conn:
+    with opened(path, require=TABLES) as conn:
         return {"messages": table_rows(conn, "messages", "message_id"),
                 "refusals": refusals(conn)}

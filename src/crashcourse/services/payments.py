@@ -7,6 +7,11 @@ work in one transaction and closes it. It charges an order against an approval
 and binds each operation key (its idempotency key) to the exact action (order,
 amount, currency).
 
+Only ``install`` creates the file's tables. Every other call opens an
+INSTALLED store (``TABLES``): a file that is missing, truncated to 0 bytes or
+not a payment store is refused with ``store.StoreMissing`` and left as it is,
+so a lost payment history never reads as "never paid" (issue 14).
+
 ``issue_payment`` works inside one ``BEGIN IMMEDIATE`` transaction, always in
 this order:
 
@@ -49,6 +54,8 @@ from crashcourse.validate import check_amount, check_currency, check_text
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
+
+TABLES = ("approvals", "payments")  # an installed store has these (opened's require)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS approvals (
@@ -123,7 +130,7 @@ def approve(
     version it is granted under (None: the service's current one)."""
     check_action("approval", order_id, amount_cents, currency)
     authority.check_terms(expires_unix, policy_version)
-    with opened(path) as conn, immediate(conn):
+    with opened(path, require=TABLES) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO approvals (order_id, amount_cents, currency)"
             " VALUES (:order, :amount, :currency)"
@@ -136,7 +143,8 @@ def approve(
 
 def revoke(path: str | Path, order_id: str) -> None:
     """Withdraw authority for NEW payments on ``order_id``; history stays (ch. 02)."""
-    with opened(path) as conn, immediate(conn):
+    check_text("order id", order_id)
+    with opened(path, require=TABLES) as conn, immediate(conn):
         conn.execute(
             "UPDATE approvals SET revoked = 1 WHERE order_id = :order",
             {"order": order_id},
@@ -147,11 +155,14 @@ def issue_payment(
     path: str | Path, key: str, order_id: str, amount_cents: int, currency: str,
     *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
 ) -> str:
-    """Charge once per key: ``"committed"`` or ``"already_committed"`` (ch. 02)."""
+    """Charge once per key: ``"committed"`` or ``"already_committed"`` (ch. 02).
+
+    A file that is not an installed store: ``StoreMissing``, nothing charged."""
     check_action(key, order_id, amount_cents, currency)
     action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
     with busy_means_not_charged(f"{key!r} was not charged"), \
-            opened(path, busy_timeout_ms=busy_timeout_ms) as conn, immediate(conn):
+            opened(path, busy_timeout_ms=busy_timeout_ms, require=TABLES) as conn, \
+            immediate(conn):
         if replayed := find_payment(conn, key):  # 1. history: no new effect
             if replayed != action:
                 raise PaymentConflict(key, replayed, action)
@@ -209,7 +220,7 @@ def snapshot(path: str | Path) -> dict:
     """Every durable row of the service a grader reads: payments, approvals.
 
     Introduced in chapter 02."""
-    with opened(path) as conn:
+    with opened(path, require=TABLES) as conn:
         return {
             "payments": table_rows(conn, "payments"),
             "approvals": table_rows(conn, "approvals"),

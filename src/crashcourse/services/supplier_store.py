@@ -3,16 +3,20 @@
 Every decision is made inside one ``BEGIN IMMEDIATE`` transaction of the
 supplier's own SQLite file, and every request it decided is logged in
 ``requests`` (method, operation key, fencing token, the answer given), so a
-grader counts remote calls from the supplier's rows, never from a caller.
+grader counts remote calls from the supplier's rows, never from a caller. A
+request refused before any decision is logged too when it names a usable key
+(``log_refusal``); only a store that cannot be written keeps no row.
 
-* ``accept`` (``POST /orders``, chapter 06): replay, conflict, or a new order
-  that raises the work's fence; a generation below the fence is refused.
+* ``accept`` (``POST /orders``, chapter 06): a new order, or a replay of it,
+  raises the work's fence; a generation below the fence is refused; the same
+  key with another proposal is 422 (the IETF Idempotency-Key draft's answer).
 * ``release`` (``POST /orders/{key}/release``, chapter 08): a compensation
   with its OWN operation key, recorded in ``releases``. The same release key
   for the same order replays its answer; the order is released at most once.
 * ``lookup`` (``GET /orders/{key}``): the stored order or None, logged.
 
-The HTTP side is ``crashcourse.services.supplier``; callers use
+The HTTP side is ``crashcourse.services.supplier``, which reads a request
+with ``crashcourse.services.supplier_request``; callers use
 ``crashcourse.services.supplier_client``.
 """
 
@@ -57,12 +61,7 @@ CREATE TABLE IF NOT EXISTS releases (
     at            REAL NOT NULL
 )
 """
-FIELDS = {"sku": str, "quantity": int, "unit_cents": int}
-LIMITS = {"quantity": 10_000, "unit_cents": 10**9}
-
-
-class BadRequest(ValueError):
-    """Malformed input: answered with 400 and nothing stored (chapter 06)."""
+TABLES = ("orders", "fences", "requests", "releases")  # what an installed file has
 
 
 def install(path: str | Path) -> None:
@@ -71,42 +70,16 @@ def install(path: str | Path) -> None:
         ensure_schema(conn, SCHEMA)
 
 
-def parse_proposal(body: bytes) -> dict:
-    """Exactly sku (text), quantity and unit_cents (positive, bounded) (chapter 06)."""
-    try:
-        proposal = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("body is not JSON") from None
-    if not isinstance(proposal, dict) or set(proposal) != set(FIELDS):
-        raise BadRequest(f"body must have exactly {sorted(FIELDS)}")
-    for name, kind in FIELDS.items():
-        value = proposal[name]
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise BadRequest(f"{name} must be {kind.__name__}")
-        if kind is int and not 0 < value <= LIMITS[name]:
-            raise BadRequest(f"{name} out of range")
-        if kind is str and not value.strip():
-            raise BadRequest(f"{name} must not be empty")
-    return proposal
-
-
-def parse_token(headers) -> tuple[str, str, int]:
-    """Idempotency-Key, X-Work-Id and a positive X-Generation (chapter 06)."""
-    operation_key = headers.get("Idempotency-Key", "")
-    work, generation = headers.get("X-Work-Id", ""), headers.get("X-Generation", "")
-    if not operation_key.strip() or not work.strip() or not generation.isdigit():
-        raise BadRequest("Idempotency-Key, X-Work-Id and X-Generation required")
-    if int(generation) < 1:
-        raise BadRequest("X-Generation must be positive")
-    return operation_key, work, int(generation)
-
-
 def accept(conn, operation_key: str, work: str, generation: int, proposal: dict,
-           fence=True):
-    """Decide one POST in one transaction: (status, answer body) (chapter 06)."""
+           fence=True, reject=False):
+    """Decide one POST in one transaction: (status, answer body) (chapter 06).
+
+    ``fence=False`` is the mutant; ``reject`` the fault switch (403)."""
     with immediate(conn):
         highest = fence_of(conn, work)
-        if fence and highest is not None and generation < highest:
+        if reject:
+            status, body = 403, {"error": "rejected"}
+        elif fence and highest is not None and generation < highest:
             status, body = 412, {"error": "stale_generation", "highest": highest}
         else:
             status, body = place(conn, operation_key, work, generation, proposal)
@@ -115,20 +88,21 @@ def accept(conn, operation_key: str, work: str, generation: int, proposal: dict,
 
 
 def place(conn, operation_key: str, work: str, generation: int, proposal: dict):
-    """Replay, conflict, or a new order that raises this work's fence (chapter 06)."""
+    """Conflict, replay, or a new order; a replay or a new order raises this
+    work's fence, so a newer holder's replay also shuts the older out (ch. 06)."""
     row = find_order(conn, operation_key)
     if row is not None and row["proposal"] != canonical(proposal):
-        return 409, {"error": "conflict", "operation_key": operation_key}
-    if row is not None:
-        return 200, order_body(row)
-    serial = conn.execute("SELECT count(*) FROM orders").fetchone()[0] + 1
-    new = {"operation_key": operation_key, "work": work, "generation": generation,
-           "proposal": canonical(proposal), "receipt": f"R-{serial:05d}"}
-    conn.execute(
-        "INSERT INTO orders (operation_key, work_id, proposal, generation, receipt)"
-        " VALUES (:operation_key, :work, :proposal, :generation, :receipt)", new)
+        return 422, {"error": "conflict", "operation_key": operation_key}
+    if row is None:
+        serial = conn.execute("SELECT count(*) FROM orders").fetchone()[0] + 1
+        conn.execute(
+            "INSERT INTO orders (operation_key, work_id, proposal, generation,"
+            " receipt) VALUES (:operation_key, :work, :proposal, :generation,"
+            " :receipt)",
+            {"operation_key": operation_key, "work": work, "generation": generation,
+             "proposal": canonical(proposal), "receipt": f"R-{serial:05d}"})
     raise_fence(conn, work, generation)
-    return 201, order_body(find_order(conn, operation_key))
+    return 201 if row is None else 200, order_body(find_order(conn, operation_key))
 
 
 def release(conn, operation_key: str, order_key: str, work: str,
@@ -136,9 +110,9 @@ def release(conn, operation_key: str, order_key: str, work: str,
     """Decide one release in one transaction: (status, answer body) (chapter 08).
 
     201 released now; 200 the same release key for the same order (a replay);
-    404 no such order; 409 the key names another release, the order belongs
-    to other work, or it was released under another key; 412 a generation
-    below the work's fence. A release raises the fence to its generation."""
+    404 no such order; 422 the key names another release; 409 the order
+    belongs to other work or was released under another key; 412 a generation
+    below the work's fence. A release, or its replay, raises the fence."""
     with immediate(conn):
         status, body = decide_release(conn, operation_key, order_key, work,
                                       generation)
@@ -156,8 +130,10 @@ def decide_release(conn, operation_key, order_key, work, generation):
     done = conn.execute(
         "SELECT * FROM releases WHERE operation_key = :key OR order_key = :order",
         {"key": operation_key, "order": order_key}).fetchone()
-    if done is not None and (done["operation_key"], done["order_key"]) == (
-            operation_key, order_key):
+    if done is not None and done["operation_key"] == operation_key:
+        if done["order_key"] != order_key:  # one key, another request: the draft's 422
+            return 422, {"error": "conflict", "operation_key": operation_key}
+        raise_fence(conn, work, generation)
         return 200, release_body(done)
     if done is not None or order["work_id"] != work:
         return 409, {"error": "conflict", "operation_key": operation_key}
@@ -213,6 +189,14 @@ def raise_fence(conn, work: str, generation: int) -> None:
         " ON CONFLICT (work_id) DO UPDATE SET generation ="
         " max(generation, excluded.generation)",
         {"work": work, "generation": generation})
+
+
+def log_refusal(conn, method: str, token: tuple, answer: int) -> None:
+    """A request refused before any decision, if its token names a key: the
+    usable parts of (key, work, generation) and the answer (chapter 06)."""
+    if token[0] is not None:
+        with immediate(conn):
+            log_request(conn, method, *token, answer)
 
 
 def log_request(conn, method, operation_key, work, generation, answer) -> None:

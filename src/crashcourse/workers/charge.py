@@ -11,7 +11,9 @@ transaction, after the INSERT and before the COMMIT), ``after_payment`` and
 ``after_checkpoint``.
 
 It prints one JSON line saying what it did and exits by ``paying.EXITS``: 0
-(committed or replayed), 3 (refused, with the reason), 4 (key conflict) or 5
+(committed or replayed), 2 (bad input, a blank ``--key`` included, or a
+``--payments`` file that is not an installed service: one line on stderr,
+nothing created), 3 (refused, with the reason), 4 (key conflict) or 5
 (service busy). Graders read the payment service's file, never this line or
 the exit status.
 """
@@ -20,19 +22,20 @@ from __future__ import annotations
 
 import sys
 
-from crashcourse.workers import options, paying
+from crashcourse.workers import options, payment_command
 
-OPTIONS = (*paying.PAYMENT_OPTIONS,
+OPTIONS = (*payment_command.OPTIONS,
            options.Option("--key", "the operation key to pay under"))
 
 
 def parse(argv: list[str] | None = None):
     """The worker's options; ``--help`` lists them (chapter 03)."""
-    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv)
+    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv,
+                         payment_command.EPILOG)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return paying.run_worker(parse(argv), lambda state, args: args.key)
+    return payment_command.run(parse(argv), lambda state, args: args.key)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ outside world). The same command starts a run and resumes one: the journal
 decides what is left. Each step announces four boundaries,
 ``step-N:before_intent`` ... ``step-N:after_outcome``, where the parent may
 kill it. The plan's gate is checked before its intent: when the drive no
-longer fits the plan the run ends with exit status 3, nothing mailed.
+longer fits the plan the run ends with exit status 3, nothing mailed. Bad
+input (usage, a blank value, a task with no stored plan, a ``DIR`` whose three
+files are not installed stores) ends it at once: exit status 2, one line on
+stderr, nothing created or written.
 
 The drive and the mail provider are called by the paths of their files, like
 every service; the journal file is the worker's own, opened once. It imports
@@ -33,10 +36,11 @@ import os
 import sys
 
 from crashcourse import control, decisions, journal
-from crashcourse.plan import GateFailed, Plan, load_plan, save_plan
+from crashcourse.plan import GateFailed, Plan, UnknownTask, load_plan, save_plan
 from crashcourse.services import drive, mail
 from crashcourse.services.broker import CredentialRefused
-from crashcourse.store import opened
+from crashcourse.store import StoreMissing, opened
+from crashcourse.workers.options import check_installed, refuse, text_options
 
 PROBES = ("correct", "filename-only")
 
@@ -122,22 +126,29 @@ def drive_fits(drive_path: str, names: dict[str, str]) -> tuple[bool, dict]:
 
 USAGE = ("usage: journal_worker --dir DIR --task TASK [--probe correct|filename-only]"
          " [--credential TOKEN] [--resume-by WHO]")
-OPTIONAL = ("probe", "credential", "resume-by")
 REFUSED = 3  # exit status: a gate failed or a credential was refused
+# Exit status 2 (options.BAD_INPUT): bad usage, a blank value, or a DIR whose
+# journal, drive or mail file is not an installed store; one line on stderr.
 
 
 def parse(argv: list[str]) -> dict[str, str]:
-    """``--name value`` pairs; argparse would cost every trial ~20 ms to import.
-
-    Introduced in chapter 07."""
-    if len(argv) % 2 or not all(a.startswith("--") for a in argv[::2]):
-        raise SystemExit(USAGE)
-    options = {"probe": "correct", **dict(zip((a[2:] for a in argv[::2]),
-                                              argv[1::2], strict=True))}
-    if (not {"dir", "task"} <= set(options) <= {"dir", "task", *OPTIONAL}
-            or options["probe"] not in PROBES):
-        raise SystemExit(USAGE)
+    """``--name value`` pairs, none blank; ValueError, one line, for bad usage
+    or a DIR that is not a directory (``options.text_options``) (chapter 07)."""
+    options = text_options(argv, ("dir", "task"),
+                           {"probe": PROBES[0], "credential": None, "resume-by": None},
+                           USAGE)
+    if options["probe"] not in PROBES:
+        raise ValueError(f"--probe must be one of {PROBES}; {USAGE}")
+    if not os.path.isdir(options["dir"]):
+        raise ValueError(f"--dir {options['dir']!r} is not a directory")
     return options
+
+
+def check_world(where: dict[str, str]) -> None:
+    """The journal (with its plan), the drive and the mail provider are
+    installed stores; else ``StoreMissing``, nothing created (chapter 07)."""
+    check_installed((where["journal"], ("plans", "journal")),
+                    (where["drive"], drive.TABLES), (where["mail"], mail.TABLES))
 
 
 def resume_command(directory: str, task: str, who: str) -> list[str]:
@@ -150,17 +161,24 @@ def main(argv: list[str] | None = None) -> int:
     """Load the stored plan and run or resume it through the journal (chapter 07).
 
     Stops at a step boundary when paused; ``--resume-by`` (chapter 09)."""
-    args = parse(sys.argv[1:] if argv is None else argv)
-    where = paths(args["dir"])
+    try:
+        args = parse(sys.argv[1:] if argv is None else argv)
+        where = paths(args["dir"])
+        check_world(where)
+    except (ValueError, StoreMissing) as bad:
+        return refuse(bad)
     actions = restock_actions(where["drive"], where["mail"], args["probe"],
                               credential=args.get("credential"))
     with opened(where["journal"]) as conn:
+        try:
+            plan = load_plan(conn, args["task"])  # a read
+        except UnknownTask:
+            return refuse(f"no plan is stored for task {args['task']!r}")
         try:
             if "resume-by" in args:
                 done = decisions.resume(conn, args["task"], actions,
                                         who=args["resume-by"])["done"]
             else:
-                plan = load_plan(conn, args["task"])
                 done = journal.run_plan(conn, args["task"], plan, actions,
                                         should_stop=lambda: control.is_paused(conn))
         except (GateFailed, CredentialRefused, decisions.DecisionRefused) as refused:

@@ -7,15 +7,25 @@ as ``Option`` values, and ``parse`` reads the ordinary case, every option
 written ``--name value``, by itself. Anything else (``--help``, a missing or
 unknown option, a value argparse would refuse, ``--name=value``, an
 abbreviation) goes to the full ``argparse`` parser built from the same
-declarations, so help, error messages and exit status 2 are argparse's own.
+declarations, so help and error messages are argparse's own.
+
+Bad input is refused the same way by every worker (issue 14): ONE line on
+stderr, ``prog: error: why``, no traceback, exit status ``BAD_INPUT`` (2, the
+status argparse uses), and nothing written: a worker checks its arguments and
+the services it needs before it opens its own file.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from types import SimpleNamespace
 
+from crashcourse.store import opened
+from crashcourse.validate import check_text
+
 REQUIRED = object()  # an option with this default must be given
+BAD_INPUT = 2  # every worker's exit status for bad input, as argparse's own
 
 
 class Option:
@@ -43,12 +53,14 @@ class Option:
 
 
 def parse(description: str, options: tuple[Option, ...],
-          argv: list[str] | None = None) -> SimpleNamespace:
-    """The options as attributes (``--busy-timeout-ms`` is ``busy_timeout_ms``)."""
+          argv: list[str] | None = None, epilog: str | None = None
+          ) -> SimpleNamespace:
+    """The options as attributes (``--busy-timeout-ms`` is ``busy_timeout_ms``);
+    ``epilog`` ends ``--help`` (the exit statuses)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     values = quick(options, argv)
     if values is None:  # help, or something to refuse: argparse says it
-        values = vars(full_parser(description, options).parse_args(argv))
+        values = vars(full_parser(description, options, epilog).parse_args(argv))
     return SimpleNamespace(**values)
 
 
@@ -81,11 +93,65 @@ def quick(options: tuple[Option, ...], argv: list[str]) -> dict | None:
     return values
 
 
-def full_parser(description: str, options: tuple[Option, ...]):
-    """The argparse parser the same declarations describe (its ``--help``)."""
+def refuse(reason: object, prog: str | None = None) -> int:
+    """Say on ONE line of stderr why nothing was done; ``BAD_INPUT`` (chapter 00).
+
+    ``prog`` defaults to the script's name, as argparse names it."""
+    prog = prog or os.path.basename(sys.argv[0])
+    print(f"{prog}: error: {' '.join(str(reason).split())}", file=sys.stderr,
+          flush=True)
+    return BAD_INPUT
+
+
+def text_options(argv: list[str], required: tuple[str, ...],
+                 optional: dict[str, str | None], usage: str) -> dict[str, str]:
+    """``--name value`` pairs for a worker whose options are all text, each
+    given once, none blank; ``optional`` gives defaults (None: absent). Bad
+    usage raises ValueError, one line: what is wrong, then ``usage``. The
+    workers the harness starts by the hundred read this way: importing
+    argparse would cost every start ~20 ms (chapter 07)."""
+    flags, values = argv[::2], argv[1::2]
+    if len(flags) != len(values) or len(set(flags)) < len(flags) or not all(
+            flag.startswith("--") for flag in flags):
+        raise ValueError(f"options come as --name value pairs, each once; {usage}")
+    given = dict(zip((flag[2:] for flag in flags), values, strict=True))
+    problems = [f"unknown option --{name}" for name in sorted(
+        set(given) - set(required) - set(optional))]
+    problems += [f"--{name} is required" for name in required if name not in given]
+    if problems:
+        raise ValueError(f"{', '.join(problems)}; {usage}")
+    options = {name: value for name, value in optional.items() if value is not None}
+    for name, value in (options | given).items():
+        check_text(f"--{name}", value)
+    return options | given
+
+
+def check_installed(*stores: tuple[str, tuple[str, ...]]) -> None:
+    """Each ``(path, tables)`` is an installed store, or ``StoreMissing``: a
+    worker checks the stores it did not make before it writes anything. Nothing
+    is created to find out (``store.opened``'s ``require``) (chapter 00)."""
+    for path, tables in stores:
+        with opened(path, require=tables):
+            pass
+
+
+def argument_parser(description: str, epilog: str | None = None):
+    """An ``argparse`` parser whose errors are one line and ``BAD_INPUT``
+    (argparse's own print the usage first, over several lines) (chapter 00)."""
     import argparse  # here: only a run that needs help or an error pays for it
 
-    parser = argparse.ArgumentParser(description=description)
+    class OneLineErrors(argparse.ArgumentParser):
+        def error(self, message: str):
+            self.exit(BAD_INPUT, f"{self.prog}: error: {' '.join(message.split())}"
+                      " (see --help)\n")
+
+    return OneLineErrors(description=description, epilog=epilog)
+
+
+def full_parser(description: str, options: tuple[Option, ...],
+                epilog: str | None = None):
+    """The argparse parser the same declarations describe (its ``--help``)."""
+    parser = argument_parser(description, epilog)
     for option in options:
         settings = {"help": option.help}
         if option.default is REQUIRED:

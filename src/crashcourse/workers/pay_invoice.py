@@ -9,8 +9,12 @@
 Registered boundaries, in order: ``before_payment``, ``after_payment``,
 ``after_checkpoint``. The parent may kill the worker at any of them.
 
-Exit status (``paying.EXITS``): 0 paid (or found paid), 3 refused (approval or
-budget), 4 the key is bound to another action, 5 the payment service stayed
+Exit status (``paying.EXITS``): 0 paid (or found paid); 2 bad input (an
+amount that is not 1 to 10**12 whole cents, a currency that is not three
+upper-case letters, a blank task or order, a ``--state`` with no directory) or
+a ``--payments`` (or ``--notify``) file that is not an installed service: one
+line on stderr, no traceback, nothing created; 3 refused (approval or
+budget); 4 the key is bound to another action; 5 the payment service stayed
 locked past ``--busy-timeout-ms``: nothing was charged and a rerun with the
 same key is safe.
 
@@ -34,10 +38,10 @@ import os
 import sys
 
 from crashcourse.effects import operation_key
-from crashcourse.workers import options, paying
+from crashcourse.workers import options, paying, payment_command
 
 OPTIONS = (
-    *paying.PAYMENT_OPTIONS,
+    *payment_command.OPTIONS,
     options.Option("--retry",
                    "reuse-key: the reference; new-key: the chapter 02 mutant",
                    choices=("reuse-key", "new-key"), default="reuse-key"),
@@ -68,11 +72,12 @@ def choose_key(state, args) -> str:
 
 def parse(argv: list[str] | None = None):
     """The worker's options; ``--help`` lists them (chapter 00)."""
-    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv)
+    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv,
+                         payment_command.EPILOG)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return paying.run_worker(parse(argv), choose_key)
+    return payment_command.run(parse(argv), choose_key)
 
 
 if __name__ == "__main__":

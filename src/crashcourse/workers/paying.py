@@ -11,7 +11,7 @@ checkpoint: the gap every chapter from 00 to 04 kills the worker in.
 (``pay_invoice`` derives its key, ``charge`` is given one), with the registered
 boundaries ``before_payment``, ``after_payment`` and ``after_checkpoint``
 (``payment_inserted`` is inside the service). ``EXITS`` is their one table of
-exit statuses.
+exit statuses; their shared command line is ``workers.payment_command``.
 
 Chapter 09 adds a second side effect after the payment: ``notify_owner``
 mails the shop's owner under an operation key of its own, with its own state
@@ -24,9 +24,7 @@ the provider by key before it sends anything.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from crashcourse.boundary import boundary
@@ -34,11 +32,10 @@ from crashcourse.effects import operation_key
 from crashcourse.services import payments
 from crashcourse.store import ensure_schema, immediate, opened, sql_list, table_rows
 from crashcourse.validate import check_text
-from crashcourse.workers.options import Option
+from crashcourse.workers.options import BAD_INPUT
 
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
-    from types import SimpleNamespace
 
 PENDING, NOTIFIED = "pending", "notified"  # a notification's own state
 SENT, PROBED, ALREADY = "sent", "probe", "already_notified"  # how it settled
@@ -63,8 +60,9 @@ TABLES = ("checkpoints", "notifications")  # what SCHEMA creates
 
 # A refused NEW payment, a key bound to another action and a locked service are
 # outcomes, not crashes: each has its own status, and none charged anything.
-EXITS = {"committed": 0, "already_committed": 0, "refused": 3, "conflict": 4,
-         "busy": 5}
+# Bad input (or a payment service not installed) is refused before anything.
+EXITS = {"committed": 0, "already_committed": 0, "bad_input": BAD_INPUT,
+         "refused": 3, "conflict": 4, "busy": 5}
 PAID = ("committed", "already_committed")  # the outcomes after which to notify
 
 
@@ -211,36 +209,3 @@ def notify_owner(state: sqlite3.Connection, mail_path: str, task: str, order: st
             {"task": task, "message_id": message_id, "settled": settled})
     boundary("after_notify_recorded")
     return {"notification": settled, "message_id": message_id}
-
-
-# The command line both payment workers share (chapter 00); each adds its own.
-PAYMENT_OPTIONS = (
-    Option("--payments", "the payment service's SQLite file"),
-    Option("--state", "the worker's own SQLite file (its checkpoint)"),
-    Option("--task", "the workflow's task id"),
-    Option("--order", "the supplier order to pay"),
-    Option("--amount", "integer cents", type=int),
-    Option("--currency", "e.g. USD"),
-    Option("--busy-timeout-ms",
-           "how long to wait for a locked payment service (then exit 5)",
-           type=int, default=payments.DEFAULT_BUSY_TIMEOUT_MS),
-)
-
-
-def run_worker(args: SimpleNamespace,
-               choose_key: Callable[[sqlite3.Connection, SimpleNamespace], str]
-               ) -> int:
-    """A payment worker's whole run: open its own file, choose the key, pay,
-    checkpoint, print one JSON report; the exit status (chapter 00)."""
-    with opened(args.state) as state:
-        install(state)
-        report = pay_then_checkpoint(
-            state, args.payments, args.task, choose_key(state, args), args.order,
-            args.amount, args.currency, busy_timeout_ms=args.busy_timeout_ms)
-        notify = getattr(args, "notify", None)  # pay_invoice --notify (chapter 09)
-        if notify and report["outcome"] in PAID:
-            report["notification"] = notify_owner(
-                state, notify, args.task, args.order, args.amount,
-                args.currency)["notification"]
-    print(json.dumps({"task": args.task, **report}, sort_keys=True))
-    return EXITS[report["outcome"]]

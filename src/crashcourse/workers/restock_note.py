@@ -17,6 +17,10 @@ ledger row. ``--mode naive`` is the draft of chapter 01: the same two writes in
 one transaction, but with no identity, so a rerun posts the note again.
 
 The worker prints one JSON line saying what it did; graders read the rows.
+Exit status: 0 posted (or found posted); 2 bad input (a blank task or item, a
+quantity that is not a whole number from 1 to 10**6, a ``--db`` with no
+directory): one line on stderr, no traceback, no file created; 4 the same
+task already posted another note, nothing written (``CONFLICT_EXIT``).
 """
 
 from __future__ import annotations
@@ -29,13 +33,16 @@ from typing import TYPE_CHECKING
 from crashcourse import effects
 from crashcourse.boundary import boundary
 from crashcourse.store import ensure_schema, immediate, opened, sql_list, table_rows
-from crashcourse.validate import check_count, check_text
+from crashcourse.validate import check_count, check_place, check_text
 from crashcourse.workers import options
+from crashcourse.workers.options import BAD_INPUT
 
 if TYPE_CHECKING:  # only for hints
     from types import SimpleNamespace
 
 CONFLICT_EXIT = 4  # same task, different note: refused, nothing written
+EXITS = {"applied": 0, "already_applied": 0, "bad_input": BAD_INPUT,
+         "conflict": CONFLICT_EXIT}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS stock (
@@ -121,6 +128,14 @@ def snapshot(conn: sqlite3.Connection) -> dict:
     }
 
 
+def check(args: SimpleNamespace) -> dict:
+    """The note, once the whole command line is checked; ValueError or
+    TypeError before the shop's file is opened (opening creates it) (ch. 00)."""
+    check_place("--db", args.db)
+    check_text("--task", args.task)
+    return check_note(args.sku, args.quantity, args.text)
+
+
 def run(conn: sqlite3.Connection, args: SimpleNamespace) -> dict:
     note = check_note(args.sku, args.quantity, args.text)
     install(conn)
@@ -140,24 +155,32 @@ OPTIONS = (
     options.Option("--db", "the shop's SQLite file"),
     options.Option("--task", "the workflow's task id"),
     options.Option("--sku", "the item to restock"),
-    options.Option("--quantity", "units", type=int),
+    options.Option("--quantity", "units, a whole number from 1 to 10**6", type=int),
     options.Option("--text", "the note's wording", default=""),
     options.Option("--mode", "keyed: the reference; naive: the chapter 01 draft",
                    choices=("keyed", "naive"), default="keyed"),
 )
 
 
+EPILOG = ("exit status: 0 posted (or found posted); 2 bad input (one line on "
+          "stderr, no file created); 4 the task already posted another note")
+
+
 def parse(argv: list[str] | None = None) -> SimpleNamespace:
     """The worker's options; ``--help`` lists them (chapter 00)."""
-    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv)
+    return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv, EPILOG)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    try:
+        check(args)
+    except (TypeError, ValueError) as bad:
+        return options.refuse(bad)
     with opened(args.db) as conn:
         report = run(conn, args)
     print(json.dumps(report, sort_keys=True))
-    return CONFLICT_EXIT if report["status"] == "conflict" else 0
+    return EXITS[report["status"]]
 
 
 if __name__ == "__main__":

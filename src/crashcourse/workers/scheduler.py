@@ -11,8 +11,10 @@ own file, so a stop outlives the scheduler: kill it, start it again, and it
 still starts nothing until a person starts it with ``control.start_scheduler``.
 
 Bounded: it exits after ``--ticks`` ticks (exit 0), and on SIGTERM at the end
-of the current tick. It prints one JSON line (ticks, runs it started);
-graders count the ``runs`` rows.
+of the current tick. Bad input (usage, a blank name, ticks or an interval out
+of range, a ``--state`` with no directory) ends it with exit status 2 and one
+line on stderr, before ``--state`` is created. It prints one JSON line
+(ticks, runs it started); graders count the ``runs`` rows.
 """
 
 from __future__ import annotations
@@ -21,42 +23,39 @@ import json
 import signal
 import sys
 import time
-from typing import NoReturn
 
 from crashcourse import control
 from crashcourse.store import opened
+from crashcourse.validate import check_place
+from crashcourse.workers.options import refuse, text_options
 
 USAGE = ("usage: scheduler --state PATH --name NAME [--ticks N]"
          " [--interval SECONDS]")
 MAX_TICKS = 100_000
 
 
-def bad_usage() -> NoReturn:
-    """Say how to call it, on stderr, and exit 2: nothing was done (chapter 09)."""
-    print(USAGE, file=sys.stderr)
-    raise SystemExit(2)
-
-
 def parse(argv: list[str]) -> dict:
-    """``--name value`` pairs, checked; bad usage exits 2 (chapter 09)."""
-    if len(argv) % 2 or not all(a.startswith("--") for a in argv[::2]):
-        bad_usage()
-    options = {"ticks": "100", "interval": "0.05",
-               **dict(zip((a[2:] for a in argv[::2]), argv[1::2], strict=True))}
-    if set(options) != {"state", "name", "ticks", "interval"} or not options["name"]:
-        bad_usage()
+    """``--name value`` pairs, checked; ValueError, one line: what is wrong,
+    then the usage. Nothing is created to check (chapter 09)."""
+    options = text_options(argv, ("state", "name"),
+                           {"ticks": "100", "interval": "0.05"}, USAGE)
+    check_place("--state", options["state"])
     try:
         ticks, interval = int(options["ticks"]), float(options["interval"])
     except ValueError:
-        bad_usage()
-    if not (0 < ticks <= MAX_TICKS and 0 <= interval <= 60):
-        bad_usage()
+        ticks = interval = -1
+    if not (0 < ticks <= MAX_TICKS and 0 <= interval <= 60):  # NaN fails too
+        raise ValueError(f"--ticks must be 1 to {MAX_TICKS} and --interval 0 to "
+                         f"60 seconds; {USAGE}")
     return {**options, "ticks": ticks, "interval": interval}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Tick until ``--ticks`` are done or SIGTERM asks to stop (chapter 09)."""
-    options = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        options = parse(sys.argv[1:] if argv is None else argv)
+    except ValueError as bad:
+        return refuse(bad)
     told = []
     signal.signal(signal.SIGTERM, lambda signum, frame: told.append(signum))
     started = ticks = 0

@@ -14,11 +14,14 @@ Modes (the parent picks one per experiment):
 ``run``    one ``run_once`` pass, the replacement's code path.
 
 The worker prints one JSON line; graders read the databases, not this line.
+Exit status: 0 done; 2 bad input (an unknown mode or option, a blank owner or
+work id, a lease or wait out of range, no ``--url`` where one is sent to, or a
+``--db`` that is not the agent's installed store): one line on stderr,
+nothing written; 3 ``hold`` or ``send`` found nothing to claim.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sqlite3
 import sys
@@ -26,8 +29,12 @@ import sys
 from crashcourse import claims, fence, orders
 from crashcourse.boundary import boundary
 from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
-from crashcourse.store import opened
+from crashcourse.store import StoreMissing, opened
+from crashcourse.validate import check_text
+from crashcourse.workers.options import argument_parser, check_installed, refuse
 
+NOTHING_TO_CLAIM = 3  # exit status of hold and send when no work is eligible
+MAX_WAIT = 60.0  # seconds for one supplier request; longer is a typo
 # What the order's status means for the work once this pass is over.
 FINAL = {orders.CONFIRMED: claims.DONE, orders.REJECTED: claims.DONE,
          orders.DRAFT: claims.BLOCKED, orders.REVOKED: claims.CANCELLED}
@@ -63,13 +70,17 @@ def run_once(conn, owner: str, url: str, model, *, ttl: float = 5.0,
     return report | {"status": final}
 
 
+class NothingToClaim(LookupError):
+    """``hold`` and ``send`` found no eligible work (chapter 06)."""
+
+
 def take_and_sign_off(conn, args) -> tuple[claims.Claim, str]:
     """Claim, propose with the scripted model, sign off as the operator would.
 
     Introduced in chapter 06."""
     claim = claims.claim(conn, args.owner, ttl=args.ttl, work_id=args.work)
     if claim is None:
-        raise SystemExit("nothing to claim")
+        raise NothingToClaim("nothing to claim")
     operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
     orders.sign_off(conn, operation_key)  # the operator's, stored before the wait
     return claim, operation_key
@@ -121,6 +132,10 @@ def drain(conn, owner: str, ttl: float) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run one mode on the agent's file and print its report (chapters 05-06)."""
     args = parse(argv)
+    try:
+        check(args)
+    except (TypeError, ValueError, StoreMissing) as bad:
+        return refuse(bad)
     with opened(args.db) as conn:
         if args.mode == "drain":
             report = {"finished": drain(conn, args.owner, args.ttl)}
@@ -128,7 +143,11 @@ def main(argv: list[str] | None = None) -> int:
             report = run_once(conn, args.owner, args.url, NoNewReasoning(),
                               ttl=args.ttl, wait_s=args.wait)
         else:
-            claim, operation_key = take_and_sign_off(conn, args)
+            try:
+                claim, operation_key = take_and_sign_off(conn, args)
+            except NothingToClaim as nothing:
+                print(nothing, file=sys.stderr)
+                return NOTHING_TO_CLAIM
             if args.mode == "send":
                 report = {"send": orders.send(conn, claim, operation_key, args.url,
                                               args.wait)}
@@ -139,9 +158,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    """The command line above (chapters 05-06)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def check(args) -> None:
+    """Refuse bad input, and a ``--db`` that is not the agent's installed
+    store, before anything is written (chapters 05-06)."""
+    claims.check_lease(args.owner, args.ttl)
+    if args.work is not None:
+        check_text("--work", args.work)
+    if not (isinstance(args.wait, float) and 0 < args.wait <= MAX_WAIT):  # NaN too
+        raise ValueError(f"--wait must be above 0 and at most {MAX_WAIT:.0f} s")
+    tables = ("work", "claims", "transcript")  # what a drain reads and writes
+    if args.mode != "drain":
+        check_text("--url", args.url)
+        tables += ("orders",)
+    check_installed((args.db, tables))
+
+
+def parse(argv: list[str] | None):
+    """The command line above; a bad one is one line and exit 2 (ch. 05-06)."""
+    parser = argument_parser(__doc__.split("\n\n")[0],
+                             epilog=__doc__.split("\n\n")[-1].strip())
     parser.add_argument("mode", choices=("hold", "send", "drain", "run"))
     parser.add_argument("--db", required=True, help="the agent's SQLite file")
     parser.add_argument("--owner", default="shop-worker")

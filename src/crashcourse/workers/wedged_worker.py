@@ -9,7 +9,9 @@ submits a mail every fourth turn, presenting its credential each time. It
 never opens the runtime's store, so the in-band pause flag cannot reach it;
 only the services' answer can. The first refusal (a revoked or expired
 credential) ends it with exit status 3; otherwise it stops after ``--limit``
-actions (exit 0), or when it is killed.
+actions (exit 0), or when it is killed. Bad input (usage, a blank value, a
+drive or mail provider that is not an installed store, a drive with no files)
+ends it at once: exit status 2, one line on stderr, nothing done.
 
 It prints one JSON line (actions made, the refusal's reason); graders count
 the effects from the drive's and the provider's rows, never from this line.
@@ -20,10 +22,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import NoReturn
 
 from crashcourse.services import drive, mail
 from crashcourse.services.broker import CredentialRefused
+from crashcourse.store import StoreMissing
+from crashcourse.workers.options import check_installed, refuse, text_options
 
 USAGE = ("usage: wedged_worker --drive PATH --mail PATH --credential TOKEN"
          " [--limit N] [--pace SECONDS]")
@@ -32,26 +35,18 @@ OWNER = "owner@shop.example"
 MAIL_EVERY = 4  # every fourth action is a mail, the others renames
 
 
-def bad_usage() -> NoReturn:
-    """Say how to call it, on stderr, and exit 2: nothing was done (chapter 09)."""
-    print(USAGE, file=sys.stderr)
-    raise SystemExit(2)
-
-
 def parse(argv: list[str]) -> dict:
-    """``--name value`` pairs, checked; bad usage exits 2 (chapter 09)."""
-    if len(argv) % 2 or not all(a.startswith("--") for a in argv[::2]):
-        bad_usage()
-    options = {"limit": "100000", "pace": "0.005",
-               **dict(zip((a[2:] for a in argv[::2]), argv[1::2], strict=True))}
-    if set(options) != {"drive", "mail", "credential", "limit", "pace"}:
-        bad_usage()
+    """``--name value`` pairs, checked; ValueError, one line: what is wrong,
+    then the usage (chapter 09)."""
+    options = text_options(argv, ("drive", "mail", "credential"),
+                           {"limit": "100000", "pace": "0.005"}, USAGE)
     try:
         limit, pace = int(options["limit"]), float(options["pace"])
     except ValueError:
-        bad_usage()
-    if not (0 < limit <= 1_000_000 and 0 <= pace <= 1):
-        bad_usage()
+        limit = pace = -1
+    if not (0 < limit <= 1_000_000 and 0 <= pace <= 1):  # NaN fails too
+        raise ValueError(f"--limit must be 1 to 1000000 and --pace 0 to 1 "
+                         f"second; {USAGE}")
     return {**options, "limit": limit, "pace": pace}
 
 
@@ -69,10 +64,15 @@ def act(options: dict, files: list[str], turn: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Loop until refused, killed or ``--limit`` actions are made (chapter 09)."""
-    options = parse(sys.argv[1:] if argv is None else argv)
-    files = sorted(drive.names(options["drive"]))
-    if not files:
-        raise SystemExit("the drive has no files to rename")
+    try:
+        options = parse(sys.argv[1:] if argv is None else argv)
+        check_installed((options["drive"], drive.TABLES),
+                        (options["mail"], mail.TABLES))
+        files = sorted(drive.names(options["drive"]))
+        if not files:
+            raise ValueError("the drive has no files to rename")
+    except (ValueError, StoreMissing) as bad:
+        return refuse(bad)
     for turn in range(options["limit"]):
         try:
             act(options, files, turn)

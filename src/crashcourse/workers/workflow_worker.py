@@ -11,11 +11,11 @@ The steps, bound in ``restock_remotes``: reserve, charge, mail. Boundaries:
 ``after_read`` (state and version read, nothing written), then
 ``before_remote:<step>`` and ``after_remote:<step>``.
 
-Exit status, with one JSON line on stdout (graders read rows, not this): 0
-it did what it could (``state``: applied, waiting_for_approval, failed,
-cancelled); 3 refused: a worker or a person moved the workflow first (a
-loser, not a crash); 2 usage or unknown workflow. ``--mode unversioned``
-is the chapter's DRAFT (``run_naive``), never the reference.
+Exit status (``EXIT``; one JSON line on stdout, graders read rows): 0 it did
+what it could (``state``: applied, waiting_for_approval, failed, cancelled);
+3 refused: a worker or a person moved the workflow first; 2 bad input (usage,
+a blank value, an unknown workflow, a file in DIR not installed): one line on
+stderr, nothing written. ``--mode unversioned`` is the DRAFT (``run_naive``).
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from crashcourse import authority, workflow, workflow_steps
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
 from crashcourse.services import mail, payments, supplier_client, supplier_store
-from crashcourse.store import immediate, opened
+from crashcourse.store import StoreMissing, immediate, opened
+from crashcourse.workers.options import BAD_INPUT, check_installed, refuse, text_options
 from crashcourse.workflow import APPLIED, PENDING, RUNNING, WAITING
 from crashcourse.workflow_steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
 
 BOUNDARIES = ("after_read", *(f"{where}:{step}" for step in ("reserve", "charge",
               "mail") for where in ("before_remote", "after_remote")))
-EXIT = {"finished": 0, "usage": 2, "refused": 3}
+EXIT = {"finished": 0, "usage": BAD_INPUT, "refused": 3}
 MODES = ("versioned", "unversioned")
 
 
@@ -208,30 +209,28 @@ def write_naive(conn, workflow_id, to_state, who, step=None, outcome=None) -> No
 
 USAGE = ("usage: workflow_worker --dir DIR --workflow ID --who NAME"
          " --url SUPPLIER_URL [--mode versioned|unversioned]")
+NEEDED = {"workflow": workflow_steps.TABLES, "payments": payments.TABLES,
+          "mail": mail.TABLES}  # installed by build_world before any worker
 
 
 def parse(argv: list[str]) -> dict[str, str]:
-    """``--name value`` pairs (argparse costs every start ~20 ms) (ch. 08)."""
-    if len(argv) % 2 or not all(a.startswith("--") for a in argv[::2]):
-        raise ValueError(USAGE)
-    options = {"mode": "versioned", **dict(zip((a[2:] for a in argv[::2]),
-                                               argv[1::2], strict=True))}
-    if set(options) != {"dir", "workflow", "who", "url", "mode"} or (
-            options["mode"] not in MODES or not options["who"].strip()):
-        raise ValueError(USAGE)
-    if not os.path.exists(paths(options["dir"])["workflow"]):
-        raise ValueError(f"no workflow file in {options['dir']}")
+    """``--name value`` pairs, none blank, else ValueError (ch. 08)."""
+    options = text_options(argv, ("dir", "workflow", "who", "url"),
+                           {"mode": MODES[0]}, USAGE)
+    if options["mode"] not in MODES:
+        raise ValueError(f"--mode must be one of {MODES}; {USAGE}")
     return options
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run or recover ``--workflow``, print one JSON line, exit (chapter 08)."""
+    """Check, run or recover ``--workflow``, print one JSON line (ch. 08)."""
     try:
         args = parse(sys.argv[1:] if argv is None else argv)
-    except ValueError as bad:
-        print(bad, file=sys.stderr)
-        return EXIT["usage"]
-    where, steps = paths(args["dir"]), run if args["mode"] == MODES[0] else run_naive
+        where = paths(args["dir"])
+        check_installed(*((where[name], tables) for name, tables in NEEDED.items()))
+    except (ValueError, StoreMissing) as bad:
+        return refuse(bad)
+    steps = run if args["mode"] == MODES[0] else run_naive
     report = {"workflow_id": args["workflow"], "who": args["who"]}
     with opened(where["workflow"]) as conn:
         try:
@@ -239,9 +238,8 @@ def main(argv: list[str] | None = None) -> int:
                            who=args["who"])
         except workflow.TransitionRefused as refused:
             report |= {"refused": refused.reason, "current": refused.current}
-        except KeyError as unknown:
-            print(f"unknown workflow: {unknown}", file=sys.stderr)
-            return EXIT["usage"]
+        except KeyError:  # workflow.read found no such row: nothing written
+            return refuse(f"no workflow {args['workflow']!r} in {where['workflow']}")
     print(json.dumps(report, sort_keys=True))
     return EXIT["refused"] if "refused" in report else EXIT["finished"]
 

@@ -1,0 +1,174 @@
+"""What the supplier accepts at its door, before anything is decided (ch. 06).
+
+One request is read and checked here, and refused with ``Refused`` (an HTTP
+status, an error word, a detail) when it is not exactly what the supplier
+understands. Nothing is decided from a refused request: no order, no fence.
+
+* The framing: one decimal ``Content-Length`` of at most ``MAX_BODY`` bytes,
+  no ``Transfer-Encoding``. A missing length is 411, an invalid one 400 and a
+  longer one 413, all before a byte of the body is read.
+* The token: ``Idempotency-Key`` and ``X-Work-Id`` (non-blank, at most
+  ``MAX_KEY`` characters) and ``X-Generation`` (ASCII digits, 1 to 2**63 - 1,
+  the largest INTEGER SQLite stores).
+* The proposal: exactly sku (text), quantity and unit_cents (positive ints,
+  bounded).
+* Exactly the declared bytes are read (``read_exactly``): a body cut short is
+  400, one that stalls past the socket timeout 408.
+* ``InFlight``: a second request for a key being decided is 409, ask again.
+* ``drain``: after an error answer the connection closes; what the caller
+  still sends is read and dropped (bounded) so the close does not reset the
+  answer away, and none of it is ever read as a request.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from contextlib import contextmanager
+
+FIELDS = {"sku": str, "quantity": int, "unit_cents": int}
+LIMITS = {"quantity": 10_000, "unit_cents": 10**9}
+MAX_BODY = 16 * 1024  # a proposal is under 200 bytes: more is a mistake or a probe
+MAX_KEY = 200  # characters in an operation key or a work id
+MAX_GENERATION = 2**63 - 1
+LINGER_S, LINGER_BYTES = 1.0, 1 << 20  # drained after an error answer, at most
+
+
+class Refused(ValueError):
+    """A request answered without a decision: ``status`` (400 unless said),
+    ``error`` and a detail; ``retry`` adds Retry-After (chapter 06)."""
+
+    def __init__(self, detail: str, status: int = 400, error: str = "bad_request",
+                 *, retry: bool = False) -> None:
+        super().__init__(detail)
+        self.status, self.error, self.retry = status, error, retry
+
+    def body(self) -> dict:
+        """The JSON answer: the error word and what was wrong."""
+        return {"error": self.error, "detail": str(self)}
+
+
+def is_decimal(text: str) -> bool:
+    """ASCII digits only, at most 19 of them: ``'²'`` passes ``str.isdigit``
+    and ``int`` refuses it, so it is refused here first (chapter 06)."""
+    return text.isascii() and text.isdigit() and len(text) <= 19
+
+
+def usable_key(value: str | None) -> str | None:
+    """A header value that can name something: non-blank, bounded (chapter 06)."""
+    return value if value and value.strip() and len(value) <= MAX_KEY else None
+
+
+def body_length(headers) -> int:
+    """The one ``Content-Length`` a POST declares, before its body is read (ch. 06)."""
+    lengths = [value.strip() for value in headers.get_all("Content-Length") or []]
+    if headers.get("Transfer-Encoding") is not None or not lengths:
+        raise Refused("send one Content-Length and no Transfer-Encoding", 411,
+                      "length_required")
+    if len(lengths) > 1 or not is_decimal(lengths[0]):
+        raise Refused("Content-Length must be one decimal number")
+    if int(lengths[0]) > MAX_BODY:
+        raise Refused(f"a body is at most {MAX_BODY} bytes", 413, "too_large")
+    return int(lengths[0])
+
+
+def no_body(headers) -> None:
+    """A GET declares no body: its bytes would be read as a request (ch. 06)."""
+    if (headers.get("Content-Length", "0").strip() != "0"
+            or headers.get("Transfer-Encoding") is not None):
+        raise Refused("a GET carries no body")
+
+
+def read_exactly(rfile, length: int) -> bytes:
+    """Exactly ``length`` bytes from ``rfile``, or Refused (chapter 06)."""
+    body = b""
+    while len(body) < length:
+        try:
+            chunk = rfile.read(length - len(body))
+        except TimeoutError:  # the socket timeout: the caller stalled
+            raise Refused(f"body stalled after {len(body)} of {length} bytes",
+                          408, "timeout") from None
+        if not chunk:  # the caller closed before it sent what it declared
+            raise Refused(f"body ended after {len(body)} of {length} bytes")
+        body += chunk
+    return body
+
+
+class InFlight:
+    """The operation keys whose request is being decided now (chapter 06)."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.lock = threading.Lock()
+
+    @contextmanager
+    def holding(self, operation_key: str):
+        """Hold ``operation_key`` for the block; if another request holds it,
+        Refused 409 ``in_flight`` with Retry-After (the draft's answer)."""
+        with self.lock:
+            if operation_key in self.keys:
+                raise Refused("a request with this key is being decided", 409,
+                              "in_flight", retry=True)
+            self.keys.add(operation_key)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.keys.discard(operation_key)
+
+
+def drain(connection: socket.socket) -> None:
+    """Stop writing, then read and drop what the caller still sends, bounded
+    in time and bytes, so the close that follows resets nothing (ch. 06)."""
+    deadline, drained = time.monotonic() + LINGER_S, 0
+    try:
+        connection.shutdown(socket.SHUT_WR)
+        connection.settimeout(LINGER_S)
+        while drained < LINGER_BYTES and time.monotonic() < deadline:
+            chunk = connection.recv(65536)
+            if not chunk:
+                break
+            drained += len(chunk)
+    except OSError:  # reset or timed out: the answer went out first
+        pass
+
+
+def named_token(headers) -> tuple[str | None, str | None, int | None]:
+    """Idempotency-Key, X-Work-Id, X-Generation: each if usable, else None.
+
+    A refused request is logged with what it named (chapter 06)."""
+    generation = headers.get("X-Generation", "")
+    generation = int(generation) if is_decimal(generation) else 0
+    return (usable_key(headers.get("Idempotency-Key")),
+            usable_key(headers.get("X-Work-Id")),
+            generation if 1 <= generation <= MAX_GENERATION else None)
+
+
+def parse_token(headers) -> tuple[str, str, int]:
+    """Idempotency-Key, X-Work-Id and X-Generation, all usable (chapter 06)."""
+    token = named_token(headers)
+    if None in token:
+        raise Refused(f"Idempotency-Key and X-Work-Id (1 to {MAX_KEY} characters)"
+                      f" and X-Generation (1 to {MAX_GENERATION}) required")
+    return token
+
+
+def parse_proposal(body: bytes) -> dict:
+    """Exactly sku (text), quantity and unit_cents (positive, bounded) (chapter 06)."""
+    try:
+        proposal = json.loads(body)
+    except (ValueError, RecursionError):  # garbled, or nested past the stack
+        raise Refused("body is not JSON") from None
+    if not isinstance(proposal, dict) or set(proposal) != set(FIELDS):
+        raise Refused(f"body must have exactly {sorted(FIELDS)}")
+    for name, kind in FIELDS.items():
+        value = proposal[name]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise Refused(f"{name} must be {kind.__name__}")
+        if kind is int and not 0 < value <= LIMITS[name]:
+            raise Refused(f"{name} out of range")
+        if kind is str and not value.strip():
+            raise Refused(f"{name} must not be empty")
+    return proposal

@@ -1,0 +1,358 @@
+"""Every worker's command line, given bad input, as a careless caller would
+(issue 14): one line on stderr, no traceback, exit status 2
+(``options.BAD_INPUT``), and nothing created or written.
+
+Each case is a real child process. "Nothing created" is read from the folder
+itself, before and after (every file and its size: a store a worker opened
+and wrote would grow or gain a file), and "nothing written" from the rows of
+the stores the worker was pointed at."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crashcourse import journal, orders
+from crashcourse.example import scan_files
+from crashcourse.services import drive, mail, payments
+from crashcourse.store import count_rows, opened
+from crashcourse.workers import (
+    charge,
+    journal_worker,
+    options,
+    pay_invoice,
+    restock_note,
+    scheduler,
+    shop_worker,
+    wedged_worker,
+    workflow_worker,
+)
+
+WORKERS = (pay_invoice, charge, restock_note, journal_worker, scheduler,
+           wedged_worker, workflow_worker, shop_worker)
+
+
+def files(folder: Path) -> dict[str, int]:
+    """Every file under ``folder`` and its size."""
+    return {str(p.relative_to(folder)): p.stat().st_size
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def refused(folder: Path, module: str, argv: list[str]) -> str:
+    """Run the worker; assert one line, exit 2, no file created or grown."""
+    before = files(folder)
+    done = subprocess.run([sys.executable, "-m", f"crashcourse.workers.{module}",
+                           *argv], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, cwd=folder)
+    lines = done.stderr.splitlines()
+    assert done.returncode == options.BAD_INPUT, done.stderr
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith(f"{module}.py: error: "), lines[0]
+    assert done.stdout == ""
+    assert files(folder) == before  # nothing created, nothing grown
+    return lines[0]
+
+
+def with_option(argv: list[str], flag: str, value: str | None) -> list[str]:
+    """``argv`` with ``flag`` set to ``value`` (added if absent, dropped if None)."""
+    pairs = dict(zip(argv[::2], argv[1::2], strict=True))
+    if value is None:
+        pairs.pop(flag)
+    else:
+        pairs[flag] = value
+    return [part for pair in pairs.items() for part in pair]
+
+
+# (flag, bad value) for both payment workers; {tmp} is the test's folder.
+PAYMENT_CASES = [
+    ("--amount", "0"), ("--amount", "-1"), ("--amount", str(2**64)),
+    ("--amount", "1.5"), ("--amount", "abc"), ("--amount", ""),
+    ("--currency", "usd"), ("--currency", "US"), ("--currency", ""),
+    ("--currency", "USDX"), ("--task", ""), ("--task", "   "), ("--order", ""),
+    ("--order", " \t"), ("--busy-timeout-ms", "-5"),
+    ("--busy-timeout-ms", str(2**64)), ("--state", "{tmp}/missing/worker.sqlite"),
+    ("--state", "{tmp}"), ("--state", ""), ("--state", "{tmp}/payments.sqlite"),
+    ("--payments", "{tmp}/absent.sqlite"),
+    ("--payments", "{tmp}/empty.sqlite"), ("--payments", ""),
+]
+
+
+@pytest.fixture
+def service(tmp_path):
+    """An installed, approved payment service and a 0-byte file beside it."""
+    db = tmp_path / "payments.sqlite"
+    payments.install(db)
+    payments.approve(db, "SUP-1", 4000, "USD")
+    (tmp_path / "empty.sqlite").touch()
+    return db
+
+
+def payment_argv(tmp_path, db) -> list[str]:
+    return ["--payments", str(db), "--state", str(tmp_path / "worker.sqlite"),
+            "--task", "restock-1", "--order", "SUP-1", "--amount", "4000",
+            "--currency", "USD"]
+
+
+@pytest.mark.parametrize("worker, flag, value", [
+    *(("pay_invoice", flag, value) for flag, value in PAYMENT_CASES),
+    # charge runs the same check (payment_command.check): a sample, and its key
+    *(("charge", flag, value) for flag, value in PAYMENT_CASES[::4]),
+    ("charge", "--key", ""), ("charge", "--key", "  "), ("charge", "--key", None),
+    ("pay_invoice", "--notify", "{tmp}/no-mail.sqlite"),
+    ("pay_invoice", "--notify", ""),
+])
+def test_payment_workers_refuse_bad_input(tmp_path, service, worker, flag, value):
+    argv = payment_argv(tmp_path, service) + (
+        ["--key", "k-1"] if worker == "charge" else [])
+    refused(tmp_path, worker, with_option(
+        argv, flag, None if value is None else value.format(tmp=tmp_path)))
+    assert payments.snapshot(service)["payments"] == []
+
+
+@pytest.mark.parametrize("worker, extra", [("pay_invoice", []),
+                                           ("charge", ["--key", "k-1"])])
+def test_the_unchanged_payment_command_pays(tmp_path, service, worker, extra):
+    # the command the bad cases change one option of: it does pay
+    done = subprocess.run([sys.executable, "-m", f"crashcourse.workers.{worker}",
+                           *payment_argv(tmp_path, service), *extra],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(payments.snapshot(service)["payments"]) == 1
+
+
+RESTOCK_CASES = [
+    ("--quantity", "0"), ("--quantity", "-1"), ("--quantity", str(2**63)),
+    ("--quantity", str(2**64)), ("--quantity", "1.5"), ("--quantity", "abc"),
+    ("--task", ""), ("--task", " "), ("--sku", ""), ("--sku", "\t"),
+    ("--db", "{tmp}/missing/shop.sqlite"), ("--db", "{tmp}"), ("--db", ""),
+    ("--mode", "twice"),
+]
+
+
+@pytest.mark.parametrize("flag, value", RESTOCK_CASES)
+def test_restock_note_refuses_bad_input(tmp_path, flag, value):
+    argv = ["--db", str(tmp_path / "shop.sqlite"), "--task", "t", "--sku",
+            "oat-milk", "--quantity", "2"]
+    refused(tmp_path, "restock_note", with_option(argv, flag,
+                                                  value.format(tmp=tmp_path)))
+
+
+def test_a_huge_quantity_is_refused_not_overflowed(tmp_path):
+    line = refused(tmp_path, "restock_note", [
+        "--db", str(tmp_path / "shop.sqlite"), "--task", "t", "--sku", "oat-milk",
+        "--quantity", str(2**63)])
+    assert "quantity" in line and "Overflow" not in line
+
+
+@pytest.fixture
+def journal_world(tmp_path):
+    world = tmp_path / "world"
+    world.mkdir()
+    task = journal_worker.build_world(str(world))
+    (tmp_path / "empty").mkdir()
+    return world, task
+
+
+def journal_rows(world: Path) -> tuple[int, int, int]:
+    """Journal entries, rename requests at the drive, messages at the provider."""
+    where = journal_worker.paths(str(world))
+    found = []
+    for name, table in (("journal", "journal"), ("drive", "rename_requests"),
+                        ("mail", "messages")):
+        with opened(where[name]) as conn:
+            found.append(count_rows(conn, table))
+    return tuple(found)
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--task", ""), ("--task", "  "), ("--task", "no-such-plan"),
+    ("--probe", "guess"), ("--credential", " "), ("--resume-by", ""),
+    ("--task", None), ("--bogus", "1"), ("--dir", "{tmp}/missing"),
+    ("--dir", "{tmp}/empty"), ("--dir", "{tmp}/world/journal.sqlite"),
+])
+def test_journal_worker_refuses_bad_input(tmp_path, journal_world, flag, value):
+    world, task = journal_world
+    argv = with_option(["--dir", str(world), "--task", task], flag,
+                       None if value is None else value.format(tmp=tmp_path))
+    refused(tmp_path, "journal_worker", argv)
+    assert journal_rows(world) == (0, 0, 0)
+
+
+def test_journal_worker_refuses_a_truncated_journal(tmp_path, journal_world):
+    world, task = journal_world
+    (world / "journal.sqlite").write_bytes(b"")  # the plan and journal are gone
+    refused(tmp_path, "journal_worker", ["--dir", str(world), "--task", task])
+    assert (world / "journal.sqlite").stat().st_size == 0
+
+
+def test_journal_worker_refuses_an_odd_command_line(tmp_path, journal_world):
+    world, task = journal_world
+    refused(tmp_path, "journal_worker", ["--dir", str(world), "--task"])
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--name", ""), ("--name", "  "), ("--ticks", "0"), ("--ticks", "x"),
+    ("--ticks", "1.5"), ("--ticks", str(2**64)), ("--interval", "nan"),
+    ("--interval", "inf"), ("--interval", "-1"), ("--name", None),
+    ("--state", "{tmp}/missing/runtime.sqlite"), ("--state", "{tmp}"),
+    ("--state", ""), ("--bogus", "1"),
+])
+def test_scheduler_refuses_bad_input(tmp_path, flag, value):
+    argv = ["--state", str(tmp_path / "runtime.sqlite"), "--name", "nightly",
+            "--ticks", "1"]
+    refused(tmp_path, "scheduler", with_option(
+        argv, flag, None if value is None else value.format(tmp=tmp_path)))
+
+
+@pytest.fixture
+def wedged_world(tmp_path):
+    drive.install(tmp_path / "drive.sqlite", scan_files(4))
+    drive.install(tmp_path / "bare-drive.sqlite")
+    mail.install(tmp_path / "mail.sqlite")
+    return tmp_path
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--credential", ""), ("--credential", " "), ("--credential", None),
+    ("--limit", "0"), ("--limit", "x"), ("--pace", "nan"), ("--pace", "2"),
+    ("--drive", "{tmp}/absent.sqlite"), ("--mail", "{tmp}/absent.sqlite"),
+    ("--drive", "{tmp}/bare-drive.sqlite"), ("--drive", ""),
+])
+def test_wedged_worker_refuses_bad_input(wedged_world, flag, value):
+    tmp = wedged_world
+    argv = ["--drive", str(tmp / "drive.sqlite"), "--mail", str(tmp / "mail.sqlite"),
+            "--credential", "token", "--limit", "2", "--pace", "0"]
+    refused(tmp, "wedged_worker", with_option(
+        argv, flag, None if value is None else value.format(tmp=tmp)))
+    assert drive.names(tmp / "drive.sqlite") == scan_files(4)
+    assert mail.messages(tmp / "mail.sqlite") == []
+
+
+@pytest.fixture
+def workflow_world(tmp_path):
+    world = tmp_path / "world"
+    world.mkdir()
+    built = workflow_worker.build_world(str(world))
+    (tmp_path / "empty").mkdir()
+    return world, built["workflow_id"]
+
+
+def workflow_history(world: Path) -> int:
+    with opened(workflow_worker.paths(str(world))["workflow"]) as conn:
+        return count_rows(conn, "workflow_history")
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--workflow", ""), ("--workflow", " "), ("--workflow", "no-such-workflow"),
+    ("--who", " "), ("--url", ""), ("--mode", "optimistic"), ("--who", None),
+    ("--dir", "{tmp}/missing"), ("--dir", "{tmp}/empty"), ("--dir", ""),
+])
+def test_workflow_worker_refuses_bad_input(tmp_path, workflow_world, flag, value):
+    world, workflow_id = workflow_world
+    history = workflow_history(world)
+    argv = ["--dir", str(world), "--workflow", workflow_id, "--who", "worker-1",
+            "--url", "http://127.0.0.1:9"]
+    refused(tmp_path, "workflow_worker", with_option(
+        argv, flag, None if value is None else value.format(tmp=tmp_path)))
+    assert workflow_history(world) == history
+
+
+@pytest.fixture
+def agent(tmp_path):
+    db = tmp_path / "agent.sqlite"
+    with opened(db) as conn:
+        orders.install(conn)
+    with opened(tmp_path / "other-store.sqlite") as conn:
+        journal.install(conn)  # a store, but not the agent's
+    (tmp_path / "empty.sqlite").touch()
+    return db
+
+
+@pytest.mark.parametrize("mode, flag, value", [
+    ("drain", "--owner", ""), ("drain", "--owner", "  "), ("drain", "--ttl", "0"),
+    ("drain", "--ttl", "nan"), ("drain", "--ttl", "inf"), ("drain", "--ttl", "-1"),
+    ("drain", "--ttl", "4000"), ("drain", "--ttl", "x"), ("drain", "--wait", "0"),
+    ("drain", "--wait", "nan"), ("drain", "--work", ""), ("send", "--url", ""),
+    ("run", "--url", " "), ("drain", "--db", "{tmp}/absent.sqlite"),
+    ("drain", "--db", "{tmp}/missing/agent.sqlite"),
+    ("drain", "--db", "{tmp}/empty.sqlite"),
+    ("drain", "--db", "{tmp}/other-store.sqlite"), ("sweep", "--owner", "w"),
+])
+def test_shop_worker_refuses_bad_input(tmp_path, agent, mode, flag, value):
+    argv = with_option(["--db", str(agent), "--owner", "w", "--url",
+                        "http://127.0.0.1:9"], flag, value.format(tmp=tmp_path))
+    refused(tmp_path, "shop_worker", [mode, *argv])
+    with opened(agent) as conn:
+        assert count_rows(conn, "claims") == count_rows(conn, "work") == 0
+
+
+def run(folder: Path, module: str, argv: list[str]):
+    return subprocess.run([sys.executable, "-m", f"crashcourse.workers.{module}",
+                           *argv], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, cwd=folder)
+
+
+# The unchanged command of each table above is NOT refused: a bad case is
+# refused for the one value it changes, not for a mistake in the table.
+def test_the_unchanged_restock_and_scheduler_commands_run(tmp_path):
+    note = run(tmp_path, "restock_note", ["--db", str(tmp_path / "shop.sqlite"),
+                                          "--task", "t", "--sku", "oat-milk",
+                                          "--quantity", "2"])
+    tick = run(tmp_path, "scheduler", ["--state", str(tmp_path / "runtime.sqlite"),
+                                       "--name", "nightly", "--ticks", "1"])
+    assert (note.returncode, tick.returncode) == (0, 0), note.stderr + tick.stderr
+
+
+def test_the_unchanged_journal_command_runs(tmp_path, journal_world):
+    world, task = journal_world
+    done = run(tmp_path, "journal_worker", ["--dir", str(world), "--task", task])
+    assert done.returncode == 0, done.stderr
+    assert journal_rows(world)[0] > 0
+
+
+def test_the_unchanged_wedged_command_runs(wedged_world):
+    tmp = wedged_world
+    done = run(tmp, "wedged_worker", [
+        "--drive", str(tmp / "drive.sqlite"), "--mail", str(tmp / "mail.sqlite"),
+        "--credential", "token", "--limit", "2", "--pace", "0"])
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_unchanged_workflow_and_shop_commands_are_not_refused(
+        tmp_path, workflow_world, agent):
+    world, workflow_id = workflow_world
+    flow = run(tmp_path, "workflow_worker", [
+        "--dir", str(world), "--workflow", workflow_id, "--who", "worker-1",
+        "--url", "http://127.0.0.1:9"])  # no supplier there: not bad input
+    drained = run(tmp_path, "shop_worker", ["drain", "--db", str(agent), "--owner",
+                                            "w", "--url", "http://127.0.0.1:9"])
+    assert flow.returncode != options.BAD_INPUT, flow.stderr
+    assert drained.returncode == 0, drained.stderr
+
+
+@pytest.mark.parametrize("worker", WORKERS, ids=lambda w: w.__name__)
+def test_every_worker_documents_exit_status_2_for_bad_input(worker):
+    doc = " ".join(worker.__doc__.split())
+    assert re.search(r"\b2 \(?bad input|exit status 2\b", doc), worker.__name__
+
+
+@pytest.mark.parametrize("worker", [pay_invoice, charge, restock_note, shop_worker],
+                         ids=lambda w: w.__name__)
+def test_help_states_the_exit_statuses(worker):
+    done = subprocess.run([sys.executable, "-m", worker.__name__, "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "2 bad input" in " ".join(done.stdout.split())
+
+
+def test_shop_worker_with_nothing_to_claim_says_so_with_its_own_status(tmp_path,
+                                                                       agent):
+    # not bad input: the store is right and empty; 3, as documented, not 1
+    done = run(tmp_path, "shop_worker", ["send", "--db", str(agent), "--owner", "w",
+                                         "--url", "http://127.0.0.1:9"])
+    assert done.returncode == shop_worker.NOTHING_TO_CLAIM == 3, done.stderr
+    assert done.stderr.splitlines() == ["nothing to claim"]
