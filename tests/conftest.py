@@ -55,3 +55,63 @@ def supplier(tmp_path_factory):
     db = tmp_path_factory.mktemp("s") / "sup.db"
     with Harness() as harness, start_supplier(harness, db) as running:
         yield running
+
+
+# Chapter 10: the same runtime tests on both backends. ``pg_server`` is the
+# session's PostgreSQL (started once per xdist worker, ~1 s; a reader's own
+# server when CRASHCOURSE_PG_URL names one). ``store_at`` gives a test the
+# address of a fresh, empty store by name: a SQLite file in tmp_path, or a URL
+# naming a fresh schema on the server. A test that asks for ``store_at`` runs
+# once per backend; one that must stay on SQLite asks for ``tmp_path``.
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's PostgreSQL server, or a skip that says why there is none."""
+    from crashcourse import postgres
+
+    own = postgres.own_server()
+    if own is not None:
+        yield own
+        return
+    if postgres.binaries() is None:
+        pytest.skip(f"no PostgreSQL: pip install pgserver, or set {postgres.URL_ENV}")
+    server = postgres.start()
+    try:
+        yield server
+    finally:
+        postgres.stop(server)
+
+
+BACKENDS = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def store_at(backend, tmp_path, request):
+    """``store_at("claims")`` → the address of a fresh, empty store on this
+    test's backend: ``tmp_path/claims.db``, or ``postgresql://...?schema=...``
+    (dropped after the test)."""
+    if backend == "sqlite":
+        yield lambda name: str(tmp_path / f"{name}.db")
+        return
+    import uuid
+
+    from crashcourse import pgstore
+
+    server, made = request.getfixturevalue("pg_server"), []
+
+    def at(name: str) -> str:
+        schema = f"t_{name}_{uuid.uuid4().hex[:10]}"
+        pgstore.create_schema(server.url, schema)
+        made.append(schema)
+        joiner = "&" if "?" in server.url else "?"
+        return f"{server.url}{joiner}schema={schema}"
+
+    yield at
+    if made:
+        with pgstore.connect(server.url).raw as raw:
+            for schema in made:
+                raw.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -29,13 +29,14 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _CONNECTORS: list = []  # see ``opening_with``
+SERVER_SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
@@ -60,6 +61,10 @@ def connect(
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS_LEVELS}")
     if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
         raise TypeError("busy_timeout_ms must be an int")
+    if on_server(path):  # chapter 10: the same modules on a PostgreSQL server
+        from crashcourse import pgstore  # imports psycopg: only for a server's URL
+
+        return pgstore.connect_url(path, require=require)
     for connector in reversed(_CONNECTORS):
         conn = connector(path, synchronous=level, busy_timeout_ms=busy_timeout_ms,
                          require=require)
@@ -124,8 +129,32 @@ def enter_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
             time.sleep(0.005)
 
 
+def on_server(path) -> bool:
+    """Whether ``path`` names a PostgreSQL store: ``postgresql://...[?schema=S]``
+    (chapter 10); anything else is a SQLite file."""
+    return isinstance(path, str) and path.startswith(SERVER_SCHEMES)
+
+
+def dialect(conn) -> str:
+    """``"sqlite"`` or ``"postgres"``: which of a module's SQL fragments to use
+    where the two databases differ (chapter 10)."""
+    return getattr(conn, "dialect", "sqlite")
+
+
+def now(conn, now: float | None = None) -> float:
+    """The lease clock: an injected instant, else the STORE's clock. On a
+    server that is the database's own clock, one for every host, never the
+    worker's (chapter 10); a SQLite file has one host, so it is this one's."""
+    from crashcourse.validate import clock
+
+    if now is not None or dialect(conn) == "sqlite":
+        return clock(now)
+    return conn.server_time()
+
+
 @contextmanager
-def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def immediate(conn: sqlite3.Connection, *, shared: bool = False
+              ) -> Iterator[sqlite3.Connection]:
     """Run the block in one ``BEGIN IMMEDIATE`` transaction.
 
     IMMEDIATE takes the write lock before the first read, so a check made inside
@@ -133,8 +162,15 @@ def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     another writer before the commit. Any exception rolls the whole block back.
     A busy database raises ``sqlite3.OperationalError`` after the busy timeout:
     callers must treat that as "not done", never fall back to an unchecked path.
+    On a server (chapter 10) the same words take one store-wide lock: every
+    writer excludes every other, as in SQLite, except the hot paths (a claim, a
+    fenced write) which pass ``shared=True``, run side by side and lock their
+    own rows instead. SQLite ignores ``shared``: its one writer is the rule.
     """
-    conn.execute("BEGIN IMMEDIATE")
+    if shared and dialect(conn) != "sqlite":
+        conn.begin(shared=True)
+    else:
+        conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
     except BaseException:

@@ -19,7 +19,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from crashcourse.effects import check_key
 from crashcourse.services import payments
@@ -34,6 +33,7 @@ from crashcourse.validate import (
 from crashcourse.workers import paying
 from crashcourse.workers.options import Option, check_installed, refuse
 
+TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints
     from types import SimpleNamespace
 
