@@ -1,0 +1,43 @@
+"""Grades exercise 11.1: the prediction, point by point, against the crash
+images the explorer builds and opens."""
+
+import pytest
+
+from crashcourse import powerloss as pl
+from crashcourse.powerloss_images import explore
+from crashcourse.powerloss_vfs import MARK, SYNC, WRITE, Event
+
+WAL = "payments.sqlite-wal"
+
+
+def by_hand(*events) -> list:
+    return [Event(*event) for event in events]
+
+
+def test_a_hand_made_run(answer):
+    lost_at = answer("ch11", "predict").lost_at
+    run = by_hand((WRITE, WAL, 32, b"frame"), (MARK, "ack", 0, "k1"),
+                  (SYNC, WAL), (WRITE, WAL, 4152, b"frame"), (MARK, "ack", 0, "k2"),
+                  (WRITE, WAL, 8272, b"frame"), (SYNC, WAL), (MARK, "ack", 0, "k3"))
+    assert [lost_at(run, point) for point in range(len(run) + 1)] == [
+        [], [], ["k1"], [], [], ["k2"], ["k2"], [], []]
+
+
+def measured(recorder) -> list[list[str]]:
+    """At every crash point: the acknowledged payments its image lacks."""
+    points = explore(recorder, pl.judge_service)
+    return [sorted(set(recorder.marked(pl.ACK, p.point)) - set(p.verdicts[0]["paid"]))
+            for p in points]
+
+
+@pytest.mark.parametrize("mode", [pl.Mode("WAL", "NORMAL"), pl.Mode("WAL", "FULL"),
+                                  pl.Mode("WAL", "OFF")], ids=str)
+@pytest.mark.parametrize("autocheckpoint", [8, None], ids=["checkpoints", "none"])
+def test_every_point_of_a_real_run(answer, tmp_path, mode, autocheckpoint):
+    """The service held open as a server holds it: 3 payments, the WAL
+    checkpointed every 8 pages or never before the close."""
+    lost_at = answer("ch11", "predict").lost_at
+    recorder = pl.service_run(tmp_path, mode, 3, autocheckpoint=autocheckpoint)
+    predicted = [sorted(lost_at(list(recorder.events), point))
+                 for point in range(len(recorder.events) + 1)]
+    assert predicted == measured(recorder)

@@ -1,0 +1,29 @@
+"""WRONG ANSWER to exercise 11.3 (chapter 11): a kill at every point.
+
+The mistake: each point is judged as a killed process leaves it, every write
+and unlink included (``image_at(..., killed=True)``). A kill never breaks
+pay-then-checkpoint: the payment's frames are in the operating system before
+the checkpoint's, whatever was synced. So no point is found and the answer is
+None. Caught by
+``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from crashcourse.powerloss_images import SCRATCH, image_at
+from crashcourse.powerloss_runs import resume_payments
+
+
+def first_break(recorder, count: int) -> int | None:
+    """Resume on the kill image of every point."""
+    for point in range(len(recorder.events) + 1):
+        with tempfile.TemporaryDirectory(dir=SCRATCH) as scratch:
+            for name, data in image_at(recorder, point, killed=True).items():
+                (Path(scratch) / name).write_bytes(data)
+            verdict = resume_payments(Path(scratch), count)
+        if not verdict["corrupt"] and verdict["unpaid"]:
+            return point
+    return None

@@ -1,0 +1,21 @@
+"""WRONG ANSWER to exercise 11.3 (chapter 11): when the worker said it was done.
+
+The mistake: the break is placed just after the worker's checkpoint
+returned (its ``after_checkpoint`` boundary, marked ``checkpointed``). In
+WAL+FULL the checkpoint was already on disk before that: its fsync came
+inside the commit, and a power cut between that fsync and the return
+already breaks the run. Caught by
+``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
+"""
+
+from __future__ import annotations
+
+from crashcourse.powerloss_runs import CHECKPOINTED
+from crashcourse.powerloss_vfs import MARK
+
+
+def first_break(recorder, count: int) -> int | None:
+    """The point just after the first ``checkpointed`` mark."""
+    marks = [i for i, e in enumerate(recorder.events, start=1)
+             if e.kind == MARK and e.name == CHECKPOINTED]
+    return marks[0] if marks else None

@@ -1,0 +1,20 @@
+"""WRONG ANSWER to exercise 11.2 (chapter 11): the fsync on the worker's side.
+
+The mistake: the resume reads the worker's checkpoint, so that is the file
+made durable, and the service is left in NORMAL. A power cut can then keep
+the checkpoint ("task-0 is paid") and lose the payment it records: the
+worker never pays again and the payment is gone. Caught by
+``test_no_payment_lost_corrupt_or_charged_twice``.
+"""
+
+from __future__ import annotations
+
+from crashcourse.powerloss import Mode
+
+RECORD, PROGRESS = "system of record", "own progress"
+
+
+def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
+    """FULL for the worker's progress, NORMAL for the service."""
+    return {name: Mode("WAL", "FULL" if role == PROGRESS else "NORMAL")
+            for name, role in roles.items()}
