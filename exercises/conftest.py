@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -151,7 +152,13 @@ def answer(tree, request):
         name = f"_answer_{directory.name}_{chapter}_{module}"
         spec = importlib.util.spec_from_file_location(name, path)
         loaded = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(loaded)
+        # registered before it runs, as an import would: a dataclass in an
+        # answer looks its module up in sys.modules while it is being made
+        sys.modules[name] = loaded
+        try:
+            spec.loader.exec_module(loaded)
+        finally:
+            sys.modules.pop(name, None)  # fresh for each test, never cached
         return loaded
 
     return load

@@ -122,3 +122,51 @@ def test_check_place_looks_and_creates_nothing(tmp_path):
         with pytest.raises(ValueError):
             validate.check_place("--state", bad)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+@pytest.mark.parametrize("message", ["text", ["a"], None, 3])
+def test_a_transcript_message_that_is_not_a_dict_is_refused_unwritten(conn, message):
+    # written, it would make every later read of the transcript fail
+    claims.enqueue(conn, "phone:9", "s9", "restock")
+    claim = claims.claim(conn, "w1", ttl=30)
+    with pytest.raises(TypeError, match="message must be a dict"):
+        fence.observe(conn, claim, message)
+    assert count_rows(conn, "transcript") == 0
+    fence.observe(conn, claim, {"said": "hello"})
+    assert [m["said"] for m in fence.transcript(conn, claim.id)] == ["hello"]
+
+
+@pytest.mark.parametrize("generation", [True, "3", 2.0, None])
+def test_a_retry_delay_needs_an_integer_generation(generation):
+    with pytest.raises(TypeError, match="generation must be an int"):
+        fence.retry_delay(generation)
+    assert fence.retry_delay(1) == 2.0
+
+
+@pytest.mark.parametrize("step", [True, False, -1, 1.5, "", "  ", None])
+def test_an_operation_key_needs_a_real_step(step):
+    from crashcourse.effects import operation_key
+
+    with pytest.raises((TypeError, ValueError)):
+        operation_key("task-1", step, "charge", {"cents": 5})
+    assert operation_key("task-1", 0, "charge", {}) != operation_key(
+        "task-1", "reserve", "charge", {})
+
+
+@pytest.mark.parametrize("call", ["set_budget", "budget_snapshot", "set_expiry",
+                                  "set_policy_version", "payment_history"])
+def test_budget_and_authority_refuse_a_payments_file_that_is_not_there(tmp_path,
+                                                                      call):
+    from crashcourse import authority, budget
+    from crashcourse.store import StoreMissing
+
+    path = tmp_path / "payments.db"
+    path.write_bytes(b"")  # truncated: once a payment history, now 0 bytes
+    calls = {"set_budget": lambda: budget.set_budget(path, 3, {"USD": 500}),
+             "budget_snapshot": lambda: budget.budget_snapshot(path),
+             "set_expiry": lambda: authority.set_expiry(path, "order-1", None),
+             "set_policy_version": lambda: authority.set_policy_version(path, 2),
+             "payment_history": lambda: authority.payment_history(path, "k")}
+    with pytest.raises(StoreMissing):
+        calls[call]()
+    assert path.read_bytes() == b""

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
+from crashcourse import harness as harness_module
+from crashcourse.boundary import HOLD_EXPIRED
 from crashcourse.harness import (
     BoundaryNotReached,
     BoundaryTimeout,
@@ -120,3 +126,260 @@ def test_a_worker_reaped_by_its_caller_is_still_collected():
         worker.process.wait(timeout=30)  # as the chapter 07 campaign does
         done = worker.finish()
     assert (done.returncode, done.stdout) == (0, "done\n")
+
+
+# --- the worker's whole process group ------------------------------------------
+
+FORKING = Path(__file__).parent / "programs" / "forking_worker.py"
+CHILD_MARK = "crashcourse-test-grandchild"  # as tests/programs/forking_worker.py
+
+
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, process group) of ``pid``, or None when there is none."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
+    return fields[0], int(fields[2])
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie: a killed orphan may wait as a zombie for PID 1."""
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] not in "ZX"
+
+
+def settled(pid: int, timeout: float = 5.0) -> bool:
+    """Whether ``pid`` stops running within ``timeout`` s (bounded poll)."""
+    deadline = time.monotonic() + timeout
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not running(pid)
+
+
+def group_left(pgid: int) -> list[int]:
+    """Pids still running in process group ``pgid``."""
+    pids = (int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit())
+    return [pid for pid in pids
+            if (stat := proc_stat(pid)) and stat[1] == pgid and stat[0] not in "ZX"]
+
+
+def kill_if_ours(child: int) -> None:
+    """SIGKILL the test worker's child if a test left it running (its command
+    line carries the mark, so a reused pid is never signalled)."""
+    if running(child) and CHILD_MARK.encode() in Path(
+            f"/proc/{child}/cmdline").read_bytes():
+        os.kill(child, signal.SIGKILL)
+
+
+@contextmanager
+def forking_worker(harness: Harness, tmp_path: Path, *extra: str):
+    """A worker held at ``child_started`` and its child's pid. Whatever the test
+    asserts, the child is killed afterwards if it still runs."""
+    pid_file = tmp_path / "child.pid"
+    worker = harness.start([str(FORKING), str(pid_file), *extra],
+                           stop_at="child_started")
+    child = None
+    try:
+        worker.wait_for_boundary(timeout=30)
+        child = int(pid_file.read_text())
+        assert running(child), "the worker's child should be running here"
+        yield worker, child
+    finally:
+        if child is not None:
+            kill_if_ours(child)
+
+
+def test_a_kill_at_a_boundary_takes_the_workers_own_children_too(tmp_path):
+    with Harness() as harness, forking_worker(harness, tmp_path) as (worker, child):
+        finished = worker.kill()
+        assert finished.returncode == -signal.SIGKILL
+        assert settled(child), "the worker's child outlived the kill"
+        assert group_left(worker.pid) == []
+
+
+def test_a_child_holding_the_pipes_does_not_hold_up_the_kill(tmp_path, monkeypatch):
+    # The child inherits stdout and stderr: killing the worker alone would
+    # leave them open and the collection waiting (bounded here at 5 s).
+    monkeypatch.setattr(harness_module, "DEFAULT_TIMEOUT", 5.0)
+    with Harness() as harness, \
+            forking_worker(harness, tmp_path, "--keep-pipes") as (worker, child):
+        started = time.monotonic()
+        assert worker.kill().returncode == -signal.SIGKILL
+        assert time.monotonic() - started < 4.0
+        assert settled(child)
+        assert group_left(worker.pid) == []
+
+
+def test_leaving_the_block_takes_a_held_workers_children_too(tmp_path):
+    with Harness() as harness, forking_worker(harness, tmp_path) as (worker, child):
+        with pytest.raises(AssertionError, match="inside the block"):
+            with harness:
+                raise AssertionError("failed inside the block")
+        assert worker.finished.returncode == -signal.SIGKILL
+        assert settled(child), "cleanup left the worker's child running"
+        assert group_left(worker.pid) == []
+
+
+def test_a_boundary_timeout_takes_the_workers_children_too(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    with Harness() as harness:
+        worker = harness.start([str(FORKING), str(pid_file), "--hang"],
+                               stop_at="child_started")
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # its child is started: now let the wait run out
+        child = int(pid_file.read_text())
+        try:
+            with pytest.raises(BoundaryTimeout):
+                worker.wait_for_boundary(timeout=0.2)
+            assert settled(child), "the timeout's kill left the worker's child"
+            assert group_left(worker.pid) == []
+        finally:
+            kill_if_ours(child)
+
+
+# --- what the harness promises the code that drives it -------------------------
+
+HOLDS = ["-c", "from crashcourse.boundary import boundary;"
+         " boundary('after_payment'); print('went on')"]
+
+
+def test_kill_reports_a_worker_that_was_not_killed_by_it():
+    with Harness() as harness:
+        worker = harness.start(["-c", "pass"])
+        worker.process.wait(timeout=30)  # it ended on its own, status 0
+        with pytest.raises(AssertionError, match="-9"):
+            worker.kill()
+
+
+def test_a_marker_for_another_boundary_is_not_taken_for_the_one_asked():
+    code = ("import os, time; os.write(int(os.environ['CRASHCOURSE_MARKER_FD']),"
+            " b'before_payment\\n'); time.sleep(60)")
+    with Harness() as harness:
+        worker = harness.start(["-c", code], stop_at="after_payment")
+        with pytest.raises(BoundaryNotReached):
+            worker.wait_for_boundary(timeout=30)
+        assert gone(worker.pid)
+
+
+def test_a_stop_asked_of_the_harness_process_never_reaches_its_workers(monkeypatch):
+    # The harness itself runs under a stop request (a nested experiment): a
+    # worker started without stop_at must run straight through its boundary.
+    monkeypatch.setenv(harness_module.STOP_AT_ENV, "after_payment")
+    with Harness() as harness:
+        done = harness.run(HOLDS, timeout=30)
+    assert (done.returncode, done.stdout) == (0, "went on\n")
+
+
+def test_the_harness_passes_its_own_environment_on():
+    with Harness(env={"CRASHCOURSE_TEST_MARK": "seen"}) as harness:
+        code = "import os; print(os.environ['CRASHCOURSE_TEST_MARK'])"
+        done = harness.run(["-c", code], timeout=30)
+    assert done.stdout == "seen\n"
+
+
+def test_a_held_worker_whose_parent_lets_go_of_it_never_goes_on():
+    # The parent closes its end of the control pipe: the worker must exit with
+    # HOLD_EXPIRED, not carry on as if released.
+    with Harness() as harness:
+        worker = harness.start(HOLDS, stop_at="after_payment")
+        worker.wait_for_boundary(timeout=30)
+        os.close(worker.control_fd)
+        worker.control_fd = None
+        done = worker.finish(timeout=30)
+    assert (done.returncode, done.stdout) == (HOLD_EXPIRED, "")
+
+
+def test_kill_and_resume_reads_between_the_kill_and_the_replacement(tmp_path):
+    # Order of events: kill, snapshot, ``between``, replacement (with its own
+    # arguments), final snapshot.
+    log = tmp_path / "log"
+    first = ["-c", "from crashcourse.boundary import boundary;"
+             " boundary('after_payment')"]
+    resume = ["-c", f"open({str(log)!r}, 'a').write('replacement\\n')"]
+
+    def note(what: str):
+        with log.open("a") as handle:
+            handle.write(what + "\n")
+        return log.read_text().splitlines()
+
+    with Harness() as harness:
+        trial = kill_and_resume(harness, first, "after_payment",
+                                lambda: note("snapshot"), resume_args=resume,
+                                timeout=30, between=lambda: note("between"))
+    assert trial.snapshot_at_interruption == ["snapshot"]
+    assert trial.final_snapshot == ["snapshot", "between", "replacement", "snapshot"]
+    assert trial.resumed_returncode == 0
+
+
+# --- boundaries heard in-process ------------------------------------------------
+
+
+def test_an_observer_hears_every_boundary_in_order_and_only_in_its_block():
+    from crashcourse.boundary import boundary, observing
+
+    heard: list[str] = []
+    with observing(heard.append):
+        boundary("before_payment")
+        boundary("after_payment")
+    boundary("after_checkpoint")  # the block is over: nobody listens
+    assert heard == ["before_payment", "after_payment"]
+
+
+def test_an_observer_has_heard_the_boundary_a_worker_is_killed_at(tmp_path):
+    # What an observer notes must be on record before the worker holds there.
+    heard = tmp_path / "heard"
+    code = ("from crashcourse.boundary import boundary, observing\n"
+            f"note = lambda name: open({str(heard)!r}, 'a').write(name + '\\n')\n"
+            "with observing(note):\n"
+            "    boundary('before_payment')\n"
+            "    boundary('after_payment')\n"
+            "    boundary('after_checkpoint')\n")
+    with Harness() as harness:
+        worker = harness.start(["-c", code], stop_at="after_payment")
+        worker.wait_for_boundary(timeout=30)
+        worker.kill()
+    assert heard.read_text().splitlines() == ["before_payment", "after_payment"]
+
+
+def wait_exited(pid: int, timeout: float = 30.0) -> None:
+    """Block (bounded) until ``pid`` has exited, without reaping it."""
+    exited = os.pidfd_open(pid)  # readable once it has exited
+    try:
+        assert select.select([exited], [], [], timeout)[0], f"{pid} never ended"
+    finally:
+        os.close(exited)
+
+
+def test_a_worker_that_exits_before_its_boundary_leaves_no_child_behind(tmp_path):
+    # Asked to stop at a boundary it never reaches, the worker starts its child
+    # and exits; the harness reports it and kills what it left in its group.
+    pid_file = tmp_path / "child.pid"
+    with Harness() as harness:
+        worker = harness.start([str(FORKING), str(pid_file)], stop_at="after_payment")
+        wait_exited(worker.pid)
+        with pytest.raises(BoundaryNotReached):
+            worker.wait_for_boundary(timeout=30)
+        child = int(pid_file.read_text())
+        try:
+            assert worker.finished.returncode == 0  # it ended on its own
+            assert settled(child), "the exited worker's child was left running"
+            assert group_left(worker.pid) == []
+        finally:
+            kill_if_ours(child)
+
+
+def test_leaving_the_block_takes_the_children_of_a_worker_that_exited(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    with Harness() as harness:
+        worker = harness.start([str(FORKING), str(pid_file)])
+        wait_exited(worker.pid)
+    child = int(pid_file.read_text())
+    try:
+        assert worker.finished.returncode == 0
+        assert settled(child), "cleanup left the exited worker's child running"
+    finally:
+        kill_if_ours(child)

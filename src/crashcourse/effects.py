@@ -56,8 +56,18 @@ def operation_key(task: str, step: int | str, action: str, args: Any) -> str:
     """
     check_text("task", task)
     check_text("action", action)
+    check_step(step)
     digest = hashlib.sha256(canonical([task, step, action, args]).encode()).hexdigest()
     return f"{task}/{step}/{action}/{digest[:16]}"
+
+
+def check_step(step: object) -> int | str:
+    """A step is a number (0 or more, never a bool) or a name (chapter 01)."""
+    if isinstance(step, str):
+        return check_text("step", step)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be a number 0 or more, or a name: {step!r}")
+    return step
 
 
 def install(conn: sqlite3.Connection) -> None:

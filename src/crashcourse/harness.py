@@ -8,8 +8,8 @@ This module is the parent side: ``Harness`` starts owned workers (each in its
 own process group, with ``sys.executable``), waits for a marker with a
 deadline, sends SIGKILL to that worker's own group, checks the exit status is
 -9, and starts a replacement. On leaving the ``with`` block it kills and reaps
-whatever it started that is still alive, also when an assertion failed inside
-the block. It never signals a process it did not start.
+whatever it started, with what those left in their groups, also when a test
+failed inside the block. It never signals a process it did not start.
 """
 
 from __future__ import annotations
@@ -30,9 +30,6 @@ from crashcourse.pipes import Collector
 # side by side on two cores, where a bound of a few seconds leaves no margin
 # for a slow start or fsync. A hung worker is still caught, only later.
 DEFAULT_TIMEOUT = 60.0
-
-
-# --- parent side -----------------------------------------------------------------
 
 
 class BoundaryTimeout(TimeoutError):
@@ -94,12 +91,16 @@ class Worker:
 
     def kill(self, expect_sigkill: bool = True) -> Finished:
         """SIGKILL this worker's own process group, reap it, return its status."""
-        if self.alive():
-            os.killpg(self.pid, signal.SIGKILL)
+        self.kill_group()
         finished = self.collect(timeout=DEFAULT_TIMEOUT)
         if expect_sigkill and finished.returncode != -signal.SIGKILL:
             raise AssertionError(f"expected exit status -9, got {finished.returncode}")
         return finished
+
+    def kill_group(self) -> None:
+        """SIGKILL its group, also once it exited (what it left behind)."""
+        if self.process.returncode is None:  # unreaped: its pid holds the group id
+            os.killpg(self.pid, signal.SIGKILL)
 
     def finish(self, timeout: float = DEFAULT_TIMEOUT) -> Finished:
         """Wait (bounded) for a normal exit; a worker that overruns is killed."""
@@ -178,10 +179,9 @@ class Harness:
         return self.start(args).finish(timeout)
 
     def cleanup(self) -> None:
-        """Kill and reap every owned worker that is still running."""
+        """Kill and reap every owned worker and what it left in its group."""
         for worker in self.workers:
-            if worker.alive():
-                os.killpg(worker.pid, signal.SIGKILL)
+            worker.kill_group()
             try:
                 worker.collect(timeout=DEFAULT_TIMEOUT)
             except (subprocess.TimeoutExpired, ValueError):

@@ -1,0 +1,271 @@
+"""Every fenced write refuses a holder that is no longer current (chapter 06).
+
+The table: each write that runs under a claim (``fence.observe``,
+``fence.finish`` to each end, ``orders.propose``, ``orders.admit``,
+``orders.send``, ``orders.lookup``) against each way a claim stops being the
+live one: superseded by a newer claim (with the SAME owner label, so only the
+generation tells them apart), its lease run out with nobody after it,
+cancelled by the operator, the runtime paused, the authority epoch replaced.
+Each is refused with ``StaleClaim`` naming why, and no row of any table
+changes except the one audit row in ``refusals``; ``send`` never reaches the
+real supplier. A fresh claim makes the same write, as the control.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from crashcourse import claims, control, fence, orders
+from crashcourse.example import FLOUR, ScriptedModel
+from crashcourse.store import opened, table_rows
+
+TTL = 60.0  # a live claim's lease: far beyond any test's run
+
+
+def every_row(conn) -> dict[str, list[dict]]:
+    """Every row of every table but ``refusals`` (the audit trail grows)."""
+    names = [row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'"
+        " AND name NOT LIKE 'sqlite_%' AND name != 'refusals' ORDER BY name")]
+    return {name: table_rows(conn, name) for name in names}
+
+
+def supplier_has(supplier, operation_key: str) -> int:
+    with opened(supplier.db) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM orders WHERE operation_key = :operation_key",
+            {"operation_key": operation_key}).fetchone()[0]
+
+
+# --- the ways a claim stops being current: each returns why ------------------
+
+
+def lapse(conn, claim) -> None:
+    """Its lease runs out: the row's end moves into the past, as waiting would."""
+    conn.execute("UPDATE work SET expires = :past WHERE id = :id",
+                 {"past": time.time() - 1.0, "id": claim.id})
+
+
+def superseded(conn, claim) -> str:
+    lapse(conn, claim)
+    newer = claims.claim(conn, claim.owner, ttl=TTL, work_id=claim.id)
+    assert (newer.owner, newer.generation) == (claim.owner, claim.generation + 1)
+    return "superseded"
+
+
+def expired(conn, claim) -> str:
+    lapse(conn, claim)
+    return "lease expired"
+
+
+def cancelled(conn, claim) -> str:
+    fence.cancel(conn, claim.id)
+    return "superseded"  # a cancel gives the work a generation nobody holds
+
+
+def paused(conn, claim) -> str:
+    control.set_paused(conn, True)
+    return "paused"
+
+
+def epoch_replaced(conn, claim) -> str:
+    conn.execute("UPDATE runtime_control SET epoch = 'epoch-2'")
+    return "authority epoch replaced"
+
+
+STATES = {"superseded": superseded, "expired": expired, "cancelled": cancelled,
+          "paused": paused, "epoch_replaced": epoch_replaced}
+
+
+# --- the fenced writes: prepare under the live claim, then write -------------
+
+
+def signed_off(conn, claim) -> str:
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+    orders.sign_off(conn, operation_key)
+    return operation_key
+
+
+def no_preparation(conn, claim) -> None:
+    return None
+
+
+def admit_and_read(conn, claim, key, supplier):
+    """``admit``, and the order's status after it."""
+    orders.admit(conn, claim, key, wait_s=1.0)
+    return orders.order_for(conn, claim.id)["status"]
+
+
+WRITES = {
+    # name: (prepare(conn, claim), write(conn, claim, prepared, supplier),
+    #        the action its refusal is audited as, what a fresh claim's write returns)
+    "observe": (no_preparation,
+                lambda conn, claim, _, __: fence.observe(conn, claim, {"text": "x"}),
+                "observe", None),
+    "finish_done": (no_preparation,
+                    lambda conn, claim, _, __: fence.finish(
+                        conn, claim, claims.DONE, "ordered"), "finish", None),
+    "finish_blocked": (no_preparation,
+                       lambda conn, claim, _, __: fence.finish(
+                           conn, claim, claims.BLOCKED, "waiting"), "finish", None),
+    "finish_cancelled": (no_preparation,
+                         lambda conn, claim, _, __: fence.finish(
+                             conn, claim, claims.CANCELLED, "dropped"),
+                         "finish", None),
+    "propose": (no_preparation,
+                lambda conn, claim, _, __: orders.propose(
+                    conn, claim, ScriptedModel(FLOUR)), "propose", None),
+    "admit": (signed_off, admit_and_read, "send", orders.SENDING),
+    "send": (signed_off,
+             lambda conn, claim, key, supplier: orders.send(
+                 conn, claim, key, supplier.url), "send", orders.CONFIRMED),
+    "lookup": (signed_off,
+               lambda conn, claim, key, supplier: orders.lookup(
+                   conn, key, supplier.url, claim), "lookup", orders.NOT_FOUND),
+}
+
+
+@pytest.fixture
+def conn(tmp_path):
+    with opened(tmp_path / "agent.db") as conn:
+        orders.install(conn)
+        yield conn
+
+
+def live_claim(conn, origin: str):
+    work = claims.enqueue(conn, origin, origin, "restock flour")
+    claim = claims.claim(conn, "w1", ttl=TTL, work_id=work)
+    assert claim is not None and claim.generation == 1
+    return claim
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("write", WRITES)
+def test_a_stale_claim_is_refused_and_nothing_changes(conn, supplier, write, state):
+    prepare, act, action, _ = WRITES[write]
+    claim = live_claim(conn, f"phone:{write}:{state}")
+    prepared = prepare(conn, claim)
+    reason = STATES[state](conn, claim)
+    before = every_row(conn)
+    with pytest.raises(fence.StaleClaim) as refused:
+        act(conn, claim, prepared, supplier)
+    assert refused.value.reason == reason
+    assert refused.value.claim == claim
+    assert every_row(conn) == before  # not one row added, changed or removed
+    audit = table_rows(conn, "refusals")
+    assert [(r["generation"], r["action"], r["reason"]) for r in audit] == [
+        (claim.generation, action, reason)]
+    if prepared is not None:  # nothing reached the supplier either
+        assert supplier_has(supplier, prepared) == 0
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_a_fresh_claim_makes_the_same_write(conn, supplier, write):
+    prepare, act, _, allowed = WRITES[write]
+    claim = live_claim(conn, f"phone:{write}:fresh")
+    prepared = prepare(conn, claim)
+    before = every_row(conn)
+    answer = act(conn, claim, prepared, supplier)
+    assert every_row(conn) != before  # the control: this write does write
+    assert table_rows(conn, "refusals") == []
+    if allowed is not None:
+        assert answer == allowed
+    if write == "send":
+        assert supplier_has(supplier, prepared) == 1
+    if write == "lookup":  # the fenced part: this claim has looked it up
+        order = orders.order_for(conn, claim.id)
+        assert order["checked_generation"] == claim.generation
+
+
+@pytest.mark.parametrize("write", ["observe", "finish_done", "propose", "admit"])
+def test_another_owner_at_the_same_generation_is_refused(conn, supplier, write):
+    # A forged claim: right work, right generation, someone else's name.
+    prepare, act, action, _ = WRITES[write]
+    claim = live_claim(conn, f"phone:{write}:forged")
+    prepared = prepare(conn, claim)
+    forged = claims.Claim(**{**claim.__dict__, "owner": "intruder"})
+    before = every_row(conn)
+    with pytest.raises(fence.StaleClaim, match="another owner"):
+        act(conn, forged, prepared, supplier)
+    assert every_row(conn) == before
+
+
+def test_the_lease_ends_at_its_expiry_not_after(conn):
+    claim = live_claim(conn, "phone:edge")
+    before = every_row(conn)
+    with pytest.raises(fence.StaleClaim, match="lease expired"):
+        fence.observe(conn, claim, {"text": "late"}, now=claim.expires)
+    assert every_row(conn) == before
+    fence.observe(conn, claim, {"text": "in time"}, now=claim.expires - 0.001)
+    assert fence.transcript(conn, claim.id) == [{"generation": 1, "text": "in time"}]
+
+
+def test_work_that_is_not_running_refuses_even_under_a_live_lease(conn):
+    # Only the status differs: same generation, same owner, lease still live.
+    claim = live_claim(conn, "phone:status")
+    conn.execute("UPDATE work SET status = :ready WHERE id = :id",
+                 {"ready": claims.READY, "id": claim.id})
+    with pytest.raises(fence.StaleClaim, match="not running"):
+        fence.finish(conn, claim, claims.DONE, "late")
+    assert claims.work_row(conn, claim.id)["status"] == claims.READY
+
+
+def test_a_claim_on_work_that_does_not_exist_is_refused(conn):
+    claim = live_claim(conn, "phone:real")
+    ghost = claims.Claim(**{**claim.__dict__, "id": "work-ghost"})
+    with pytest.raises(fence.StaleClaim, match="no such work"):
+        fence.observe(conn, ghost, {"text": "x"})
+    assert table_rows(conn, "transcript") == []
+
+
+# --- what finish and cancel leave on the row ----------------------------------
+
+
+@pytest.mark.parametrize("status", [claims.DONE, claims.BLOCKED, claims.CANCELLED])
+def test_finish_ends_the_lease_and_the_same_claim_cannot_write_again(conn, status):
+    claim = live_claim(conn, f"phone:end:{status}")
+    fence.finish(conn, claim, status, "over", now=claim.expires - 30)
+    row = claims.work_row(conn, claim.id)
+    assert (row["status"], row["expires"], row["finished"]) == (
+        status, None, claim.expires - 30)
+    with pytest.raises(fence.StaleClaim):
+        fence.observe(conn, claim, {"text": "after the end"})
+    assert table_rows(conn, "transcript") == []
+
+
+@pytest.mark.parametrize("status", [claims.READY, claims.RUNNING, "done", ""])
+def test_finish_only_to_an_end_status(conn, status):
+    claim = live_claim(conn, f"phone:not-an-end:{status}")
+    before = every_row(conn)
+    with pytest.raises(ValueError, match="status"):
+        fence.finish(conn, claim, status, "x")
+    assert every_row(conn) == before
+
+
+def test_cancel_leaves_the_work_to_nobody_and_says_when(conn):
+    claim = live_claim(conn, "phone:cancel")
+    at = claim.expires - 30
+    assert fence.cancel(conn, claim.id, now=at) == claim.generation + 1
+    row = claims.work_row(conn, claim.id)
+    assert (row["status"], row["owner"], row["expires"], row["finished"]) == (
+        claims.CANCELLED, fence.OPERATOR, None, at)
+    assert claims.claim(conn, claim.owner, ttl=TTL) is None  # not claimable again
+
+
+def test_the_transcript_reads_back_in_the_order_it_was_written(conn):
+    claim = live_claim(conn, "phone:order")
+    for text in ("first", "second", "third"):
+        fence.observe(conn, claim, {"text": text})
+    assert [m["text"] for m in fence.transcript(conn, claim.id)] == [
+        "first", "second", "third"]
+
+
+def test_an_audit_fault_that_is_not_a_busy_store_is_not_hidden(conn):
+    # Only "busy"/"locked" may cost the audit row; any other fault is raised.
+    claim = live_claim(conn, "phone:fault")
+    conn.execute("DROP TABLE refusals")
+    with pytest.raises(sqlite3.OperationalError, match="refusals"):
+        fence.record_refusal(conn, claim, "observe", "superseded")

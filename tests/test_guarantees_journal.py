@@ -1,0 +1,75 @@
+"""What the journal proves about irreversible steps (chapter 07): each test
+defends one guarantee against the one-line bug named in its docstring."""
+
+from __future__ import annotations
+
+import pytest
+
+from crashcourse import journal
+from crashcourse.example import restock_plan
+from crashcourse.services import mail
+from crashcourse.store import opened
+from crashcourse.workers.journal_worker import build_world, paths, restock_actions
+
+GATE, FIRST_MAIL, LAST_MAIL = 41, 42, 43  # the restock plan: 40 renames first
+
+
+class Crash(Exception):
+    """Stands in for the process dying inside an action."""
+
+
+def dies_in_step(tmp_path, number: int):
+    """Run the restock plan's steps before ``number``, then die inside step
+    ``number`` after its action took effect; the world, for the resume."""
+    plan = restock_plan()
+    task = build_world(str(tmp_path), plan)
+    where = paths(str(tmp_path))
+    actions = restock_actions(where["drive"], where["mail"])
+    with opened(where["journal"]) as conn:
+        journal.install(conn)
+        for step in plan.steps[:number - 1]:
+            journal.run_step(conn, task, step, actions[step.action])
+        step = plan.steps[number - 1]
+        real = actions[step.action]
+
+        def acts_then_dies(args, key):
+            real.execute(args, key)  # the target has it ...
+            raise Crash  # ... and the worker died before the outcome
+
+        with pytest.raises(Crash):
+            journal.run_step(conn, task, step,
+                             journal.Action(acts_then_dies, real.probe))
+    return plan, task, where, actions
+
+
+def test_an_irreversible_step_in_doubt_is_not_proved_unsent(tmp_path):
+    """Bug: ``journal_status`` counts the last row's own step as not started
+    (``>=``), so a mail that may have gone out reads as provably unsent."""
+    plan, task, where, _ = dies_in_step(tmp_path, FIRST_MAIL)
+    with opened(where["journal"]) as conn:
+        seen = journal.journal_status(conn, task, plan)
+    assert seen.last_row == FIRST_MAIL
+    assert seen.irreversible_not_started == (LAST_MAIL,)
+    assert len(mail.messages(where["mail"])) == 1  # it did go out
+
+
+def test_a_gate_in_doubt_is_settled_by_its_probe(tmp_path):
+    """Bug: a step in doubt is withdrawn and run again whatever its probe
+    says (for a gate: checked again and recorded as run, not as found)."""
+    plan, task, where, actions = dies_in_step(tmp_path, GATE)
+    with opened(where["journal"]) as conn:
+        done = journal.run_plan(conn, task, plan, actions)
+        assert done == {"skip": GATE - 1, "probe": 1, "run": 2}
+        assert journal.resolutions(conn, task) == {"run": 42, "probe": 1}
+    assert len(mail.messages(where["mail"])) == 2
+
+
+def test_the_mail_provider_delivers_each_message_once(tmp_path):
+    """Bug: ``tick`` sends every message again, not only the queued ones."""
+    path = tmp_path / "mail.sqlite"
+    mail.install(path)
+    mail.submit(path, "owner@shop.example", "paid", "body", {})
+    assert mail.tick(path) == 1
+    first = mail.messages(path)
+    assert mail.tick(path) == 0
+    assert mail.messages(path) == first  # sent_at unchanged: not sent again
