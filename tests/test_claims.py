@@ -1,4 +1,8 @@
-"""Claims, leases, generations and the fence (chapters 05-06), in one process."""
+"""Claims, leases, generations and the fence (chapters 05-06), in one process.
+
+Every test that takes ``conn`` runs twice: on a SQLite file and on a
+PostgreSQL store (``store_at``, tests/conftest.py), where the same rules are
+kept by ``crashcourse.claims_server`` (chapter 10)."""
 
 from __future__ import annotations
 
@@ -14,8 +18,8 @@ T0 = 1_000_000.0
 
 
 @pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "agent.db") as conn:
+def conn(store_at):
+    with opened(store_at("agent")) as conn:
         fence.install(conn)
         yield conn
 
@@ -75,6 +79,37 @@ def test_control_work_first_then_oldest(conn):
     claims.enqueue(conn, "phone:old", "s1", "restock")
     urgent = claims.enqueue(conn, "operator:stop", "s2", "stop", control=True)
     assert claims.claim(conn, "w", ttl=5, now=T0).id == urgent
+
+
+def test_the_oldest_turn_first_and_a_tie_to_the_one_queued_first(conn):
+    (old,) = queue(conn, 1, "s1")
+    (newer,) = queue(conn, 1, "s2")
+    with immediate(conn):  # two turns queued at the same instant: a tie
+        for origin, session in (("tie:first", "s3"), ("tie:second", "s4")):
+            conn.execute("INSERT INTO work (id, origin, session, prompt, subject,"
+                         " role, created) VALUES (:id, :origin, :session, 'x', '',"
+                         " 'shop', 1.0)", {"id": claims.work_id_for(origin),
+                                           "origin": origin, "session": session})
+    taken = [claims.claim(conn, f"w{n}", ttl=5, now=T0).id for n in range(4)]
+    tie = [claims.work_id_for("tie:first"), claims.work_id_for("tie:second")]
+    assert taken == [*tie, old, newer]
+
+
+def test_a_named_turn_is_taken_out_of_order_but_never_past_the_rules(conn):
+    a1, a2 = queue(conn, 2, "a")
+    (b1,) = queue(conn, 1, "b")
+    assert claims.claim(conn, "w", ttl=5, now=T0, work_id=b1).id == b1
+    assert claims.claim(conn, "w", ttl=5, now=T0, work_id=b1) is None  # held
+    assert claims.claim(conn, "w", ttl=5, now=T0, work_id=a1).id == a1
+    assert claims.claim(conn, "w", ttl=5, now=T0, work_id=a2) is None  # a1 holds a
+    assert claims.claim(conn, "w", ttl=5, now=T0) is None
+
+
+def test_a_control_only_pass_takes_control_work_and_nothing_else(conn):
+    queue(conn, 1, "s1")
+    assert claims.claim(conn, "w", ttl=5, now=T0, control_only=True) is None
+    urgent = claims.enqueue(conn, "operator:stop", "s2", "stop", control=True)
+    assert claims.claim(conn, "w", ttl=5, now=T0, control_only=True).id == urgent
 
 
 def test_blocked_work_waits_for_its_retry_delay(conn):
@@ -143,10 +178,12 @@ def test_forged_claim_with_other_prompt_is_refused(conn):
 
 
 def test_pause_stops_claims_and_fenced_writes(conn):
-    queue(conn, 2, "a")
+    queue(conn, 1, "a")
+    queue(conn, 1, "b")  # free to claim, but for the pause
     claim = claims.claim(conn, "w", ttl=5)
     control.set_paused(conn, True)
     assert claims.claim(conn, "w2", ttl=5) is None
+    assert count_rows(conn, "claims") == 1
     with pytest.raises(fence.StaleClaim, match="paused"):
         fence.finish(conn, claim, "DONE", "x")
 

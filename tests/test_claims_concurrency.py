@@ -3,7 +3,10 @@ assignments over 250 sessions, and four of them a session 1,000 turns deep.
 
 Every item must be granted exactly one claim (generation 1: with a 60 s lease
 nothing expires, so a second claim would mean a double claim), finished once,
-and within a session the claims must never overlap in time.
+and within a session the claims must never overlap in time. Both run on a
+SQLite file and on a PostgreSQL store (``store_at``), where the workers claim
+side by side instead of one writer at a time (chapter 10): the race, counted
+from the rows.
 """
 
 from __future__ import annotations
@@ -33,15 +36,15 @@ def queue(db, sessions: list[str]) -> None:
 def drain(db, workers: int) -> list:
     with Harness() as harness:
         started = [harness.start(["-m", "crashcourse.workers.shop_worker", "drain",
-                                  "--db", str(db), "--owner", f"w{n}", "--ttl", "60"])
+                                  "--db", db, "--owner", f"w{n}", "--ttl", "60"])
                    for n in range(workers)]
         done = [w.finish(timeout=120) for w in started]
     assert [d.returncode for d in done] == [0] * workers, done[0].stderr
     return done
 
 
-def test_eight_processes_never_share_an_item(tmp_path):
-    db = tmp_path / "agent.db"
+def test_eight_processes_never_share_an_item(store_at):
+    db = store_at("agent")
     queue(db, [f"s{i % SESSIONS}" for i in range(ITEMS)])
     done = drain(db, WORKERS)
     reported = sum(json.loads(d.stdout)["finished"] for d in done)
@@ -65,21 +68,29 @@ def test_eight_processes_never_share_an_item(tmp_path):
             assert after["claimed_at"] >= before["finished"]
 
 
-def test_a_session_thousands_of_turns_deep_is_served_one_turn_at_a_time(tmp_path):
+# How deep the session is. On a server a claim still reads, row by row, the
+# queued turns of a held session in front of the queue (SQLite's walk,
+# crashcourse.turns, skips them), so 1,000 turns there cost ~10 s: 300 are
+# enough to catch a claimer taking a session's turns out of order.
+DEPTH = {"sqlite": 1000, "postgres": 300}
+
+
+def test_a_session_thousands_of_turns_deep_is_served_one_turn_at_a_time(
+        store_at, backend):
     """1,000 turns of one session queued first, 200 other sessions behind:
     four processes take every turn once, and the deep session's turns one
     after another, in the order they were queued."""
-    db = tmp_path / "agent.db"
-    queue(db, ["deep"] * 1000 + [f"s{i}" for i in range(200)])
+    db, depth = store_at("agent"), DEPTH[backend]
+    queue(db, ["deep"] * depth + [f"s{i}" for i in range(200)])
     drain(db, 4)
     with opened(db) as conn:
         assert conn.execute("SELECT count(*), min(generation), max(generation)"
                             " FROM work WHERE status = 'DONE'").fetchone()[:] == (
-                                1200, 1, 1)
+                                depth + 200, 1, 1)
         deep = conn.execute(
             "SELECT w.created, c.claimed_at, w.finished FROM claims c"
             " JOIN work w ON w.id = c.work_id WHERE w.session = 'deep'"
             " ORDER BY c.claimed_at").fetchall()
-    assert [row["created"] for row in deep] == list(range(1000))  # queue order
+    assert [row["created"] for row in deep] == list(range(depth))  # queue order
     for before, after in zip(deep, deep[1:], strict=False):
         assert after["claimed_at"] >= before["finished"]

@@ -3,7 +3,9 @@ in-band stop, gates, and the person's three decisions.
 
 In-process where the lesson is a rule over rows; real worker processes where
 it is about what a running process does (the worker that honours the flag,
-the hand-over's command run as it is written).
+the hand-over's command run as it is written). The rules over rows run on
+both backends (``store_at``: a SQLite file, a PostgreSQL schema, chapter 10);
+the worker processes and the person's decisions on SQLite files.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import shlex
 
 import pytest
 
-from crashcourse import claims, control, decisions, fence, journal
+from crashcourse import claims, control, decisions, fence, journal, store
 from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
 from crashcourse.plan import GateFailed
@@ -30,18 +32,35 @@ WORKER = ["-m", "crashcourse.workers.journal_worker"]
 SCANS = {f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, 41)}
 
 
+sqlite_only = pytest.mark.parametrize("backend", ["sqlite"])  # files, processes
+
+
 @pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "runtime.sqlite") as conn:
+def conn(store_at):
+    with opened(store_at("runtime")) as conn:
         yield conn
 
 
+def objects(conn) -> int:
+    """How many tables and indexes the store holds: a read creates none."""
+    if store.dialect(conn) == "sqlite":
+        return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    return conn.execute("SELECT count(*) FROM pg_class"
+                        " WHERE relnamespace = current_schema()::regnamespace"
+                        ).fetchone()[0]
+
+
 @pytest.fixture
-def world(tmp_path):
-    """The restock plan (43 steps: 40 renames, the gate 41, mails 42-43)."""
+def world(tmp_path, backend, store_at):
+    """The restock plan (43 steps: 40 renames, the gate 41, mails 42-43); the
+    journal in the backend's store, the drive and the mail in their files."""
     plan = restock_plan()
     task = build_world(str(tmp_path), plan)
     where = paths(str(tmp_path))
+    if backend != "sqlite":
+        where["journal"] = store_at("journal")
+        with opened(where["journal"]) as jc:
+            journal.install(jc)
     with opened(where["journal"]) as jc:
         yield {"journal": jc, "plan": plan, "task": task, "where": where,
                "dir": str(tmp_path),
@@ -67,7 +86,7 @@ def collide(world, name="invoice-2026-007.pdf"):
 
 def test_the_pause_flag_reads_without_creating_and_defaults_to_not_paused(conn):
     assert control.is_paused(conn) is False
-    assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    assert objects(conn) == 0
     control.set_paused(conn, True)
     assert control.is_paused(conn) is True
     assert control.runtime(conn)["changed_at"] is not None
@@ -78,7 +97,7 @@ def test_the_pause_flag_reads_without_creating_and_defaults_to_not_paused(conn):
 def test_a_bad_pause_value_is_refused_and_nothing_written(conn):
     with pytest.raises(TypeError):
         control.set_paused(conn, 1)
-    assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    assert objects(conn) == 0
 
 
 def test_claims_honour_the_flag_from_control_and_resume_when_it_is_lifted(conn):
@@ -93,6 +112,14 @@ def test_claims_honour_the_flag_from_control_and_resume_when_it_is_lifted(conn):
     with pytest.raises(fence.StaleClaim, match="paused"):
         fence.observe(conn, claim, {"text": "while paused"})
     assert fence.transcript(conn, claim.id) == []
+
+
+def test_a_worker_installing_while_paused_leaves_the_flag_set(conn):
+    control.set_paused(conn, True)
+    epoch = control.runtime(conn)["epoch"]
+    fence.install(conn)  # what a worker starting meanwhile does first
+    assert control.is_paused(conn) is True
+    assert control.runtime(conn)["epoch"] == epoch
 
 
 # --- the scheduler switch -------------------------------------------------------
@@ -123,6 +150,20 @@ def test_a_stop_without_who_or_why_is_refused_and_nothing_written(conn, who, rea
     with pytest.raises(ValueError):
         control.stop_scheduler(conn, who, reason)
     assert control.snapshot(conn)["scheduler_switch"] == []
+
+
+def test_every_row_keeps_its_instant_to_the_microsecond(conn):
+    """Leases are compared with these instants: a 4-byte REAL (PostgreSQL's)
+    would round an epoch to 128 s."""
+    at = 1_796_000_000.123456
+    control.start_scheduler(conn, "sam", now=at)
+    control.start_run(conn, "s1", now=at + 0.25)
+    before = store.now(conn)
+    control.set_paused(conn, True)
+    rows = control.snapshot(conn)
+    assert rows["scheduler_switch"][0]["at"] == at
+    assert rows["runs"][0]["started_at"] == at + 0.25
+    assert before <= rows["runtime_control"][0]["changed_at"] <= store.now(conn)
 
 
 # --- the journal's in-band stop and its gates -----------------------------------
@@ -162,6 +203,7 @@ def test_a_passing_gate_is_a_journal_step_like_any_other(world):
         "verify_drive", {"checked": 40, "problems": []})
 
 
+@sqlite_only
 def test_the_worker_honours_the_flag_at_the_next_step_boundary(world):
     """A real worker held inside step 12, paused, released: it finishes step
     12 (already begun) and stops before 13."""
@@ -183,6 +225,7 @@ def test_the_worker_honours_the_flag_at_the_next_step_boundary(world):
 # --- the person's decisions -----------------------------------------------------
 
 
+@sqlite_only
 def test_resume_rechecks_the_gates_first_and_refuses_when_one_fails(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 41)
     collide(world)  # the drive changed while the task was stopped
@@ -193,6 +236,7 @@ def test_resume_rechecks_the_gates_first_and_refuses_when_one_fails(world):
     assert mail.messages(world["where"]["mail"]) == []
 
 
+@sqlite_only
 def test_resume_lifts_the_pause_and_finishes_the_plan(world):
     control.set_paused(world["journal"], True)
     paused = run(world, should_stop=lambda: control.is_paused(world["journal"]))
@@ -207,6 +251,7 @@ def test_resume_lifts_the_pause_and_finishes_the_plan(world):
     assert decided["detail"]["gates_passed"] == [41]
 
 
+@sqlite_only
 def test_unwind_restores_renames_newest_first_and_records_sent_mail(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 42)
     actions = world["actions"]
@@ -230,6 +275,7 @@ def test_unwind_restores_renames_newest_first_and_records_sent_mail(world):
         decisions.resume(world["journal"], world["task"], actions, who="sam")
 
 
+@sqlite_only
 def test_unwind_settles_the_step_in_doubt_with_its_probe(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 5)
     rename = world["actions"]["rename"]
@@ -247,6 +293,7 @@ def test_unwind_settles_the_step_in_doubt_with_its_probe(world):
     assert drive.names(world["where"]["drive"]) == SCANS
 
 
+@sqlite_only
 def test_an_unwind_without_a_restore_is_refused_before_anything(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 3)
     actions = {**world["actions"], "rename": journal.Action(
@@ -258,6 +305,7 @@ def test_an_unwind_without_a_restore_is_refused_before_anything(world):
         decisions.unwind(world["journal"], world["task"], world["actions"], who=" ")
 
 
+@sqlite_only
 def test_daylight_stays_stopped_and_its_command_resumes_exactly(world, tmp_path):
     control.start_scheduler(world["journal"], "sam")
     run(world, should_stop=lambda: status(world).count("confirmed") >= 42)

@@ -1,4 +1,8 @@
-"""effects (chapter 01): operation keys and the apply-once boundary."""
+"""effects (chapter 01): operation keys and the apply-once boundary.
+
+The boundary's rules run on both backends (``store_at``: a SQLite file, a
+PostgreSQL schema, chapter 10); the race between two real processes on a file.
+"""
 
 import json
 import subprocess
@@ -6,7 +10,7 @@ import sys
 
 import pytest
 
-from crashcourse import effects
+from crashcourse import effects, store
 from crashcourse.harness import Harness
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
@@ -15,11 +19,17 @@ NOTE = {"sku": "oat-milk", "quantity": 24, "text": "24 cartons of oat milk"}
 
 
 @pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "shop.db") as conn:
+def conn(store_at):
+    with opened(store_at("shop")) as conn:
         effects.install(conn)
         conn.execute("CREATE TABLE notes (text TEXT NOT NULL)")
         yield conn
+
+
+def in_transaction(conn) -> bool:
+    if store.dialect(conn) == "sqlite":
+        return conn.in_transaction
+    return conn.raw.info.transaction_status.name != "IDLE"
 
 
 def post(conn, text):
@@ -109,7 +119,7 @@ def test_bad_keys_are_refused_and_nothing_is_written(conn, key):
 def test_a_payload_that_is_not_json_is_refused_before_the_transaction(conn):
     with pytest.raises((ValueError, TypeError)):
         effects.apply_once(conn, "k-3", {"q": float("inf")}, lambda c: post(c, "x"))
-    assert not conn.in_transaction
+    assert not in_transaction(conn)
     assert count_rows(conn, "effect_ledger") == 0
 
 

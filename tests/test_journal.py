@@ -2,13 +2,17 @@
 
 A crash is simulated here by an action that raises after (or instead of)
 touching the drive; the real SIGKILL experiments are in test_ch07_campaign.py.
+The journal's rules run on both backends (``store_at``: a SQLite file, a
+PostgreSQL schema, chapter 10); what is about SQLite itself (its trace of
+COMMITs, its virtual-machine count, a read-only file, a writer's file lock),
+the real kills and the checks at the door, on SQLite files.
 """
 
 import sqlite3
 
 import pytest
 
-from crashcourse import journal
+from crashcourse import journal, store
 from crashcourse.effects import operation_key
 from crashcourse.example import restock_plan
 from crashcourse.plan import (
@@ -28,6 +32,7 @@ from crashcourse.workers.journal_worker import build_world, paths, restock_actio
 
 # The restock plan: 40 renames, the gate verify_drive (41), two mails (42-43).
 STEPS, GATE, MAILS = 43, 41, (42, 43)
+sqlite_only = pytest.mark.parametrize("backend", ["sqlite"])
 
 
 class Crash(Exception):
@@ -35,10 +40,17 @@ class Crash(Exception):
 
 
 @pytest.fixture
-def world(tmp_path):
+def world(tmp_path, backend, store_at):
+    """The restock plan, the drive and the mail in their files; the journal
+    (and the stored plan) in the backend's store."""
     plan = restock_plan()
     task = build_world(str(tmp_path), plan)
     where = paths(str(tmp_path))
+    if backend != "sqlite":
+        where["journal"] = store_at("journal")
+        with opened(where["journal"]) as jc:
+            save_plan(jc, plan)
+            journal.install(jc)
     with opened(where["journal"]) as jc:
         yield {"journal": jc, "drive": where["drive"], "mail": where["mail"],
                "plan": plan, "task": task, "where": where,
@@ -65,6 +77,15 @@ def crash_at(world, step: int, act_first: bool):
 
 def status(world):
     return journal.journal_status(world["journal"], world["task"], world["plan"])
+
+
+def objects(conn) -> list:
+    """The tables and indexes the store holds: a read creates none."""
+    if store.dialect(conn) == "sqlite":
+        return conn.execute("SELECT name FROM sqlite_master").fetchall()
+    return conn.execute("SELECT relname FROM pg_class"
+                        " WHERE relnamespace = current_schema()::regnamespace"
+                        ).fetchall()
 
 
 def test_the_restock_plan_checks_the_drive_before_it_mails():
@@ -180,6 +201,7 @@ def test_the_stored_plan_comes_back_and_a_changed_plan_is_a_new_task(world):
         load_plan(world["journal"], "restock-000000000000")
 
 
+@sqlite_only
 def test_a_plan_stored_with_other_steps_is_refused(world):
     columns = {row[1] for row in world["journal"].execute("PRAGMA table_info(plans)")}
     world["journal"].execute(  # a plan kept as one body, or a row per step
@@ -222,9 +244,9 @@ def test_each_step_carries_the_effects_operation_key(world):
     assert not hasattr(journal, "op_key")
 
 
-def test_reads_on_a_fresh_file_create_nothing(tmp_path):
+def test_reads_on_a_fresh_file_create_nothing(store_at):
     plan = restock_plan()
-    with opened(tmp_path / "fresh.sqlite") as conn:
+    with opened(store_at("fresh")) as conn:
         seen = journal.journal_status(conn, plan.task, plan)
         assert seen.summary() == {"confirmed": 0, "in_doubt": 0,
                                   "not_started": STEPS}
@@ -232,7 +254,7 @@ def test_reads_on_a_fresh_file_create_nothing(tmp_path):
         assert journal.resolutions(conn, plan.task) == {"run": 0, "probe": 0}
         with pytest.raises(UnknownTask):
             load_plan(conn, plan.task)
-        tables = conn.execute("SELECT name FROM sqlite_master").fetchall()
+        tables = objects(conn)
     assert tables == []  # no install: a read never creates a table
 
 
@@ -242,6 +264,7 @@ def read_only(path):
     return conn
 
 
+@sqlite_only
 def test_status_and_plan_read_on_a_read_only_connection(world):
     crash_at(world, 32, act_first=False)
     conn = read_only(world["where"]["journal"])
@@ -254,6 +277,7 @@ def test_status_and_plan_read_on_a_read_only_connection(world):
         conn.close()
 
 
+@sqlite_only
 def test_reads_do_not_wait_for_a_writer_holding_the_lock(world):
     crash_at(world, 5, act_first=False)
     path = world["where"]["journal"]
@@ -277,6 +301,7 @@ def commits_of(conn) -> list:
     return seen
 
 
+@sqlite_only
 def test_a_run_commits_once_per_step(world):
     commits = commits_of(world["journal"])
     journal.run_plan(world["journal"], world["task"], world["plan"], world["actions"])
@@ -287,6 +312,7 @@ def test_a_run_commits_once_per_step(world):
                                        "not_started": 0}
 
 
+@sqlite_only
 def test_a_step_run_alone_still_commits_its_own_outcome(world):
     journal.install(world["journal"])
     commits = commits_of(world["journal"])
@@ -298,14 +324,13 @@ def test_a_step_run_alone_still_commits_its_own_outcome(world):
     assert status(world).count("confirmed") == 1
 
 
-def watched(world, seen: list) -> dict:
-    """The restock actions, each noting what a second connection reads in the
-    journal while the step acts (its intent committed) and before it."""
-    path = world["where"]["journal"]
+def watched(world, seen: list, reader) -> dict:
+    """The restock actions, each noting what a second connection, ``reader``,
+    reads in the journal while the step acts (its intent committed) and
+    before it (each of its reads sees every commit made before it)."""
 
     def look(when: str, args: dict, key: str) -> None:
-        with opened(path) as reader:
-            now = journal.journal_status(reader, world["task"], world["plan"])
+        now = journal.journal_status(reader, world["task"], world["plan"])
         seen.append((when, int(key.split("/")[1]), now.summary()["confirmed"],
                      now.count("in_doubt"), now.last_row))
 
@@ -325,8 +350,9 @@ def watched(world, seen: list) -> dict:
 
 def test_while_a_step_acts_it_alone_is_in_doubt(world):
     seen = []
-    journal.run_plan(world["journal"], world["task"], world["plan"],
-                     watched(world, seen))
+    with opened(world["where"]["journal"]) as reader:
+        journal.run_plan(world["journal"], world["task"], world["plan"],
+                         watched(world, seen, reader))
     acting = [(step, confirmed, doubt, last) for when, step, confirmed, doubt, last
               in seen if when == "acting"]
     # while step N acts: N-1 confirmed (it rode with N's intent), N in doubt
@@ -498,6 +524,7 @@ def test_a_mail_the_provider_holds_is_not_sent_again_by_a_forgetful_journal(worl
     assert status(world).summary()["confirmed"] == STEPS
 
 
+@sqlite_only
 def test_a_step_found_done_costs_no_extra_commit(world):
     for n in (2, 4, 6):  # each right after a step whose outcome is held
         drive.rename_to(world["drive"], f"f{n:03d}", f"invoice-2026-{n:03d}.pdf")
@@ -540,6 +567,7 @@ def nothing_done(world, performed: list) -> None:
                                 ).fetchone()[0] == 0
 
 
+@sqlite_only  # refused before the store is touched: the same on any backend
 @pytest.mark.parametrize(("step", "error"), BAD_STEPS, ids=BAD_STEP_IDS)
 def test_run_step_refuses_a_bad_step_before_anything(world, step, error):
     journal.install(world["journal"])
@@ -556,6 +584,7 @@ def test_run_step_refuses_a_bad_step_before_anything(world, step, error):
     assert asked == []
 
 
+@sqlite_only
 @pytest.mark.parametrize("task", ["", "   ", None, 7], ids=["empty", "blank",
                                                           "None", "int"])
 def test_every_entry_refuses_a_blank_task_and_writes_nothing(tmp_path, world, task):
@@ -577,6 +606,7 @@ def test_every_entry_refuses_a_blank_task_and_writes_nothing(tmp_path, world, ta
     assert performed == []
 
 
+@sqlite_only
 def test_run_plan_refuses_a_bad_step_anywhere_before_the_first_write(world):
     good = [Step(n, "rename", {"file_id": f"f{n:03d}",
                                "name": f"invoice-2026-{n:03d}.pdf"})

@@ -1,24 +1,53 @@
-"""Agent-side orders against a real supplier process (chapter 06)."""
+"""Agent-side orders against a real supplier process (chapter 06).
+
+The agent's store is on both backends (``store_at``: a SQLite file, a
+PostgreSQL schema, chapter 10); the cases that start a supplier of their own
+to make it drop, stall or reject are about its answers, and run on SQLite.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import asdict
 
 import pytest
 
-from crashcourse import claims, fence, orders
+from crashcourse import claims, effects, fence, orders, store
 from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier, supplier_client
 from crashcourse.store import count_rows, opened
 from crashcourse.workers.shop_worker import run_once
 
+sqlite_only = pytest.mark.parametrize("backend", ["sqlite"])
+
+
+@pytest.fixture(scope="module")
+def suppliers(tmp_path_factory):
+    """A real supplier process per backend, started when first asked for:
+    a key the SQLite run placed is never a replay in the PostgreSQL run."""
+    with Harness() as harness, ExitStack() as running:
+        started = {}
+
+        def supplier_for(backend):
+            if backend not in started:
+                db = tmp_path_factory.mktemp("s") / "sup.db"
+                started[backend] = running.enter_context(start_supplier(harness, db))
+            return started[backend]
+
+        yield supplier_for
+
 
 @pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "agent.db") as conn:
+def supplier(suppliers, backend):
+    return suppliers(backend)
+
+
+@pytest.fixture
+def conn(store_at):
+    with opened(store_at("agent")) as conn:
         orders.install(conn)
         yield conn
 
@@ -85,7 +114,7 @@ def test_a_stale_holder_cannot_send(conn, supplier):
 
 def test_run_once_continues_a_signed_off_order_without_the_model(conn, supplier):
     claim, operation_key = signed_off(conn, "phone:resume", ttl=0.2)
-    time.sleep(max(0.0, claim.expires - time.time()) + 0.01)  # real expiry
+    time.sleep(max(0.0, claim.expires - store.now(conn)) + 0.01)  # real expiry
     report = run_once(conn, "replacement", supplier.url, NoNewReasoning(),
                       ttl=5.0, wait_s=2.0)
     assert report == {"work": claim.id, "generation": 2, "status": "DONE"}
@@ -105,6 +134,7 @@ def test_work_without_an_order_asks_the_model_once_and_blocks(conn, supplier):
         NoNewReasoning().propose("anything")
 
 
+@sqlite_only
 def test_lost_response_is_unknown_then_looked_up_not_resent(conn, tmp_path):
     with Harness() as harness:
         dropping = start_supplier(harness, tmp_path / "sup.db", "--drop-first-response")
@@ -121,6 +151,20 @@ def test_lost_response_is_unknown_then_looked_up_not_resent(conn, tmp_path):
     assert orders.order_for(conn, claim.id)["status"] == "CONFIRMED"
 
 
+def test_order_for_is_the_order_written_first(conn):
+    """Two proposals for one work (a replacement asked again): the first
+    written is the work's order, whichever key sorts first."""
+    claims.enqueue(conn, "phone:two", "s", "restock flour")
+    claim = claims.claim(conn, "w", ttl=5)
+    second, first = sorted(
+        (orders.Proposal("flour-25kg", n, 2150) for n in (6, 7, 8)),
+        key=lambda p: effects.operation_key(claim.id, 1, "supplier_order",
+                                            asdict(p)))[:2]
+    written = [orders.propose(conn, claim, ScriptedModel(p)) for p in (first, second)]
+    assert written[1] < written[0]  # so key order is not the order written
+    assert orders.order_for(conn, claim.id)["operation_key"] == written[0]
+
+
 def test_bad_proposal_is_refused_before_anything_is_written(conn):
     claims.enqueue(conn, "phone:bad", "s", "restock")
     claim = claims.claim(conn, "w", ttl=5)
@@ -135,7 +179,7 @@ def test_recovery_pass_takes_only_work_with_an_uncertain_order(conn):
     claim, operation_key = signed_off(conn, "phone:sent", ttl=0.2)
     orders.admit(conn, claim, operation_key, wait_s=0.1)  # SENDING, then it dies
     assert orders.claim_recovery(conn, "r", ttl=5) is None  # lease lives
-    time.sleep(max(0.0, claim.expires - time.time()) + 0.01)
+    time.sleep(max(0.0, claim.expires - store.now(conn)) + 0.01)
     recovered = orders.claim_recovery(conn, "r", ttl=5)
     assert (recovered.id, recovered.generation) == (claim.id, 2)
     assert orders.claim_recovery(conn, "r2", ttl=5) is None
@@ -158,7 +202,7 @@ def recovery_case(conn, origin, t0, *, send=True, cancel=False):
 
 
 def test_claim_recovery_follows_the_chapter_06_rule(conn):
-    t0 = time.time()
+    t0 = store.now(conn)  # the lease clock: a server's own, on a server
     unsent = recovery_case(conn, "phone:unsent", t0, send=False)
     cancelled = recovery_case(conn, "phone:cancelled", t0, cancel=True)
     sending = recovery_case(conn, "phone:sending", t0)
@@ -175,11 +219,11 @@ def test_claim_recovery_follows_the_chapter_06_rule(conn):
 
 
 def test_claim_recovery_takes_blocked_work_with_an_unknown_order(conn):
-    t0 = time.time()
+    t0 = store.now(conn)
     work = recovery_case(conn, "phone:unknown", t0)
     orders.record(conn, orders.order_for(conn, work)["operation_key"], "UNKNOWN")
     claim = claims.claim(conn, "w2", ttl=LEASE, now=t0 + LEASE, work_id=work)
-    at = time.time()
+    at = store.now(conn)
     fence.finish(conn, claim, "BLOCKED", "supplier outcome unknown", now=at)
     # BLOCKED waits for its retry delay, like every claim
     delay = fence.retry_delay(claim.generation)
@@ -199,6 +243,7 @@ def test_the_recovery_rule_reads_the_orders_table_and_lives_in_orders():
 # --- answers that decide nothing, and answers that do (issue 14) -------------
 
 
+@sqlite_only
 def test_a_busy_supplier_leaves_the_order_unknown_never_rejected(conn, tmp_path):
     """503 (the supplier's store is locked) decided nothing: UNKNOWN, then a
     lookup and a resend confirm it, and the supplier holds one order."""
@@ -219,6 +264,7 @@ def test_a_busy_supplier_leaves_the_order_unknown_never_rejected(conn, tmp_path)
     assert supplier_orders(busy, operation_key) == 1
 
 
+@sqlite_only
 def test_a_key_in_flight_leaves_the_order_unknown_never_rejected(conn, tmp_path):
     """An earlier request with the same key is still being decided (it waits
     for the supplier's store): the second hears 409 ``in_flight`` at once,
@@ -261,6 +307,7 @@ def test_same_key_other_proposal_is_a_conflict_not_a_rejection(conn, supplier):
         orders.send(conn, claim, operation_key, supplier.url)
 
 
+@sqlite_only
 def test_a_rejecting_supplier_is_a_final_rejection(conn, tmp_path):
     with Harness() as harness:
         rejecting = start_supplier(harness, tmp_path / "sup.db", "--reject")

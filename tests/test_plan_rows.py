@@ -4,7 +4,9 @@
 head alone and ``plan.steps[k:]`` reads only the rows after step k. What a
 read costs is counted in SQLite's own virtual-machine instructions (its
 progress handler), never timed: a load that read every row would cost about a
-thousand times more for 10,000 steps than for 10.
+thousand times more for 10,000 steps than for 10. What a plan is, stored
+and loaded, is checked on both backends (``store_at``, chapter 10); its cost,
+its slices and a closed connection, on SQLite.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sqlite3
 
 import pytest
 
+from crashcourse import store
 from crashcourse.plan import (
     OldPlanStore,
     PlanChanged,
@@ -40,6 +43,16 @@ def mixed_plan(renames: int = 6):
     return order_plan("mixed", steps)
 
 
+def tables(conn) -> list[str]:
+    """The tables the store holds, by name."""
+    if store.dialect(conn) == "sqlite":
+        return [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return [row[0] for row in conn.execute(
+        "SELECT table_name FROM information_schema.tables"
+        " WHERE table_schema = current_schema()")]
+
+
 def touch_plan(n: int, name: str = "long"):
     return make_plan(name, [Step(i, "touch", {"i": i}) for i in range(1, n + 1)])
 
@@ -62,9 +75,9 @@ def vm_steps(conn: sqlite3.Connection, work) -> tuple[int, list[str]]:
     return counted[0], statements
 
 
-def test_a_saved_plan_loads_equal_with_the_same_task_and_body(tmp_path):
+def test_a_saved_plan_loads_equal_with_the_same_task_and_body(store_at):
     plan = mixed_plan()
-    with opened(tmp_path / "j.sqlite") as conn:
+    with opened(store_at("j")) as conn:
         task = save_plan(conn, plan)
         loaded = load_plan(conn, task)
         assert isinstance(loaded.steps, StoredSteps)
@@ -81,6 +94,7 @@ def test_a_saved_plan_loads_equal_with_the_same_task_and_body(tmp_path):
 
 
 def test_every_lazy_slice_equals_the_eager_one(tmp_path):
+    """Python's slicing over one range query (the same SQL on any backend)."""
     plan = mixed_plan()
     n = len(plan.steps)
     with opened(tmp_path / "j.sqlite") as conn:
@@ -96,16 +110,16 @@ def test_every_lazy_slice_equals_the_eager_one(tmp_path):
                 == {s.action for s in plan.steps[skipped:]})
 
 
-def test_an_empty_plan_round_trips(tmp_path):
+def test_an_empty_plan_round_trips(store_at):
     plan = make_plan("empty", [])
-    with opened(tmp_path / "j.sqlite") as conn:
+    with opened(store_at("j")) as conn:
         loaded = load_plan(conn, save_plan(conn, plan))
         assert loaded == plan and len(loaded.steps) == 0 and loaded.steps[0:] == ()
 
 
-def test_the_same_plan_saved_twice_is_one_task_and_other_steps_are_refused(tmp_path):
+def test_the_same_plan_saved_twice_is_one_task_and_other_steps_are_refused(store_at):
     plan = mixed_plan()
-    with opened(tmp_path / "j.sqlite") as conn:
+    with opened(store_at("j")) as conn:
         task = save_plan(conn, plan)
         assert save_plan(conn, mixed_plan()) == task
         assert save_plan(conn, mixed_plan(renames=5)) != task  # changed: new task
@@ -116,9 +130,9 @@ def test_the_same_plan_saved_twice_is_one_task_and_other_steps_are_refused(tmp_p
             save_plan(conn, plan)
 
 
-def test_a_head_that_promises_another_length_is_refused(tmp_path):
+def test_a_head_that_promises_another_length_is_refused(store_at):
     plan = mixed_plan()
-    with opened(tmp_path / "j.sqlite") as conn:
+    with opened(store_at("j")) as conn:
         task = save_plan(conn, plan)
         conn.execute("UPDATE plans SET steps = steps + 1 WHERE task = :task",
                      {"task": task})
@@ -128,19 +142,19 @@ def test_a_head_that_promises_another_length_is_refused(tmp_path):
             load_plan(conn, task).steps[-1]
 
 
-def test_an_unknown_task_and_a_fresh_file_raise_unknown_task(tmp_path):
-    with opened(tmp_path / "j.sqlite") as conn:
+def test_an_unknown_task_and_a_fresh_file_raise_unknown_task(store_at):
+    with opened(store_at("j")) as conn:
         with pytest.raises(UnknownTask):
             load_plan(conn, "mixed-000000000000")
-        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
+        assert tables(conn) == []
         save_plan(conn, mixed_plan())
         with pytest.raises(UnknownTask):
             load_plan(conn, "mixed-000000000000")
 
 
-def test_a_store_of_the_old_body_format_loads_and_refuses_new_plans(tmp_path):
+def test_a_store_of_the_old_body_format_loads_and_refuses_new_plans(store_at):
     plan = mixed_plan()
-    with opened(tmp_path / "old.sqlite") as conn:
+    with opened(store_at("old")) as conn:
         conn.execute(OLD_SCHEMA)  # as plan.py wrote it before issue 11
         conn.execute("INSERT INTO plans (task, body) VALUES (:task, :body)",
                      {"task": plan.task, "body": plan.body()})
@@ -148,9 +162,7 @@ def test_a_store_of_the_old_body_format_loads_and_refuses_new_plans(tmp_path):
         assert loaded == plan and loaded.task == plan.task
         with pytest.raises(OldPlanStore, match="one JSON body"):
             save_plan(conn, touch_plan(3))
-        tables = [row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")]
-        assert tables == ["plans"]  # nothing written beside the old table
+        assert tables(conn) == ["plans"]  # nothing written beside the old table
         with pytest.raises(UnknownTask):
             load_plan(conn, touch_plan(3).task)
 

@@ -52,8 +52,13 @@ def test_every_exercise_records_a_wrong_answer(chapter, module):
 
 @pytest.mark.parametrize("wrong", wrong_answers(),
                          ids=lambda p: f"{p.parts[-4]}/{p.parent.name}/{p.stem}")
-def test_the_tests_reject_the_wrong_answer(wrong, tmp_path):
+def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request):
     chapter, module = wrong.parts[-4], wrong.parent.name
+    server = {}
+    if chapter == "ch10":  # one PostgreSQL for every wrong answer, not one each
+        from crashcourse.postgres import URL_ENV
+
+        server = {URL_ENV: request.getfixturevalue("pg_server").url}
     assert (SOLUTIONS / chapter / f"{module}.py").is_file(), "no such exercise"
     tree = tmp_path / "answers"
     shutil.copytree(SOLUTIONS / chapter, tree / chapter,
@@ -63,7 +68,7 @@ def test_the_tests_reject_the_wrong_answer(wrong, tmp_path):
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--tb=line", "-rN", str(grading_tests_of(chapter, module))],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "CRASHCOURSE_ANSWERS": str(tree)},
+        env={**os.environ, "CRASHCOURSE_ANSWERS": str(tree), **server},
     )
     assert graded.returncode == 1, (
         f"{wrong.name} was not rejected (exit {graded.returncode}):\n"

@@ -11,28 +11,27 @@ label is reused. Which work a pass may take is a SQL fragment the caller
 passes in: ``ORDINARY`` here; chapter 06's recovery rule lives in
 ``crashcourse.orders``, beside the table it reads. The fence that later writes
 must pass, ``assert_current``, lives in ``crashcourse.fence`` (chapter 06).
-Leases are wall-clock (``time.time``) because another process must read them
-after a restart; a local budget uses ``time.monotonic``. The pause flag every
-claim reads (``control.set_paused``) belongs to ``crashcourse.control``.
-Where a claim looks, and in what order, is ``crashcourse.turns``: a walk that
-never reads the turns waiting behind a held session, so a claim costs the same
-with 8,000 of them as with none.
+Leases are wall-clock, read from the store's clock (``store.now``), because
+another process must read them after a restart; a local budget uses
+``time.monotonic``. The pause flag every claim reads (``control.set_paused``)
+belongs to ``crashcourse.control``. Where a claim looks, and in what order,
+is ``crashcourse.turns``: a walk that never reads the turns waiting behind a
+held session, so a claim costs the same with 8,000 of them as with none.
+On a PostgreSQL store (chapter 10) the same functions apply the same rules
+through ``crashcourse.claims_server``, where many claimers run at once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import sqlite3
-import time
-from contextlib import closing
 from dataclasses import dataclass
 
-from crashcourse import control, turns
+from crashcourse import control, store, turns
 from crashcourse.store import ensure_schema, immediate, sql_list
 from crashcourse.turns import READY, RUNNING  # an open turn: queued, or held
-from crashcourse.validate import check_flag, check_text, clock
+from crashcourse.validate import check_flag, check_text
 
 DONE, BLOCKED, CANCELLED = "DONE", "BLOCKED", "CANCELLED"
 STATUSES = (READY, RUNNING, DONE, BLOCKED, CANCELLED)
@@ -49,14 +48,14 @@ CREATE TABLE IF NOT EXISTS work (
     subject         TEXT NOT NULL,
     role            TEXT NOT NULL,
     control         INTEGER NOT NULL DEFAULT 0 CHECK (control IN (0, 1)),
-    created         REAL NOT NULL,
+    created         DOUBLE PRECISION NOT NULL,
     status          TEXT NOT NULL DEFAULT '{READY}'
                     CHECK (status IN {sql_list(STATUSES)}),
     owner           TEXT,
     generation      INTEGER NOT NULL DEFAULT 0,
-    expires         REAL,
-    available_after REAL NOT NULL DEFAULT 0,
-    finished        REAL,
+    expires         DOUBLE PRECISION,
+    available_after DOUBLE PRECISION NOT NULL DEFAULT 0,
+    finished        DOUBLE PRECISION,
     outcome         TEXT
 );
 -- one session's turns by status, in claim order: the session rule looks up its
@@ -70,8 +69,8 @@ CREATE TABLE IF NOT EXISTS claims (
     work_id    TEXT NOT NULL REFERENCES work (id),
     generation INTEGER NOT NULL,
     owner      TEXT NOT NULL,
-    claimed_at REAL NOT NULL,
-    expires    REAL NOT NULL,
+    claimed_at DOUBLE PRECISION NOT NULL,
+    expires    DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (work_id, generation)
 )
 """
@@ -108,7 +107,11 @@ class Claim:
 def install(conn: sqlite3.Connection) -> None:
     """Create the work and claims tables and the walk's ``sessions`` (chapter
     05), and the pause flag's row every claim reads (``control.install``, since
-    chapter 09)."""
+    chapter 09); a server's own (``claims_server``, chapter 10)."""
+    if store.dialect(conn) == "postgres":
+        from crashcourse import claims_server
+
+        return claims_server.install(conn)
     control.install(conn)
     ensure_schema(conn, SCHEMA)
     with immediate(conn):
@@ -144,7 +147,8 @@ def enqueue(
               "prompt": check_text("prompt", prompt),
               "subject": check_text("subject", subject, empty_ok=True),
               "role": check_text("role", role)}
-    fields |= {"id": work_id_for(origin), "control": check_flag("control", control)}
+    fields |= {"id": work_id_for(origin),  # control as 0 or 1: a server's INTEGER
+               "control": int(check_flag("control", control))}
     with immediate(conn):
         existing = conn.execute(
             "SELECT * FROM work WHERE origin = :origin", fields
@@ -154,7 +158,7 @@ def enqueue(
                 "INSERT INTO work (id, origin, session, prompt, subject, role,"
                 " control, created) VALUES (:id, :origin, :session, :prompt,"
                 " :subject, :role, :control, :created)",
-                fields | {"created": time.time()},
+                fields | {"created": store.now(conn)},  # one clock for all hosts
             )
         elif any(existing[name] != fields[name] for name in (*ASSIGNMENT, "control")):
             raise AssignmentConflict(f"origin {origin!r} is queued with other content")
@@ -207,35 +211,30 @@ def claim(
     check_text("role", role)
     check_text("work_id", work_id, none_ok=True)
     check_flag("control_only", control_only)
-    query = PICK.format(eligible=eligible)
+    if store.dialect(conn) == "postgres":  # many claimers at once (chapter 10)
+        from crashcourse import claims_server
+
+        return claims_server.claim(conn, owner, ttl, now, role, work_id,
+                                   control_only, eligible, among)
     with immediate(conn):
-        now = clock(now)  # read under the write lock: claims never interleave
+        now = store.now(conn, now)  # under the write lock: claims never interleave
         switches = control.runtime(conn)
         if switches["paused"]:  # the in-band pause flag (control, chapter 09)
             return None
         rules = {"role": role, "work_id": work_id, "control_only": int(control_only),
                  "now": now}
-        row = None  # the first candidate, in claim order, that every rule admits
-        looking = turns.candidates(conn, now, work_id, among, control_only)
-        with closing(looking) as found:  # the walk's reads end before the writes
-            for batch in found:
-                rules["candidates"] = json.dumps(batch)
-                if (row := conn.execute(query, rules).fetchone()) is not None:
-                    break
+        # the first candidate, in claim order, that every rule admits
+        row = turns.first_fit(conn, PICK.format(eligible=eligible), rules, among)
         if row is None:
             return None
         granted = {"work_id": row["id"], "generation": row["generation"] + 1,
                    "owner": owner, "claimed_at": now, "expires": now + ttl}
-        conn.execute(
-            f"UPDATE work SET status = '{RUNNING}', owner = :owner,"
-            " generation = :generation, expires = :expires WHERE id = :work_id",
-            granted,
-        )
-        conn.execute(
-            "INSERT INTO claims (work_id, generation, owner, claimed_at, expires)"
-            " VALUES (:work_id, :generation, :owner, :claimed_at, :expires)",
-            granted,
-        )
+        conn.execute(f"UPDATE work SET status = '{RUNNING}', owner = :owner,"
+                     " generation = :generation, expires = :expires"
+                     " WHERE id = :work_id", granted)
+        conn.execute("INSERT INTO claims (work_id, generation, owner, claimed_at,"
+                     " expires) VALUES (:work_id, :generation, :owner, :claimed_at,"
+                     " :expires)", granted)
     return Claim(row["id"], row["session"], row["prompt"], row["subject"],
                  row["role"], owner, granted["generation"], granted["expires"],
                  switches["epoch"])

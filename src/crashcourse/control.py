@@ -17,55 +17,64 @@ passes in (like ``claims`` and ``journal``):
 
 The stop that works whatever the worker does is out of band, at the
 credential broker (``crashcourse.services.broker``); the person's decisions
-on an interrupted task are in ``crashcourse.decisions``.
+on an interrupted task are in ``crashcourse.decisions``. On a PostgreSQL
+store (chapter 10) the same rows, numbered by the database (``POSTGRES``).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
+from crashcourse import store
 from crashcourse.store import ensure_schema, immediate, sql_list, table_rows
 from crashcourse.validate import check_text, clock
 
 RUNNING, STOPPED = "running", "stopped"
 SWITCH_STATES = (RUNNING, STOPPED)
 
+# The words that differ on a PostgreSQL store (chapter 10), in one place: a
+# key numbered by the database, and where a read asks whether a table exists.
+SQLITE = {"numbered": "INTEGER PRIMARY KEY AUTOINCREMENT",
+          "installed": "SELECT 1 FROM sqlite_master"
+                       " WHERE type = 'table' AND name = :table"}
+POSTGRES = {"numbered": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+            "installed": "SELECT 1 WHERE to_regclass(:table) IS NOT NULL"}
+WORDS = {"sqlite": SQLITE, "postgres": POSTGRES}  # by store.dialect(conn)
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runtime_control (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
     paused     INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
     epoch      TEXT NOT NULL,
-    changed_at REAL                -- when the pause flag was last set or cleared
+    changed_at DOUBLE PRECISION    -- when the pause flag was last set or cleared
 );
-INSERT OR IGNORE INTO runtime_control (id, paused, epoch) VALUES (1, 0, 'epoch-1');
+INSERT INTO runtime_control (id, paused, epoch) VALUES (1, 0, 'epoch-1')
+    ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS scheduler_switch (
-    seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq    {{numbered}},
     state  TEXT NOT NULL CHECK (state IN {sql_list(SWITCH_STATES)}),
     who    TEXT NOT NULL,
     reason TEXT NOT NULL,
-    at     REAL NOT NULL
+    at     DOUBLE PRECISION NOT NULL
 );
 CREATE TABLE IF NOT EXISTS runs (
-    run_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id     {{numbered}},
     scheduler  TEXT NOT NULL,       -- the scheduler process that started it
     allowed_by INTEGER NOT NULL REFERENCES scheduler_switch (seq),
-    started_at REAL NOT NULL
+    started_at DOUBLE PRECISION NOT NULL
 )
 """
-TABLES = ("runtime_control", "scheduler_switch", "runs")
+TABLES = {"runtime_control": "id", "scheduler_switch": "seq", "runs": "run_id"}
 
 
 def install(conn: sqlite3.Connection) -> None:
     """Create the pause flag's row, the scheduler switch and the runs (chapter 09)."""
-    ensure_schema(conn, SCHEMA)
+    ensure_schema(conn, SCHEMA.format(**WORDS[store.dialect(conn)]))
 
 
 def _installed(conn: sqlite3.Connection, table: str) -> bool:
     """Whether ``table`` exists; a read asks, it never creates it."""
-    return conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :table",
-        {"table": table},
-    ).fetchone() is not None
+    return conn.execute(WORDS[store.dialect(conn)]["installed"],
+                        {"table": table}).fetchone() is not None
 
 
 def runtime(conn: sqlite3.Connection) -> sqlite3.Row:
@@ -86,7 +95,7 @@ def set_paused(conn: sqlite3.Connection, paused: bool) -> None:
     with immediate(conn):
         conn.execute(
             "UPDATE runtime_control SET paused = :paused, changed_at = :at",
-            {"paused": int(paused), "at": clock(None)},
+            {"paused": int(paused), "at": store.now(conn)},
         )
 
 
@@ -109,9 +118,10 @@ def _switch(conn: sqlite3.Connection, state: str, who: str, reason: str,
     with immediate(conn):  # stamped under the lock: ordered with start_run's
         return conn.execute(
             "INSERT INTO scheduler_switch (state, who, reason, at)"
-            " VALUES (:state, :who, :reason, :at)",
-            {"state": state, "who": who, "reason": reason, "at": clock(now)},
-        ).lastrowid
+            " VALUES (:state, :who, :reason, :at) RETURNING seq",
+            {"state": state, "who": who, "reason": reason,
+             "at": store.now(conn, now)},
+        ).fetchone()[0]
 
 
 def stop_scheduler(conn: sqlite3.Connection, who: str, reason: str,
@@ -158,12 +168,13 @@ def start_run(conn: sqlite3.Connection, scheduler: str,
             return None  # stopped, or nobody has said "run": stay stopped
         return conn.execute(
             "INSERT INTO runs (scheduler, allowed_by, started_at)"
-            " VALUES (:scheduler, :allowed_by, :at)",
-            {"scheduler": scheduler, "allowed_by": latest["seq"], "at": clock(now)},
-        ).lastrowid
+            " VALUES (:scheduler, :allowed_by, :at) RETURNING run_id",
+            {"scheduler": scheduler, "allowed_by": latest["seq"],
+             "at": store.now(conn, now)},
+        ).fetchone()[0]
 
 
 def snapshot(conn: sqlite3.Connection) -> dict[str, list[dict]]:
     """The switches and the runs, row by row, for evidence; a read (chapter 09)."""
-    return {table: table_rows(conn, table) if _installed(conn, table) else []
-            for table in TABLES}
+    return {table: table_rows(conn, table, key) if _installed(conn, table) else []
+            for table, key in TABLES.items()}  # key: SQLite's rowid, by name

@@ -4,6 +4,10 @@
 other holder can take the work between the check and the commit. A refused
 write leaves no row behind; the refusal itself is noted afterwards, in its
 own transaction, in ``refusals`` (a best-effort audit trail the grader reads).
+On a PostgreSQL store (chapter 10) fenced writes run side by side
+(``immediate(conn, shared=True)``): the check locks the work row ``FOR
+UPDATE`` (a claimer skips a row a fenced write holds) and reads the lease
+clock, the database's, after that lock.
 """
 
 from __future__ import annotations
@@ -13,26 +17,32 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from crashcourse import claims, control
+from crashcourse import claims, control, store
 from crashcourse.claims import BLOCKED, CANCELLED, DONE, RUNNING, Claim
 from crashcourse.store import ensure_schema, immediate
-from crashcourse.validate import check_text, clock
+from crashcourse.validate import check_text
 
+# What differs on a PostgreSQL store (chapter 10): a key the database numbers,
+# and the work row locked by the check until the write commits.
+SQLITE = {"numbered": "INTEGER PRIMARY KEY", "lock_row": ""}
+POSTGRES = {"numbered": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+            "lock_row": " FOR UPDATE"}
+WORDS = {"sqlite": SQLITE, "postgres": POSTGRES}  # by store.dialect(conn)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS transcript (
-    seq        INTEGER PRIMARY KEY,
+    seq        {numbered},
     work_id    TEXT NOT NULL REFERENCES work (id),
     generation INTEGER NOT NULL,          -- which claim produced the message
     message    TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS refusals (
-    seq        INTEGER PRIMARY KEY,
+    seq        {numbered},
     work_id    TEXT NOT NULL,
     generation INTEGER NOT NULL,
     owner      TEXT NOT NULL,
     action     TEXT NOT NULL,
     reason     TEXT NOT NULL,
-    at         REAL NOT NULL
+    at         DOUBLE PRECISION NOT NULL
 )
 """
 
@@ -52,7 +62,7 @@ class StaleClaim(PermissionError):
 def install(conn: sqlite3.Connection) -> None:
     """Create the claims tables plus transcript and refusals (chapter 06)."""
     claims.install(conn)
-    ensure_schema(conn, SCHEMA)
+    ensure_schema(conn, SCHEMA.format(**WORDS[store.dialect(conn)]))
 
 
 def stale_reason(row, control, claim: Claim, now: float) -> str | None:
@@ -74,15 +84,21 @@ def stale_reason(row, control, claim: Claim, now: float) -> str | None:
     return next((reason for failed, reason in checks if failed), None)
 
 
-def assert_current(conn: sqlite3.Connection, claim: Claim, now: float | None = None):
-    """Raise ``StaleClaim`` unless ``claim`` is the live claim (chapter 06).
+def assert_current(conn: sqlite3.Connection, claim: Claim,
+                   now: float | None = None) -> float:
+    """Raise ``StaleClaim`` unless ``claim`` is the live claim (chapter 06);
+    the instant it was judged at (the lease clock, ``store.now``).
 
     Call it inside the write's own ``immediate`` block."""
     switches = control.runtime(conn)  # the pause flag and epoch (control)
-    row = conn.execute("SELECT * FROM work WHERE id = :id", {"id": claim.id}).fetchone()
-    reason = stale_reason(row, switches, claim, clock(now))
+    row = conn.execute("SELECT * FROM work WHERE id = :id"
+                       + WORDS[store.dialect(conn)]["lock_row"],
+                       {"id": claim.id}).fetchone()
+    at = store.now(conn, now)  # after the row's lock: a wait for it counts
+    reason = stale_reason(row, switches, claim, at)
     if reason is not None:
         raise StaleClaim(reason, claim)
+    return at
 
 
 def record_refusal(
@@ -101,7 +117,7 @@ def record_refusal(
                 " at) VALUES (:work_id, :generation, :owner, :action, :reason, :at)",
                 {"work_id": claim.id, "generation": claim.generation,
                  "owner": claim.owner, "action": action, "reason": reason,
-                 "at": clock(None)},
+                 "at": store.now(conn)},
             )
     except sqlite3.OperationalError as busy:
         if "locked" not in str(busy) and "busy" not in str(busy):
@@ -114,9 +130,11 @@ def record_refusal(
 def fenced(
     conn: sqlite3.Connection, claim: Claim, action: str, now: float | None = None
 ) -> Iterator[sqlite3.Connection]:
-    """One write transaction that starts with ``assert_current`` (chapter 06)."""
+    """One write transaction that starts with ``assert_current`` (chapter 06).
+    On a server it holds the store's lock SHARED: fenced writes of other work
+    go on meanwhile; an operator's writes (cancel, pause) still wait."""
     try:
-        with immediate(conn):
+        with immediate(conn, shared=True):
             assert_current(conn, claim, now)
             yield conn
     except StaleClaim as refused:
@@ -128,17 +146,21 @@ def observe(
     conn: sqlite3.Connection, claim: Claim, message: dict, now: float | None = None
 ) -> int:
     """Append a transcript row stamped with its generation (chapter 06)."""
+    if not isinstance(message, dict):  # a transcript reads back dicts only
+        raise TypeError(f"message must be a dict, got {type(message).__name__}")
     text = json.dumps(message, sort_keys=True, allow_nan=False)
     with fenced(conn, claim, "observe", now):
         return conn.execute(
             "INSERT INTO transcript (work_id, generation, message)"
-            " VALUES (:work_id, :generation, :message)",
+            " VALUES (:work_id, :generation, :message) RETURNING seq",
             {"work_id": claim.id, "generation": claim.generation, "message": text},
-        ).lastrowid
+        ).fetchone()[0]
 
 
 def retry_delay(generation: int) -> float:
     """Bounded exponential back-off for BLOCKED work: 2, 4, ... 60 s (chapter 06)."""
+    if isinstance(generation, bool) or not isinstance(generation, int):
+        raise TypeError(f"generation must be an int, got {generation!r}")
     return min(MAX_RETRY_DELAY, 2.0 ** min(generation, 6))
 
 
@@ -153,7 +175,7 @@ def finish(
         raise ValueError(f"status must be one of {TERMINAL}, got {status!r}")
     check_text("outcome", outcome, empty_ok=True)
     with fenced(conn, claim, "finish", now):
-        at = clock(now)
+        at = store.now(conn, now)
         delay = retry_delay(claim.generation) if status == BLOCKED else 0.0
         conn.execute(
             "UPDATE work SET status = :status, outcome = :outcome, expires = NULL,"
@@ -180,7 +202,7 @@ def cancel_locked(conn: sqlite3.Connection, work_id: str, now: float) -> int:
 def cancel(conn: sqlite3.Connection, work_id: str, now: float | None = None) -> int:
     """Operator cancel: every earlier claim goes stale at once (chapter 06)."""
     with immediate(conn):
-        return cancel_locked(conn, work_id, clock(now))
+        return cancel_locked(conn, work_id, store.now(conn, now))
 
 
 def transcript(conn: sqlite3.Connection, work_id: str) -> list[dict]:

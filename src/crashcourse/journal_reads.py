@@ -19,11 +19,17 @@ import json
 import sqlite3
 from collections import namedtuple
 
+from crashcourse import store
 from crashcourse.effects import operation_key
 from crashcourse.plan import GateFailed, Plan, Step
 from crashcourse.validate import canonical, check_count, check_flag, check_text
 
 RUN, PROBE = "run", "probe"  # how an outcome was established (resolved_by)
+# Whether the journal exists, asked where each database keeps its tables: the
+# one read that differs on a PostgreSQL store (chapter 10).
+INSTALLED = {"sqlite": "SELECT 1 FROM sqlite_master"
+                       " WHERE type = 'table' AND name = 'journal'",
+             "postgres": "SELECT 1 WHERE to_regclass('journal') IS NOT NULL"}
 
 
 def check_task(task: object) -> str:
@@ -107,9 +113,7 @@ def installed(conn: sqlite3.Connection) -> bool:
     """Whether the journal table exists; a read asks, it never creates it.
 
     Introduced in chapter 07."""
-    return conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'journal'"
-    ).fetchone() is not None
+    return conn.execute(INSTALLED[store.dialect(conn)]).fetchone() is not None
 
 
 def confirmed_count(conn: sqlite3.Connection, task: str) -> int:
@@ -120,7 +124,8 @@ def confirmed_count(conn: sqlite3.Connection, task: str) -> int:
     journal of 10 rows and one of 10,000."""
     check_task(task)
     row = conn.execute(
-        "SELECT step - (outcome IS NULL) FROM journal WHERE task = :task"
+        "SELECT step - CASE WHEN outcome IS NULL THEN 1 ELSE 0 END"
+        " FROM journal WHERE task = :task"
         " ORDER BY step DESC LIMIT 1",
         {"task": task},
     ).fetchone() if installed(conn) else None

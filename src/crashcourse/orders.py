@@ -20,12 +20,12 @@ import json
 import sqlite3
 from dataclasses import asdict, dataclass
 
-from crashcourse import claims, effects, fence
+from crashcourse import claims, effects, fence, store
 from crashcourse.boundary import boundary
 from crashcourse.claims import BLOCKED, READY, RUNNING, Claim
 from crashcourse.services import supplier_client
 from crashcourse.store import ensure_schema, immediate, sql_list
-from crashcourse.validate import check_text, clock
+from crashcourse.validate import check_text
 
 DRAFT, SIGNED_OFF, SENDING = "DRAFT", "SIGNED_OFF", "SENDING"
 CONFIRMED, REJECTED, UNKNOWN, REVOKED = "CONFIRMED", "REJECTED", "UNKNOWN", "REVOKED"
@@ -35,8 +35,13 @@ UNSENT = (DRAFT, SIGNED_OFF)  # no request has left yet
 NOT_FOUND = "NOT_FOUND"  # what ``lookup`` says when the supplier has no such key
 # A status goes into a query's text from these constants; values are parameters.
 
+# A PostgreSQL store (chapter 10) has no rowid: the order written first, a column.
+SQLITE = {"written": "", "first": "rowid"}
+POSTGRES = {"written": "seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",
+            "first": "seq"}
+WORDS = {"sqlite": SQLITE, "postgres": POSTGRES}  # by store.dialect(conn)
 SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS orders (
+CREATE TABLE IF NOT EXISTS orders ({{written}}
     operation_key TEXT PRIMARY KEY,
     work_id       TEXT NOT NULL REFERENCES work (id),
     sku           TEXT NOT NULL,
@@ -92,7 +97,7 @@ class Proposal:
 def install(conn: sqlite3.Connection) -> None:
     """Claims, fence and the agent's orders table (chapter 06)."""
     fence.install(conn)
-    ensure_schema(conn, SCHEMA)
+    ensure_schema(conn, SCHEMA.format(**WORDS[store.dialect(conn)]))
 
 
 def claim_recovery(conn: sqlite3.Connection, owner: str, *, ttl: float,
@@ -104,10 +109,9 @@ def claim_recovery(conn: sqlite3.Connection, owner: str, *, ttl: float,
 
 def order_for(conn: sqlite3.Connection, work_id: str) -> dict | None:
     """The (single) order a piece of work has, or None (chapter 06)."""
-    row = conn.execute(
-        "SELECT * FROM orders WHERE work_id = :id ORDER BY rowid LIMIT 1",
-        {"id": work_id},
-    ).fetchone()
+    first = WORDS[store.dialect(conn)]["first"]  # the one written first
+    row = conn.execute(f"SELECT * FROM orders WHERE work_id = :id ORDER BY {first}"
+                       " LIMIT 1", {"id": work_id}).fetchone()
     return dict(row) if row else None
 
 
@@ -163,7 +167,7 @@ def admit(conn: sqlite3.Connection, claim: Claim, operation_key: str,
             raise PermissionError("look the operation up before sending it again")
         if row["status"] != SIGNED_OFF and not resend:
             raise PermissionError(f"order is {row['status']}, not {SIGNED_OFF}")
-        if not 0 < wait_s < claim.expires - clock(now):
+        if not 0 < wait_s < claim.expires - store.now(conn, now):  # lease's clock
             raise LeaseTooShort(f"a {wait_s} s wait does not fit in the lease")
         conn.execute(f"UPDATE orders SET status = '{SENDING}', sent_generation"
                      " = :generation WHERE operation_key = :operation_key",

@@ -27,7 +27,8 @@ import sqlite3
 from collections import namedtuple
 from collections.abc import Sequence
 
-from crashcourse.store import ensure_schema, immediate
+from crashcourse import plan_server
+from crashcourse.store import dialect, ensure_schema, immediate
 
 PLAN_SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (
@@ -40,8 +41,13 @@ CREATE TABLE IF NOT EXISTS plan_steps (
     number INTEGER NOT NULL,
     step TEXT NOT NULL,        -- canonical JSON of the step, as produced
     PRIMARY KEY (task, number)
-) WITHOUT ROWID
+){without_rowid}
 """
+# SQLite's words where a PostgreSQL store has its own (plan_server, chapter 10)
+SQLITE = {"without_rowid": " WITHOUT ROWID",
+          "columns": "SELECT name FROM pragma_table_info('plans')",
+          "steps": "SELECT :task, key + 1, value FROM json_each(:steps)"}
+WORDS = {"sqlite": SQLITE, "postgres": plan_server.POSTGRES}
 
 
 class UnknownTask(LookupError):
@@ -68,9 +74,8 @@ class GateFailed(RuntimeError):
 
 
 # namedtuples rather than dataclasses: workers import this, and start-up counts.
-_StepFields = namedtuple(
-    "_StepFields", "number action args irreversible gate", defaults=(False, False)
-)
+_StepFields = namedtuple("_StepFields", "number action args irreversible gate",
+                         defaults=(False, False))
 
 
 class Step(_StepFields):
@@ -178,10 +183,8 @@ def order_plan(name: str, steps: list[Step]) -> Plan:
         return 2 if step.irreversible else 1 if step.gate else 0
 
     ordered = sorted(steps, key=rank)  # sorted() is stable: order kept in a rank
-    return make_plan(name, [
-        Step(n, s.action, s.args, s.irreversible, s.gate)
-        for n, s in enumerate(ordered, start=1)
-    ])
+    return make_plan(name, [Step(n, s.action, s.args, s.irreversible, s.gate)
+                            for n, s in enumerate(ordered, start=1)])
 
 
 def save_plan(conn: sqlite3.Connection, plan: Plan) -> str:
@@ -193,7 +196,7 @@ def save_plan(conn: sqlite3.Connection, plan: Plan) -> str:
     if _columns(conn) == "old":
         raise OldPlanStore("this store keeps plans as one JSON body each (before"
                            " issue 11): it loads them, but new plans go in a new file")
-    ensure_schema(conn, PLAN_SCHEMA)
+    ensure_schema(conn, PLAN_SCHEMA.format(**WORDS[dialect(conn)]))
     task = plan.task  # and each step's JSON, as Plan.body writes it in its list:
     steps = [json.dumps(step._asdict(), sort_keys=True) for step in plan.steps]
     with immediate(conn):
@@ -202,12 +205,10 @@ def save_plan(conn: sqlite3.Connection, plan: Plan) -> str:
             " ON CONFLICT (task) DO NOTHING",
             {"task": task, "name": plan.name, "steps": len(steps)},
         ).rowcount
-        if added:
-            conn.executemany(
-                "INSERT INTO plan_steps (task, number, step)"
-                " VALUES (:task, :number, :step)",
-                [{"task": task, "number": n, "step": text}
-                 for n, text in enumerate(steps, start=1)])
+        if added:  # step n is the list's n-th: one statement, one round trip
+            conn.execute("INSERT INTO plan_steps (task, number, step) "
+                         + WORDS[dialect(conn)]["steps"],
+                         {"task": task, "steps": json.dumps(steps)})
             return task
         head = conn.execute("SELECT name, steps FROM plans WHERE task = :task",
                             {"task": task}).fetchone()
@@ -240,8 +241,7 @@ def load_plan(conn: sqlite3.Connection, task: str) -> Plan:
 def _columns(conn: sqlite3.Connection) -> str | None:
     """Which ``plans`` table the file holds: "rows", "old" (one body per
     plan, before issue 11) or None (no table yet)."""
-    names = {row[0] for row in conn.execute(
-        "SELECT name FROM pragma_table_info('plans')")}
+    names = {row[0] for row in conn.execute(WORDS[dialect(conn)]["columns"])}
     return None if not names else "old" if "body" in names else "rows"
 
 

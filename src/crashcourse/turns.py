@@ -29,8 +29,10 @@ out (about one per dead worker) and a step per turn the pass refuses.
 from __future__ import annotations
 
 import heapq
+import json
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from itertools import islice
 
 from crashcourse.store import immediate
@@ -205,3 +207,18 @@ def candidates(conn: sqlite3.Connection, now: float, work_id: str | None,
             size = min(4 * size, 256)
     finally:
         walk.close()  # its cursors end before the claim writes
+
+
+def first_fit(conn: sqlite3.Connection, query: str, rules: dict,
+              among: str | None) -> sqlite3.Row | None:
+    """The first row ``query`` (``claims.PICK``) admits, trying the candidates
+    batch after batch in claim order, or None. ``rules`` holds the pick's
+    parameters (``now``, ``work_id``, ``control_only``...). Chapter 05."""
+    looking = candidates(conn, rules["now"], rules["work_id"], among,
+                         bool(rules["control_only"]))
+    with closing(looking) as found:  # the walk's reads end before the claim writes
+        for batch in found:
+            rules["candidates"] = json.dumps(batch)
+            if (row := conn.execute(query, rules).fetchone()) is not None:
+                return row
+    return None

@@ -30,6 +30,11 @@ class RunningSupplier:
     def __init__(self, url: str, db, worker) -> None:
         self.url, self.db, self.worker = url, db, worker  # worker: harness.Worker
 
+    def url_for(self, address: str) -> str:
+        """The same supplier reached at ``address``: a host's gateway when it
+        listens on 0.0.0.0 (chapter 10)."""
+        return f"http://{address}:{self.url.rsplit(':', 1)[1]}"
+
     def stop(self) -> None:
         """Kill and reap the server (its committed rows stay in ``db``)."""
         if self.worker.alive():
@@ -42,10 +47,12 @@ class RunningSupplier:
         self.stop()  # also when the block failed: no server outlives its user
 
 
-def start_supplier(harness, db, *flags: str,
-                   timeout: float = READY_TIMEOUT) -> RunningSupplier:
+def start_supplier(harness, db, *flags: str, timeout: float = READY_TIMEOUT,
+                   host: str = "127.0.0.1") -> RunningSupplier:
     """Start ``crashcourse.services.supplier`` on ``db`` and wait for its port.
 
+    ``host`` is the address it listens on; ``url`` names it there (127.0.0.1
+    for 0.0.0.0, which other hosts reach through ``url_for``, chapter 10).
     Introduced in chapter 06."""
     import pathlib
 
@@ -53,7 +60,7 @@ def start_supplier(harness, db, *flags: str,
     ready = db.with_name(db.name + ".ready")
     ready.unlink(missing_ok=True)
     worker = harness.start(["-m", "crashcourse.services.supplier", "--db", str(db),
-                            "--ready", str(ready), *flags])
+                            "--ready", str(ready), "--host", host, *flags])
     deadline = time.monotonic() + timeout
     while not ready.exists():
         if not worker.alive() or time.monotonic() > deadline:
@@ -61,4 +68,5 @@ def start_supplier(harness, db, *flags: str,
             raise RuntimeError(f"supplier did not become ready within {timeout} s")
         time.sleep(0.02)
     port = json.loads(ready.read_text())["port"]
-    return RunningSupplier(f"http://127.0.0.1:{port}", db, worker)
+    shown = "127.0.0.1" if host == "0.0.0.0" else host  # every address: this one too
+    return RunningSupplier(f"http://{shown}:{port}", db, worker)

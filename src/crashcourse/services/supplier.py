@@ -2,12 +2,12 @@
 
     python -m crashcourse.services.supplier --db PATH --ready PATH
         [--drop-first-response] [--hold-first SECONDS] [--reject] [--no-fence]
-        [--timeout SECONDS] [--busy-ms MS]
+        [--timeout SECONDS] [--busy-ms MS] [--host ADDRESS]
 
-It binds 127.0.0.1 on a port the OS picks and writes ``{"port": N}`` to the
-ready file (temp file + rename, so a reader never sees half of it). Every
-decision is made by ``crashcourse.services.supplier_store`` in the supplier's
-own file; this module only speaks HTTP, and every request gets an answer:
+It binds ``--host`` (chapter 10: 0.0.0.0, for the other hosts) on a port the
+OS picks and writes ``{"port": N}`` to the ready file (temp file + rename).
+Every decision is made by ``crashcourse.services.supplier_store`` in its own
+file; this module only speaks HTTP, and every request gets an answer:
 a listen backlog of 128, so a burst waits instead of being reset; exactly
 ``Content-Length`` bytes read, or a refusal (``supplier_request``), and the
 connection closed after any error; a silent caller dropped after
@@ -226,6 +226,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         metavar="SECONDS", help="how long a caller may be silent")
     parser.add_argument("--busy-ms", type=int, default=DEFAULT_BUSY_TIMEOUT_MS,
                         help="how long a request waits for the store's lock")
+    parser.add_argument("--host", default="127.0.0.1", help="listen on this address")
     config = parser.parse_args(argv)
     if not (config.timeout > 0 and config.busy_ms > 0):
         parser.error("--timeout and --busy-ms must be positive")
@@ -236,7 +237,7 @@ def serve(config: argparse.Namespace) -> None:
     """Install the store, bind, announce the port, serve until killed (chapter 06)."""
     install(config.db)
     Handler.config, Handler.timeout = config, config.timeout
-    server = Server(("127.0.0.1", 0), Handler)
+    server = Server((config.host, 0), Handler)
     ready = Path(config.ready)
     partial = ready.with_name(ready.name + ".partial")
     partial.write_text(json.dumps({"port": server.server_address[1]}))

@@ -1,0 +1,31 @@
+"""WRONG ANSWER to exercise 10.1 (chapter 10): read, judge, then write.
+
+The mistake: the row is read, the claim judged with the runtime's own
+``fence.stale_reason`` against the database's clock, and then the row is
+written by its id. Each statement is right; the gap between them is not.
+With no transaction and no lock around the two, an operator's cancel (or a
+claim, once the lease is over) can commit between the read and the write,
+and the write lands on top of it: DONE, with this holder's outcome, on work
+the operator had just cancelled.
+Caught by ``test_a_cancel_between_a_read_and_the_write_is_never_overwritten``
+and ``test_it_is_one_update_and_nothing_else``.
+"""
+
+from __future__ import annotations
+
+from crashcourse import fence
+from crashcourse.claims import DONE, Claim
+
+SERVER_NOW = "extract(epoch FROM clock_timestamp())"
+
+
+def finish(conn, claim: Claim, outcome: str) -> bool:
+    found = conn.execute(f"SELECT *, {SERVER_NOW} AS now FROM work WHERE id = :id",
+                         {"id": claim.id}).fetchone()
+    switches = conn.execute("SELECT * FROM runtime_control WHERE id = 1").fetchone()
+    if fence.stale_reason(found, switches, claim, found["now"]) is not None:
+        return False
+    conn.execute(f"UPDATE work SET status = '{DONE}', outcome = :outcome,"
+                 f" expires = NULL, finished = {SERVER_NOW} WHERE id = :id",
+                 {"outcome": outcome, "id": claim.id})
+    return True

@@ -1,0 +1,41 @@
+"""WRONG ANSWER to exercise 10.2 (chapter 10): a lease is a lease.
+
+The mistake: a write lands if it reaches the database before ITS OWN
+claim's lease ends. Claims are only granted on lapsed leases, so this gets
+every claim-after-claim history right, which is what makes it tempting. But
+a lease is permission to act only while the claim is still the work's live
+one: the operator's cancel moves the generation on at once, and a write
+under the cancelled claim is refused although its lease still runs.
+Caught by ``cancelled_in_the_middle_of_a_lease``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Claimed(NamedTuple):
+    owner: str
+    at: float
+    ttl: float
+
+
+class Cancelled(NamedTuple):
+    at: float
+
+
+class Wrote(NamedTuple):
+    owner: str
+    generation: int
+    at: float
+    local_clock: float
+
+
+def lands(history: list) -> list[bool]:
+    leases, verdicts = [], []
+    for event in history:
+        if isinstance(event, Claimed):
+            leases.append(event.at + event.ttl)
+        elif isinstance(event, Wrote):
+            verdicts.append(event.at < leases[event.generation - 1])
+    return verdicts

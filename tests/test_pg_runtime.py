@@ -1,0 +1,207 @@
+"""What only a PostgreSQL store has (chapter 10): holders on several
+connections at once, and a clock that is the database's.
+
+On SQLite one writer at a time decides everything, and the only clock is the
+one host's. On a server, fenced writes run side by side and lock the work row
+instead; a holder can be cut off while another claims; and every lease is
+judged by the server's clock, whatever the worker's says. Each case here uses
+two (or three) real connections to one schema of the session's server.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("psycopg", reason="psycopg is not installed")
+
+from crashcourse import claims, control, fence, journal, orders  # noqa: E402
+from crashcourse.example import FLOUR, ScriptedModel  # noqa: E402
+from crashcourse.plan import Step, UnknownTask, load_plan, make_plan, save_plan  # noqa: E402
+from crashcourse.store import count_rows, opened, table_rows  # noqa: E402
+
+pytestmark = pytest.mark.parametrize("backend", ["postgres"])
+WAIT = 10.0  # seconds: the bound on every wait below
+
+
+@pytest.fixture
+def agent(store_at):
+    """The address of an installed agent store (claims, fence, orders)."""
+    address = store_at("agent")
+    with opened(address) as conn:
+        orders.install(conn)
+    return address
+
+
+def past(conn, instant: float) -> float:
+    """Wait (bounded) until the SERVER's clock is past ``instant``."""
+    deadline = time.monotonic() + WAIT
+    while (now := conn.server_time()) <= instant:
+        assert time.monotonic() < deadline, "the server's clock did not move"
+        time.sleep(min(0.05, instant - now + 0.005))
+    return now
+
+
+def waiting_for_a_lock(conn) -> bool:
+    """Whether some session of this server waits for a lock now."""
+    return conn.execute("SELECT count(*) FROM pg_locks WHERE NOT granted"
+                        ).fetchone()[0] > 0
+
+
+def queued(conn, origin: str = "phone:flour") -> str:
+    return claims.enqueue(conn, origin, origin, "restock flour")
+
+
+def test_a_cut_off_holder_is_refused_every_write_once_another_holds(agent):
+    """The holder goes silent past its lease (by the server's clock), a
+    worker on another connection claims, the holder comes back: each late
+    write is refused, noted in refusals, and nothing of it is written."""
+    with opened(agent) as holder_conn, opened(agent) as taker_conn:
+        work = queued(holder_conn)
+        old = claims.claim(holder_conn, "holder", ttl=0.5, work_id=work)
+        key = orders.propose(holder_conn, old, ScriptedModel(FLOUR))
+        orders.sign_off(holder_conn, key)
+        before = past(taker_conn, old.expires)  # cut off: it says nothing meanwhile
+        new = claims.claim(taker_conn, "taker", ttl=60)
+        assert (new.id, new.generation) == (work, old.generation + 1)
+        late = {"observe": lambda: fence.observe(holder_conn, old, {"kind": "late"}),
+                "send": lambda: orders.admit(holder_conn, old, key, wait_s=0.1),
+                "finish": lambda: fence.finish(holder_conn, old, claims.DONE, "late")}
+        for attempt in late.values():
+            with pytest.raises(fence.StaleClaim, match="superseded"):
+                attempt()
+        after = taker_conn.server_time()
+        refused = table_rows(taker_conn, "refusals", "seq")
+        assert [(r["action"], r["reason"]) for r in refused] == [
+            (action, "superseded") for action in late]
+        # stamped by the server's clock, to the microsecond (not a 4-byte REAL)
+        assert all(before <= r["at"] <= after for r in refused)
+        assert [m["kind"] for m in fence.transcript(taker_conn, work)] == ["proposal"]
+        assert orders.order_for(taker_conn, work)["status"] == orders.SIGNED_OFF
+        assert claims.work_row(taker_conn, work)["owner"] == "taker"
+
+
+def test_a_fenced_write_holds_its_row_so_no_claim_lands_before_its_commit(agent):
+    with opened(agent) as holder_conn, opened(agent) as taker_conn:
+        work = queued(holder_conn)
+        holder = claims.claim(holder_conn, "holder", ttl=0.4, work_id=work)
+        with fence.fenced(holder_conn, holder, "observe"):  # the check passed
+            past(taker_conn, holder.expires)  # a slow write outlives the lease
+            assert claims.claim(taker_conn, "taker", ttl=60) is None  # row held
+            holder_conn.execute(
+                "INSERT INTO transcript (work_id, generation, message)"
+                " VALUES (:id, :generation, '{}')",
+                {"id": work, "generation": holder.generation})
+        taken = claims.claim(taker_conn, "taker", ttl=60)  # now, and only now
+        assert (taken.id, taken.generation) == (work, 2)
+        assert count_rows(taker_conn, "transcript") == 1
+
+
+def test_a_write_that_waited_for_the_row_is_judged_after_the_wait(agent):
+    """Two writes of one claim: the second waits for the first's row lock,
+    past the lease. Judged by the clock read AFTER the wait, it is refused."""
+    with (opened(agent) as first, opened(agent) as second,
+          opened(agent) as watcher):
+        work = queued(first)
+        claim = claims.claim(first, "holder", ttl=0.6, work_id=work)
+        refused = []
+
+        def late_write():
+            try:
+                fence.observe(second, claim, {"kind": "waited"})
+            except fence.StaleClaim as stale:
+                refused.append(stale.reason)
+
+        with fence.fenced(first, claim, "observe"):
+            waiter = threading.Thread(target=late_write)
+            waiter.start()
+            deadline = time.monotonic() + WAIT
+            while not waiting_for_a_lock(watcher):  # it asked before the lease ran out
+                assert time.monotonic() < deadline and waiter.is_alive()
+                time.sleep(0.01)
+            past(watcher, claim.expires)
+        waiter.join(WAIT)
+        assert not waiter.is_alive()
+    assert refused == ["lease expired"]
+
+
+def test_fenced_writes_of_other_work_run_side_by_side(agent):
+    with opened(agent) as one, opened(agent) as other:
+        first = claims.claim(one, "w1", ttl=60, work_id=queued(one, "phone:a"))
+        second = claims.claim(other, "w2", ttl=60, work_id=queued(one, "phone:b"))
+        other.raw.execute("SET lock_timeout = 300")  # a wait would fail, not hang
+        with fence.fenced(one, first, "observe"):
+            assert fence.observe(other, second, {"kind": "meanwhile"}) > 0
+        assert [m["kind"] for m in fence.transcript(one, second.id)] == ["meanwhile"]
+
+
+@pytest.mark.parametrize("skew", [3600.0, -3600.0], ids=["ahead", "behind"])
+def test_a_workers_clock_changes_no_lease(agent, monkeypatch, skew):
+    """An hour ahead, a live lease must not look lapsed (the send would not
+    fit, the write refused); an hour behind, a lapsed one must not look live."""
+    with opened(agent) as conn:
+        work = queued(conn)
+        claim = claims.claim(conn, "w", ttl=30 if skew > 0 else 0.3, work_id=work)
+        key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+        orders.sign_off(conn, key)
+        if skew < 0:
+            past(conn, claim.expires)
+        monkeypatch.setattr(time, "time", lambda real=time.time: real() + skew)
+        if skew > 0:
+            assert orders.admit(conn, claim, key, wait_s=5.0) == FLOUR
+            fence.finish(conn, claim, claims.BLOCKED, "supplier outcome unknown")
+            row = claims.work_row(conn, work)  # its retry is timed by the server
+            assert row["status"] == claims.BLOCKED
+            assert row["finished"] <= conn.server_time() < row["available_after"]
+        else:
+            with pytest.raises(fence.StaleClaim, match="lease expired"):
+                orders.admit(conn, claim, key, wait_s=0.1)
+            assert orders.order_for(conn, work)["status"] == orders.SIGNED_OFF
+
+
+def test_an_error_swallowed_inside_a_fenced_write_fails_loudly_not_silently(agent):
+    """PostgreSQL ends a transaction at its first error, and a COMMIT after
+    it rolls back in silence: the worker would believe its transcript row
+    written. The COMMIT is refused instead, and nothing is written."""
+    with opened(agent) as conn:
+        claim = claims.claim(conn, "w", ttl=60, work_id=queued(conn))
+        key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+        with pytest.raises(sqlite3.OperationalError, match="aborted"):
+            with fence.fenced(conn, claim, "observe"):
+                conn.execute("INSERT INTO transcript (work_id, generation, message)"
+                             " VALUES (:id, 1, '{\"kind\": \"note\"}')",
+                             {"id": claim.id})
+                try:  # "already proposed is fine": on SQLite the note would stay
+                    conn.execute("INSERT INTO orders (operation_key, work_id, sku,"
+                                 " quantity, unit_cents, status) VALUES (:key,"
+                                 " :id, 'flour', 1, 1, 'DRAFT')",
+                                 {"key": key, "id": claim.id})
+                except sqlite3.IntegrityError:
+                    pass
+        assert [m["kind"] for m in fence.transcript(conn, claim.id)] == ["proposal"]
+        fence.observe(conn, claim, {"kind": "note"})  # the connection goes on
+
+
+def test_a_fresh_schema_beside_an_installed_one_reads_as_empty(agent, store_at):
+    """Whether a table exists is asked in the store's own schema: the one
+    beside it, installed and paused, changes nothing here."""
+    plan = make_plan("touch", [Step(1, "touch", {})])
+    with opened(agent) as installed:
+        control.set_paused(installed, True)
+        control.start_scheduler(installed, "sam")
+        save_plan(installed, plan)
+        journal.install(installed)
+        installed.execute(
+            "INSERT INTO journal (task, step, operation_key, action, args,"
+            " before_state, outcome) VALUES ('t', 1, 'k', 'a', '{}', '{}', '{}')")
+    with opened(store_at("fresh")) as fresh:
+        assert control.is_paused(fresh) is False
+        assert control.scheduler_may_run(fresh) is False
+        assert control.snapshot(fresh) == {table: [] for table in control.TABLES}
+        assert journal.confirmed_count(fresh, "t") == 0
+        assert journal.entries(fresh, "t") == []
+        with pytest.raises(UnknownTask):
+            load_plan(fresh, plan.task)
