@@ -32,9 +32,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from crashcourse.postgres_binaries import binaries, reachable
+
 URL_ENV = "CRASHCOURSE_PG_URL"
 SERVER_USER = "crashcourse-pg"
-DEBIAN_BINARIES = Path("/usr/lib/postgresql")
 # A throwaway server for tests and chapters: durable across a killed client
 # (the cases this book runs), not across a power cut, which no case makes.
 SETTINGS = {"fsync": "off", "max_connections": "100", "shared_buffers": "32MB"}
@@ -62,21 +63,6 @@ class Server:
         credentials, location = rest.rsplit("@", 1)
         port_and_db = location.split(":", 1)[1]
         return f"{scheme}://{credentials}@{address}:{port_and_db}"
-
-
-def binaries() -> Path | None:
-    """The folder holding ``initdb`` and ``postgres``: the pgserver wheel's,
-    else the newest Debian package's, else None (chapter 10)."""
-    from importlib.util import find_spec
-
-    spec = find_spec("pgserver")  # found, not imported: importing it has effects
-    if spec is not None and spec.origin is not None:
-        wheel = Path(spec.origin).parent / "pginstall" / "bin"
-        if (wheel / "postgres").is_file():
-            return wheel
-    installed = sorted(DEBIAN_BINARIES.glob("*/bin/postgres"),
-                       key=lambda p: int(p.parent.parent.name))
-    return installed[-1].parent if installed else None
 
 
 def _server_user() -> str | None:
@@ -140,6 +126,7 @@ def start(*, listen: tuple[str, ...] = ("127.0.0.1",), timeout: float = 30.0,
         raise ServerUnavailable("no PostgreSQL binaries: install pgserver "
                                 f"(pip) or postgresql (apt), or set {URL_ENV}")
     began, user = time.monotonic(), _server_user()
+    bin_dir = reachable(bin_dir) if user is not None else bin_dir
     folder = Path(tempfile.mkdtemp(prefix="crashcourse-pg-"))
     try:
         if user is not None:
