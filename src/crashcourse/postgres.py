@@ -19,6 +19,7 @@ talking to the server is ``crashcourse.pgstore``'s job.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
@@ -29,7 +30,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from crashcourse.postgres_binaries import binaries, reachable
@@ -47,7 +47,7 @@ class ServerUnavailable(RuntimeError):
     """No PostgreSQL to start here, and no URL in ``URL_ENV`` (chapter 10)."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Server:
     """A running server: where to connect, and what we started (chapter 10)."""
 
