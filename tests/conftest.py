@@ -68,17 +68,10 @@ def pg_server():
     """The session's PostgreSQL server, or a skip that says why there is none."""
     from crashcourse import postgres
 
-    own = postgres.own_server()
-    if own is not None:
-        yield own
-        return
-    if postgres.binaries() is None:
+    if postgres.own_server() is None and postgres.binaries() is None:
         pytest.skip(f"no PostgreSQL: pip install pgserver, or set {postgres.URL_ENV}")
-    server = postgres.start()
-    try:
+    with postgres.running() as server:  # the reader's own is never stopped
         yield server
-    finally:
-        postgres.stop(server)
 
 
 BACKENDS = ("sqlite", "postgres")
