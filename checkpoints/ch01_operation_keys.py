@@ -39,7 +39,7 @@ from crashcourse.harness import Harness, kill_and_resume
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
 
-SCHEMA = "crashcourse.ch01.operation_ids/1"
+SCHEMA = "crashcourse.ch01.operation_keys/1"
 WORKER = ["-m", "crashcourse.workers.restock_note"]
 NOTE = {"sku": "oat-milk", "quantity": 24, "text": "24 cartons of oat milk"}
 CHANGED = {**NOTE, "quantity": 48}

@@ -37,7 +37,7 @@ def quick_run(quick_checkpoint):
 def test_quick_run_exits_0_and_every_trial_holds(quick_run):
     done, document = quick_run
     assert done.returncode == 0, done.stderr
-    assert document["schema"] == "crashcourse.ch01.operation_ids/1"
+    assert document["schema"] == "crashcourse.ch01.operation_keys/1"
     assert "script/ch01_operation_keys.py" in document["manifest"]["sources_sha256"]
     names = [trial["intervention"] for trial in document["trials"]]
     assert names == list(load_checkpoint().INTERVENTIONS)

@@ -383,3 +383,50 @@ def test_leaving_the_block_takes_the_children_of_a_worker_that_exited(tmp_path):
         assert settled(child), "cleanup left the exited worker's child running"
     finally:
         kill_if_ours(child)
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state the kernel shows for ``pid`` (T: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_frozen_worker_is_stopped_not_dead_and_goes_on_when_thawed(tmp_path):
+    ticks = tmp_path / "ticks"
+    counter = ["-c", "import time, sys\n"
+               f"for i in range(400):\n open({str(ticks)!r}, 'a').write('.')\n"
+               " time.sleep(0.01)"]
+    with Harness() as harness:
+        worker = harness.start(counter)
+        deadline = time.monotonic() + 30
+        while not ticks.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        worker.freeze()
+        time.sleep(0.05)  # a write already under way lands; then nothing moves
+        frozen_at = ticks.stat().st_size
+        time.sleep(0.3)
+        assert process_state(worker.pid) == "T"  # stopped by SIGSTOP, not gone
+        assert ticks.stat().st_size == frozen_at
+        worker.thaw()
+        deadline = time.monotonic() + 30
+        while ticks.stat().st_size == frozen_at and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ticks.stat().st_size > frozen_at  # it went on where it stopped
+    assert gone(worker.pid)  # leaving the block kills a worker, frozen or not
+
+
+def test_leaving_the_block_kills_a_worker_left_frozen():
+    with Harness() as harness:
+        worker = harness.start(SLEEPER)
+        worker.freeze()
+    assert worker.process.returncode == -signal.SIGKILL
+    assert gone(worker.pid)
+
+
+def test_an_exited_worker_cannot_be_frozen():
+    with Harness() as harness:
+        worker = harness.start(["-c", "pass"])
+        worker.finish()
+        with pytest.raises(RuntimeError, match="exited"):
+            worker.freeze()

@@ -89,6 +89,18 @@ class Worker:
         """Let a worker held at its boundary go on."""
         os.write(self.control_fd, b"go\n")
 
+    def freeze(self) -> None:
+        """SIGSTOP its group: alive, holding what it holds, doing nothing, as a
+        process in a long GC pause or on a descheduled VM (chapters 05-09)."""
+        if self.process.poll() is not None:
+            raise RuntimeError(f"worker {self.pid} has exited: nothing to freeze")
+        os.killpg(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT its group: a frozen worker goes on where it stopped."""
+        if self.process.returncode is None:
+            os.killpg(self.pid, signal.SIGCONT)
+
     def kill(self, expect_sigkill: bool = True) -> Finished:
         """SIGKILL this worker's own process group, reap it, return its status."""
         self.kill_group()
