@@ -86,7 +86,7 @@ def write_terms(conn, order_id: str, expires_unix, policy_version) -> None:
 def set_expiry(path: str | Path, order_id: str, expires_unix: float | None) -> None:
     """Change only an approval's wall-clock expiry (chapter 03)."""
     check_terms(expires_unix, None)
-    with opened(path, require=PAYMENTS) as conn, immediate(conn):
+    with opened(path, require=PAYMENTS, record=True) as conn, immediate(conn):
         conn.execute(
             "UPDATE approval_terms SET expires_unix = :expires WHERE order_id = :order",
             {"order": order_id, "expires": expires_unix},
@@ -96,7 +96,7 @@ def set_expiry(path: str | Path, order_id: str, expires_unix: float | None) -> N
 def set_policy_version(path: str | Path, version: int) -> None:
     """Move the service to policy ``version`` (chapter 03); history stays."""
     check_terms(None, version)
-    with opened(path, require=PAYMENTS) as conn, immediate(conn):
+    with opened(path, require=PAYMENTS, record=True) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO service_policy (id, version) VALUES (1, :version)"
             " ON CONFLICT (id) DO UPDATE SET version = :version",
@@ -145,7 +145,7 @@ def record_evidence(conn: sqlite3.Connection, key: str, terms: dict) -> None:
 
 def payment_history(path: str | Path, key: str) -> dict | None:
     """A committed payment with the terms it was committed under (chapter 03)."""
-    with opened(path, require=PAYMENTS) as conn:
+    with opened(path, require=PAYMENTS, record=True) as conn:
         row = conn.execute(
             "SELECT p.key, p.order_id, p.amount_cents, p.currency,"
             "       e.policy_version, e.expires_unix, e.committed_unix"

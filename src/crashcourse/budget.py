@@ -64,7 +64,7 @@ def set_budget(path: str | Path, max_actions: int, currency_caps: dict) -> None:
     once a payment exists, raises ``BudgetPolicyError`` and writes nothing."""
     max_actions, caps = check_policy(max_actions, currency_caps)
     wanted = {"max_actions": max_actions, "currency_caps": caps}
-    with opened(path, require=PAYMENTS) as conn, immediate(conn):
+    with opened(path, require=PAYMENTS, record=True) as conn, immediate(conn):
         stored = read_policy(conn)
         if stored == wanted:
             return
@@ -120,7 +120,7 @@ def shortfall(conn: sqlite3.Connection, amount_cents: int, currency: str) -> str
 
 def budget_snapshot(path: str | Path) -> dict:
     """The allowance as the rows say: charged and remaining (chapter 04)."""
-    with opened(path, require=PAYMENTS) as conn:
+    with opened(path, require=PAYMENTS, record=True) as conn:
         policy, used = read_policy(conn), consumption(conn)
     snap = {"budgeted": policy is not None, "charged_actions": used["actions"],
             "charged_cents": used["cents"]}

@@ -17,7 +17,18 @@ A store is created only by its module's ``install``. Everything else opens
 it with ``require=`` the tables it reads: a file that is missing, truncated to
 0 bytes or never installed is refused with ``StoreMissing`` and left as it was,
 never silently replaced by a new, empty store (a payment history that vanished
-must not read as "never paid").
+must not read as "never paid"). A file that opens but is DAMAGED is refused
+too (``StoreDamaged``), before anything reads or writes it: ``PRAGMA
+quick_check`` for every required store, and for a system of record
+(``record=True``) the slower ``integrity_check``, which also compares every
+index with its table. Only the second sees a payment whose key was zeroed in
+the key's index: the lookup by key then finds nothing, and a service that
+trusted it would charge again.
+
+A SYSTEM OF RECORD (``record=True``: every service in
+``crashcourse.services``) opens at ``synchronous=FULL``. Chapter 11 shows why:
+the fsync belongs to the store whose rows say what happened outside, not to
+the worker's own progress, which may stay at NORMAL.
 
 Connections are in autocommit mode (``isolation_level=None``): transactions
 are opened explicitly with ``immediate`` so the reader sees where each one
@@ -46,18 +57,29 @@ class StoreMissing(RuntimeError):
     tables. Nothing was created or changed (issue 14, "no silent loss")."""
 
 
+class StoreDamaged(StoreMissing):
+    """An installed store opened, but SQLite's own check of its pages (and,
+    for a system of record, of every index against its table) failed. Nothing
+    was read from it as history and nothing was written (chapter 11)."""
+
+
 def connect(
     path: str | Path,
     *,
     synchronous: str = "NORMAL",
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     require: tuple[str, ...] = (),
+    record: bool = False,
 ) -> sqlite3.Connection:
     """Open ``path`` with WAL, a busy timeout, foreign keys and ``synchronous``.
 
     With ``require`` (table names) the file must already hold those tables:
-    otherwise ``StoreMissing``, and the file is neither created nor written."""
-    level = synchronous.upper()
+    otherwise ``StoreMissing``, and the file is neither created nor written;
+    a damaged one: ``StoreDamaged``. ``record=True`` opens a system of record:
+    ``synchronous=FULL`` whatever was asked, and the full integrity check."""
+    if record is not True and record is not False:
+        raise TypeError(f"record must be True or False, got {record!r}")
+    level = "FULL" if record else synchronous.upper()
     if level not in SYNCHRONOUS_LEVELS:
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS_LEVELS}")
     if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
@@ -70,8 +92,10 @@ def connect(
         conn = connector(path, synchronous=level, busy_timeout_ms=busy_timeout_ms,
                          require=require)
         if conn is not None:
+            if require:
+                refuse_damaged(conn, path, record)
             return conn
-    conn = _open(path, busy_timeout_ms / 1000, require)
+    conn = _open(path, busy_timeout_ms / 1000, require, record)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     # Before the switch to WAL: creating a new file then syncs at this level,
@@ -82,9 +106,11 @@ def connect(
     return conn
 
 
-def _open(path, timeout: float, require: tuple[str, ...]) -> sqlite3.Connection:
+def _open(path, timeout: float, require: tuple[str, ...],
+          record: bool = False) -> sqlite3.Connection:
     """sqlite3.connect, or, with ``require``, open read-write WITHOUT create
-    and look for the tables before anything (the switch to WAL) writes."""
+    and look for the tables, and for damage, before anything (the switch to
+    WAL) writes."""
     if not require:
         return sqlite3.connect(path, isolation_level=None, timeout=timeout)
     import os  # already loaded by the interpreter: no start-up cost
@@ -103,14 +129,39 @@ def _open(path, timeout: float, require: tuple[str, ...]) -> sqlite3.Connection:
     except sqlite3.OperationalError:  # locked, busy: not an answer about the file
         conn.close()
         raise
-    except sqlite3.DatabaseError as bad:  # not a database at all
+    except sqlite3.DatabaseError as bad:  # not a database, or a broken one
         conn.close()
+        if "malformed" in str(bad):
+            raise StoreDamaged(f"{path}: damaged, refused before any read or "
+                               f"write ({bad})") from None
         raise StoreMissing(f"{path}: not a store ({bad})") from None
     missing = sorted(set(require) - names)
     if missing:
         conn.close()
         raise StoreMissing(f"{path}: not installed (no table {', '.join(missing)})")
+    try:
+        refuse_damaged(conn, path, record)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def refuse_damaged(conn, path, record: bool) -> None:
+    """``StoreDamaged`` unless SQLite finds the file sound: ``quick_check``
+    (every page readable and well formed), or for a system of record
+    ``integrity_check``, which also matches every index to its table."""
+    pragma = "integrity_check(1)" if record else "quick_check(1)"
+    try:
+        verdict = conn.execute(f"PRAGMA {pragma}").fetchone()[0]
+    except sqlite3.OperationalError:  # locked, busy: no answer about the file
+        raise
+    except sqlite3.DatabaseError as bad:  # "malformed": the answer is no
+        verdict = str(bad)
+    if verdict != "ok":
+        said = " ".join(verdict.replace("*** in database main ***", "").split())
+        raise StoreDamaged(f"{path}: damaged, refused before any read or write "
+                           f"({said})")
 
 
 def enter_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:

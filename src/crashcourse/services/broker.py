@@ -96,7 +96,7 @@ class CredentialRefused(PermissionError):
 
 def install(path: str | Path) -> None:
     """Create the broker's tables in its own file (chapter 09)."""
-    with opened(path) as conn:
+    with opened(path, record=True) as conn:
         ensure_schema(conn, SCHEMA)
 
 
@@ -119,7 +119,7 @@ def issue(path: str | Path, holder: str, scope: str, ttl: float,
             math.isfinite(ttl) and 0 < ttl <= MAX_TTL):
         raise ValueError(f"ttl must be seconds in (0, {MAX_TTL:.0f}], got {ttl!r}")
     token = f"cred-{secrets.token_hex(12)}"
-    with opened(path, require=TABLES) as conn, immediate(conn):
+    with opened(path, require=TABLES, record=True) as conn, immediate(conn):
         at = clock(now)
         conn.execute(
             "INSERT INTO credentials (token, holder, scope, issued_at, expires_at)"
@@ -136,7 +136,7 @@ def revoke(path: str | Path, token: str, who: str, now: float | None = None) -> 
     (``ValueError``) is refused and nothing is written (chapter 09)."""
     check_text("token", token)
     check_text("who", who)
-    with opened(path, require=TABLES) as conn, immediate(conn):
+    with opened(path, require=TABLES, record=True) as conn, immediate(conn):
         at = clock(now)
         if conn.execute("SELECT 1 FROM credentials WHERE token = :token",
                         {"token": token}).fetchone() is None:
@@ -162,7 +162,7 @@ def verify(path: str | Path, token: str | None, scope: str,
     if not token:
         raise CredentialRefused(MISSING)
     # IMMEDIATE: a verification never overlaps a revocation
-    with opened(path, require=TABLES) as conn, immediate(conn):
+    with opened(path, require=TABLES, record=True) as conn, immediate(conn):
         at = clock(now)
         row = conn.execute(
             "SELECT credential.holder, credential.scope, credential.expires_at,"
@@ -185,7 +185,7 @@ def verify(path: str | Path, token: str | None, scope: str,
 
 def snapshot(path: str | Path) -> dict[str, list[dict]]:
     """Every credential and revocation, for evidence; a read (chapter 09)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         return {table: table_rows(conn, table)
                 for table in ("credentials", "revocations")}
 
@@ -198,7 +198,7 @@ def guard(conn: sqlite3.Connection, broker: str | Path | None) -> None:
     the broker's path that every write will be checked against (chapter 09)."""
     if broker is not None:
         try:  # looked at, never created: a typo must not become a broker
-            connect(broker, require=TABLES).close()
+            connect(broker, require=TABLES, record=True).close()
         except StoreMissing as missing:
             raise ValueError(f"no broker installed at {broker}: {missing}") from None
     ensure_schema(conn, GUARD_SCHEMA)
@@ -227,7 +227,7 @@ def note_refusal(path: str | Path, action: str, credential: str | None,
                  reason: str) -> None:
     """Log a refused call in the service's own ``refusals``, in a transaction of
     its own after the refused one rolled back (chapter 09)."""
-    with opened(path, require=("refusals",)) as conn, immediate(conn):
+    with opened(path, require=("refusals",), record=True) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO refusals (action, credential, reason, at)"
             " VALUES (:action, :credential, :reason, :at)",

@@ -73,7 +73,7 @@ def install(path: str | Path, files: dict[str, str] | None = None,
     """Create the drive's tables and add ``files`` ({file_id: name}) (chapter 07).
 
     With ``broker`` every later rename needs its credential (chapter 09)."""
-    with opened(path) as conn:
+    with opened(path, record=True) as conn:
         ensure_schema(conn, SCHEMA)
         guard(conn, broker)
         with immediate(conn):
@@ -97,7 +97,7 @@ def _lookup(conn: sqlite3.Connection, file_id: str) -> dict:
 
 def lookup(path: str | Path, file_id: str) -> dict:
     """The file's current id and name, or ``UnknownFile`` (chapter 07)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         return _lookup(conn, file_id)
 
 
@@ -111,7 +111,7 @@ def rename_to(path: str | Path, file_id: str, name: str,
     if not isinstance(name, str) or not name.strip() or "/" in name:
         raise ValueError(f"not a file name: {name!r}")
     try:
-        with opened(path, require=TABLES) as conn, immediate(conn):
+        with opened(path, require=TABLES, record=True) as conn, immediate(conn):
             at = admit(conn, credential, RENAME)
             before = _lookup(conn, file_id)
             changed = before["name"] != name
@@ -145,7 +145,7 @@ def probe_rename(path: str | Path, file_id: str, name: str) -> tuple[bool, dict]
 def probe_rename_by_name(path: str | Path, file_id: str,
                          name: str) -> tuple[bool, dict]:
     """The WRONG probe (chapter 07): any file called ``name`` counts as done."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         row = conn.execute(
             "SELECT file_id, name FROM files WHERE name = :name ORDER BY file_id",
             {"name": name},
@@ -157,7 +157,7 @@ def probe_rename_by_name(path: str | Path, file_id: str,
 
 def names(path: str | Path, owner: str | None = "shop") -> dict[str, str]:
     """{file_id: name} of every file of ``owner`` (None: all) (chapter 07)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         rows = conn.execute(
             "SELECT file_id, name FROM files"
             " WHERE :owner IS NULL OR owner = :owner ORDER BY file_id",
@@ -168,7 +168,7 @@ def names(path: str | Path, owner: str | None = "shop") -> dict[str, str]:
 
 def duplicate_requests(path: str | Path, requester: str = "assistant") -> int:
     """Requests beyond the first per (file, name), from the log (chapter 07)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         return conn.execute(
             "SELECT coalesce(sum(n - 1), 0) FROM ("
             "  SELECT count(*) AS n FROM rename_requests"
@@ -179,7 +179,7 @@ def duplicate_requests(path: str | Path, requester: str = "assistant") -> int:
 
 def snapshot(path: str | Path) -> dict[str, list[dict]]:
     """Every file, rename request and refusal, for evidence (chapter 09)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         return {"files": table_rows(conn, "files", "file_id"),
                 "rename_requests": table_rows(conn, "rename_requests", "seq"),
                 "refusals": refusals(conn)}

@@ -68,7 +68,7 @@ CREATE INDEX IF NOT EXISTS messages_by_key ON messages (operation_key)
 def install(path: str | Path, *, broker: str | Path | None = None) -> None:
     """Create the provider's tables (chapter 07); with ``broker`` every later
     submission needs its credential (chapter 09)."""
-    with opened(path) as conn:
+    with opened(path, record=True) as conn:
         ensure_schema(conn, SCHEMA)
         guard(conn, broker)
 
@@ -83,7 +83,7 @@ def submit(path: str | Path, recipient: str, subject: str, body: str,
     if "@" not in str(recipient):
         raise ValueError(f"not an address: {recipient!r}")
     try:
-        with opened(path, require=TABLES) as conn, immediate(conn):
+        with opened(path, require=TABLES, record=True) as conn, immediate(conn):
             at = admit(conn, credential, SUBMIT)
             cursor = conn.execute(
                 "INSERT INTO messages (recipient, subject, body, headers,"
@@ -102,7 +102,7 @@ def submit(path: str | Path, recipient: str, subject: str, body: str,
 
 def tick(path: str | Path) -> int:
     """Deliver everything queued; how many messages were sent (chapter 07)."""
-    with opened(path, require=TABLES) as conn, immediate(conn):
+    with opened(path, require=TABLES, record=True) as conn, immediate(conn):
         return conn.execute(
             f"UPDATE messages SET status = '{SENT}', sent_at = :at"
             f" WHERE status = '{QUEUED}'",
@@ -116,7 +116,7 @@ def probe_sent(path: str | Path, operation_key: str) -> tuple[bool, dict]:
     Searches the whole provider, queue included, by the header: the question
     a retry needs answered is "was it accepted?", not "was it delivered?".
     """
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         row = conn.execute(
             "SELECT message_id, status FROM messages"
             " WHERE operation_key = :operation_key ORDER BY message_id",
@@ -132,7 +132,7 @@ def sent_folder(path: str | Path) -> list[dict]:
 
 def messages(path: str | Path) -> list[dict]:
     """Every message the provider accepted, oldest first (chapter 07)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         rows = conn.execute(
             "SELECT message_id, recipient, subject, operation_key, status"
             " FROM messages ORDER BY message_id"
@@ -142,7 +142,7 @@ def messages(path: str | Path) -> list[dict]:
 
 def duplicate_messages(path: str | Path) -> int:
     """Messages beyond the first per operation key, from the rows (chapter 07)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         return conn.execute(
             "SELECT coalesce(sum(n - 1), 0) FROM ("
             "  SELECT count(*) AS n FROM messages"
@@ -153,6 +153,6 @@ def duplicate_messages(path: str | Path) -> int:
 def snapshot(path: str | Path) -> dict[str, list[dict]]:
     """Every message, with its instants and credential, and every refusal
     (chapter 09)."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         return {"messages": table_rows(conn, "messages", "message_id"),
                 "refusals": refusals(conn)}

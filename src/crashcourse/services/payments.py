@@ -114,7 +114,7 @@ def install(
     if max_actions is not None or currency_caps is not None:
         policy = budget.check_policy(max_actions, currency_caps)
     with busy_means_not_charged("nothing was set up"), \
-            opened(path, busy_timeout_ms=busy_timeout_ms) as conn:
+            opened(path, busy_timeout_ms=busy_timeout_ms, record=True) as conn:
         ensure_schema(conn, ";".join((SCHEMA, authority.SCHEMA, budget.SCHEMA)))
     if policy is not None:
         budget.set_budget(path, *policy)
@@ -130,7 +130,7 @@ def approve(
     version it is granted under (None: the service's current one)."""
     check_action("approval", order_id, amount_cents, currency)
     authority.check_terms(expires_unix, policy_version)
-    with opened(path, require=TABLES) as conn, immediate(conn):
+    with opened(path, require=TABLES, record=True) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO approvals (order_id, amount_cents, currency)"
             " VALUES (:order, :amount, :currency)"
@@ -144,7 +144,7 @@ def approve(
 def revoke(path: str | Path, order_id: str) -> None:
     """Withdraw authority for NEW payments on ``order_id``; history stays (ch. 02)."""
     check_text("order id", order_id)
-    with opened(path, require=TABLES) as conn, immediate(conn):
+    with opened(path, require=TABLES, record=True) as conn, immediate(conn):
         conn.execute(
             "UPDATE approvals SET revoked = 1 WHERE order_id = :order",
             {"order": order_id},
@@ -161,7 +161,8 @@ def issue_payment(
     check_action(key, order_id, amount_cents, currency)
     action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
     with busy_means_not_charged(f"{key!r} was not charged"), \
-            opened(path, busy_timeout_ms=busy_timeout_ms, require=TABLES) as conn, \
+            opened(path, busy_timeout_ms=busy_timeout_ms, require=TABLES,
+                   record=True) as conn, \
             immediate(conn):
         if replayed := find_payment(conn, key):  # 1. history: no new effect
             if replayed != action:
@@ -220,7 +221,7 @@ def snapshot(path: str | Path) -> dict:
     """Every durable row of the service a grader reads: payments, approvals.
 
     Introduced in chapter 02."""
-    with opened(path, require=TABLES) as conn:
+    with opened(path, require=TABLES, record=True) as conn:
         return {
             "payments": table_rows(conn, "payments"),
             "approvals": table_rows(conn, "approvals"),

@@ -118,7 +118,7 @@ class Handler(BaseHTTPRequestHandler):
     def store(self):
         """The installed file; a lost one is refused, not remade (chapter 06)."""
         return opened(self.config.db, require=TABLES,
-                      busy_timeout_ms=self.config.busy_ms)
+                      busy_timeout_ms=self.config.busy_ms, record=True)
 
     def do_GET(self) -> None:
         self.respond("GET", self.get_order)

@@ -66,7 +66,7 @@ TABLES = ("orders", "fences", "requests", "releases")  # what an installed file 
 
 def install(path: str | Path) -> None:
     """Create the supplier's tables in its own file (chapter 06)."""
-    with opened(path) as conn:
+    with opened(path, record=True) as conn:
         ensure_schema(conn, SCHEMA)
 
 

@@ -126,12 +126,16 @@ def text_options(argv: list[str], required: tuple[str, ...],
     return options | given
 
 
-def check_installed(*stores: tuple[str, tuple[str, ...]]) -> None:
-    """Each ``(path, tables)`` is an installed store, or ``StoreMissing``: a
-    worker checks the stores it did not make before it writes anything. Nothing
-    is created to find out (``store.opened``'s ``require``) (chapter 00)."""
+def check_installed(*stores: tuple[str, tuple[str, ...]], record: bool = True
+                    ) -> None:
+    """Each ``(path, tables)`` is an installed, undamaged store, or
+    ``StoreMissing`` (``StoreDamaged``): a worker checks the stores it did not
+    make before it writes anything. Nothing is created to find out
+    (``store.opened``'s ``require``). They are the outside world's records, so
+    by default each gets the full integrity check (``record``); a worker's own
+    store may pass ``record=False`` for the quick one (chapter 00)."""
     for path, tables in stores:
-        with opened(path, require=tables):
+        with opened(path, require=tables, record=record):
             pass
 
 

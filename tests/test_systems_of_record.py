@@ -1,0 +1,257 @@
+"""The services are systems of record: they sync at every commit, and a
+history that opens but is damaged is refused before anything trusts it.
+
+Chapter 11 proves that the fsync belongs to the store whose rows say what
+happened outside. These tests hold the runtime to it: every connection any
+service opens to its own file is at ``synchronous=FULL``, and a store whose
+pages or indexes SQLite finds broken is refused with one line, untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from crashcourse import authority, budget, store
+from crashcourse.harness import Harness
+from crashcourse.services import (
+    broker,
+    drive,
+    mail,
+    payments,
+    start_supplier,
+    supplier,
+    supplier_client,
+    supplier_store,
+)
+from crashcourse.store import StoreDamaged, StoreMissing
+
+ORDER, AMOUNT, CURRENCY = "SUP-0042", 4000, "USD"
+KEY = "restock-0042/1/pay_invoice/0123456789abcdef"
+FULL = 2  # what PRAGMA synchronous answers for FULL
+
+
+@pytest.fixture
+def opened_levels(monkeypatch):
+    """Every connection ``store.connect`` hands out, with its synchronous level."""
+    seen: list[tuple[str, int]] = []
+    real = store.connect
+
+    def watching(path, **options):
+        conn = real(path, **options)
+        seen.append((str(path), conn.execute("PRAGMA synchronous").fetchone()[0]))
+        return conn
+
+    monkeypatch.setattr(store, "connect", watching)
+    return seen
+
+
+def every_service_call(folder: Path) -> dict[str, Path]:
+    """Install each service and run every call it offers; their files."""
+    files = {name: folder / f"{name}.sqlite"
+             for name in ("payments", "mail", "drive", "broker")}
+    broker.install(files["broker"])
+    token = broker.issue(files["broker"], "assistant", "drive:rename mail:submit", 60)
+    payments.install(files["payments"], max_actions=5, currency_caps={"USD": 9000})
+    payments.approve(files["payments"], ORDER, AMOUNT, CURRENCY)
+    authority.set_expiry(files["payments"], ORDER, None)
+    authority.set_policy_version(files["payments"], 1)
+    budget.set_budget(files["payments"], 5, {"USD": 9000})
+    payments.issue_payment(files["payments"], KEY, ORDER, AMOUNT, CURRENCY)
+    payments.issue_payment(files["payments"], KEY, ORDER, AMOUNT, CURRENCY)
+    budget.budget_snapshot(files["payments"])
+    authority.payment_history(files["payments"], KEY)
+    payments.revoke(files["payments"], ORDER)
+    payments.snapshot(files["payments"])
+    mail.install(files["mail"], broker=files["broker"])
+    mail.submit(files["mail"], "orders@supplier.example", "s", "b",
+                {mail.KEY_HEADER: KEY}, credential=token)
+    mail.tick(files["mail"])
+    mail.probe_sent(files["mail"], KEY)
+    mail.snapshot(files["mail"])
+    drive.install(files["drive"], {"f001": "scan-001.pdf"}, broker=files["broker"])
+    drive.rename_to(files["drive"], "f001", "invoice.pdf", credential=token)
+    drive.probe_rename(files["drive"], "f001", "invoice.pdf")
+    drive.snapshot(files["drive"])
+    with pytest.raises(broker.CredentialRefused):
+        drive.rename_to(files["drive"], "f001", "x.pdf", credential="forged")
+    broker.revoke(files["broker"], token, "owner")
+    broker.snapshot(files["broker"])
+    return files
+
+
+def test_every_service_opens_its_own_file_at_full(tmp_path, opened_levels):
+    files = every_service_call(tmp_path)
+    for name, path in files.items():
+        levels = {level for where, level in opened_levels if where == str(path)}
+        assert levels == {FULL}, f"{name} opened at synchronous levels {levels}"
+
+
+def test_the_supplier_opens_its_file_at_full(tmp_path, opened_levels, monkeypatch):
+    db = tmp_path / "supplier.sqlite"
+    config = supplier.parse(["--db", str(db), "--ready", str(tmp_path / "ready")])
+    supplier_store.install(db)
+    monkeypatch.setattr(supplier.Handler, "config", config, raising=False)
+    server = supplier.Server(("127.0.0.1", 0), supplier.Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        proposal = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
+        status, _ = supplier_client.place_order(url, "op-1", proposal,
+                                                work_id="w", generation=1, wait_s=5)
+        assert status == 201
+        assert supplier_client.get_order(url, "op-1", wait_s=5)[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    levels = {level for where, level in opened_levels if where == str(db)}
+    assert levels == {FULL}
+
+
+def test_a_worker_may_keep_its_own_file_at_normal(tmp_path):
+    with store.opened(tmp_path / "own.sqlite") as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def zero_the_key_in_its_index(path: Path, key: str) -> None:
+    """Zero the bytes of ``key`` where the payments key's INDEX holds them.
+
+    The file still opens and ``quick_check`` still says ok; the lookup by
+    key (which goes through that index) now finds nothing."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name ="
+                            " 'sqlite_autoindex_payments_1'").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    data = bytearray(path.read_bytes())
+    page = data[(root - 1) * size: root * size]
+    at = page.find(key.encode())
+    assert at >= 0, "the key is not on the index's root page"
+    start = (root - 1) * size + at
+    data[start: start + len(key)] = bytes(len(key))
+    path.write_bytes(bytes(data))
+
+
+def payments_without_the_index(path: Path) -> int:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return conn.execute("SELECT count(*) FROM payments NOT INDEXED").fetchone()[0]
+
+
+@pytest.fixture
+def damaged_payments(tmp_path) -> Path:
+    path = tmp_path / "payments.sqlite"
+    payments.install(path)
+    payments.approve(path, ORDER, AMOUNT, CURRENCY)
+    assert payments.issue_payment(path, KEY, ORDER, AMOUNT, CURRENCY) == "committed"
+    zero_the_key_in_its_index(path, KEY)
+    with sqlite3.connect(path) as conn:  # what a store's own quick look misses
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT count(*) FROM payments WHERE key = ?",
+                            (KEY,)).fetchone()[0] == 0
+    return path
+
+
+def test_a_history_whose_index_lost_a_key_is_refused_untouched(damaged_payments):
+    before = sha(damaged_payments)
+    with pytest.raises(StoreDamaged, match="damaged"):
+        payments.issue_payment(damaged_payments, KEY, ORDER, AMOUNT, CURRENCY)
+    for call in (payments.snapshot, lambda p: payments.approve(p, "o2", 1, "USD"),
+                 budget.budget_snapshot,
+                 lambda p: authority.payment_history(p, KEY)):
+        with pytest.raises(StoreDamaged):
+            call(damaged_payments)
+    assert sha(damaged_payments) == before
+    assert payments_without_the_index(damaged_payments) == 1
+
+
+def test_the_reproduction_a_worker_with_no_checkpoint_charges_nothing_twice(
+        damaged_payments, tmp_path):
+    """The issue's reproduction: key bytes zeroed, the worker's checkpoint
+    gone. Trusted, the file would let ``pay_invoice`` charge again and exit 0."""
+    command = ["-m", "crashcourse.workers.pay_invoice", "--payments",
+               str(damaged_payments), "--state", str(tmp_path / "worker.db"),
+               "--task", "restock-0042", "--order", ORDER, "--amount",
+               str(AMOUNT), "--currency", CURRENCY]
+    with Harness() as harness:
+        done = harness.run(command)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "damaged" in done.stderr
+    assert payments_without_the_index(damaged_payments) == 1
+    assert not (tmp_path / "worker.db").exists()
+
+
+@pytest.mark.parametrize("service", ["mail", "drive", "broker"])
+def test_every_service_refuses_a_damaged_file(tmp_path, service):
+    path = tmp_path / f"{service}.sqlite"
+    module = {"mail": mail, "drive": drive, "broker": broker}[service]
+    module.install(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    data = bytearray(path.read_bytes())
+    for page in range(1, pages):  # every page after the first: b-tree garbage
+        data[page * size: page * size + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    before = sha(path)
+    read = {"mail": lambda p: mail.messages(p), "drive": lambda p: drive.names(p),
+            "broker": lambda p: broker.snapshot(p)}[service]
+    with pytest.raises(StoreMissing):
+        read(path)
+    assert sha(path) == before
+
+
+def test_a_file_cut_short_inside_its_pages_is_refused(tmp_path):
+    path = tmp_path / "payments.sqlite"
+    payments.install(path)
+    for i in range(80):
+        payments.approve(path, f"order-{i}", AMOUNT, CURRENCY)
+        payments.issue_payment(path, f"pay-{i}-0123456789abcdef", f"order-{i}",
+                               AMOUNT, CURRENCY)
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = path.stat().st_size
+    cut = tmp_path / "cut.sqlite"
+    shutil.copy(path, cut)
+    with open(cut, "r+b") as handle:
+        handle.truncate(size // 2 + 100)  # mid-page, half the history gone
+    with pytest.raises(StoreDamaged):
+        payments.issue_payment(cut, "pay-3-0123456789abcdef", "order-3", AMOUNT,
+                               CURRENCY)
+
+
+def test_record_takes_a_bool_only(tmp_path):
+    with pytest.raises(TypeError):
+        store.connect(tmp_path / "x.sqlite", record="yes")
+
+
+def test_the_supplier_process_refuses_a_damaged_store_with_503(tmp_path):
+    """A damaged supplier file is answered like a missing one: 503, not trusted."""
+    db = tmp_path / "supplier.sqlite"
+    supplier_store.install(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    with Harness() as harness:
+        running = start_supplier(harness, db)
+        data = bytearray(db.read_bytes())
+        for page in range(1, pages):
+            data[page * size: page * size + 16] = b"\xff" * 16
+        db.write_bytes(bytes(data))
+        with pytest.raises(supplier_client.NotDecided) as undecided:
+            supplier_client.get_order(running.url, "op-1", wait_s=5)
+    assert "(503)" in str(undecided.value)  # an answer, not a dropped connection
+    assert "damaged" in str(undecided.value)
