@@ -154,3 +154,44 @@ def test_install_on_a_made_file_is_a_read(tmp_path):
             opened(state, busy_timeout_ms=1) as conn:
         paying.install(conn)
         assert paying.checkpoints(conn) == []
+
+
+def forget_keys(db):
+    """What a real provider does after its retention window (24 hours at
+    Stripe): the charges stay, their idempotency keys are no longer known. Here
+    the key column IS the idempotency key, so the rows are kept under another
+    name (with the evidence rows that point at them)."""
+    with opened(db) as conn, immediate(conn):
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+        for table in ("payments", "payment_evidence"):
+            conn.execute(f"UPDATE {table} SET key = 'forgotten:' || key")
+
+
+def test_a_finished_task_is_not_paid_again_when_the_service_forgot_its_key(tmp_path):
+    db = tmp_path / "payments.sqlite"
+    payments.install(db)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)
+    assert pay(db).returncode == 0
+    forget_keys(db)
+    again = pay(db)  # the same task, its checkpoint says it finished
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["outcome"] == "already_committed"
+    assert len(payments.snapshot(db)["payments"]) == 1  # no second charge
+    # the checkpoint is the first process's record, not rewritten
+    assert [r["outcome"] for r in worker_checkpoints(db)] == ["committed"]
+
+
+def test_without_a_checkpoint_the_derived_key_is_what_prevents_a_second_charge(
+        tmp_path):
+    db = tmp_path / "payments.sqlite"
+    payments.install(db)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)
+    assert pay(db).returncode == 0
+    with opened(db.with_name("worker.sqlite")) as state, immediate(state):
+        state.execute("DELETE FROM checkpoints")  # as if killed before it
+    again = pay(db)
+    assert json.loads(again.stdout)["outcome"] == "already_committed"
+    assert len(payments.snapshot(db)["payments"]) == 1
+    mutant = pay(db, "--retry", "new-key")  # the same gap, a fresh key
+    assert len(payments.snapshot(db)["payments"]) == 1  # it found the checkpoint
+    assert json.loads(mutant.stdout)["outcome"] == "already_committed"

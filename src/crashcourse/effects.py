@@ -2,15 +2,20 @@
 
 An *operation key* names one intended action: the same task, step, action and
 arguments always give the same key, in any process, on any day. The *effect
-boundary* ``apply_once`` runs a local mutation at most once per key:
+boundary* ``apply_once`` lets a local mutation's writes COMMIT at most once per
+key. The mutation itself may RUN more than once: an attempt killed before its
+commit is rolled back, and the next attempt runs it again. So whatever
+``mutate`` does outside this database (a call to a service) is not covered.
 
 * first call: the ledger row and the mutation commit in ONE transaction;
 * same key, same payload: nothing runs, the recorded result comes back;
 * same key, another payload: ``EffectConflict``, nothing written.
 
-The ledger row is claimed with ``INSERT ... ON CONFLICT DO NOTHING``, so two
-processes racing on one key are decided by the primary key constraint, not by
-a read-then-insert check that both could pass.
+Two guards, each enough on its own here. ``BEGIN IMMEDIATE`` takes SQLite's
+write lock before anything is read, so two processes on one key go one after
+the other. The ledger row is claimed with ``INSERT ... ON CONFLICT DO
+NOTHING`` rather than read first, so the primary key keeps one row per key
+even where no lock orders the callers (chapter 01 runs the race both ways).
 """
 
 from __future__ import annotations
@@ -51,8 +56,10 @@ class Applied(NamedTuple):
 def operation_key(task: str, step: int | str, action: str, args: Any) -> str:
     """A key derived from (task, step, action, args), stable across processes.
 
-    Readable prefix for people, digest for identity: two different argument
-    sets never share a key, and nothing random or time-based goes in.
+    Readable prefix for people, digest for identity: the first 64 bits of a
+    SHA-256 of the canonical JSON, so two different argument sets sharing a
+    key is vanishingly unlikely (not impossible). Nothing random or time-based
+    goes in: a replacement process recomputes the same key (chapter 01).
     """
     check_text("task", task)
     check_text("action", action)
@@ -86,7 +93,10 @@ def apply_once(
     payload: Any,
     mutate: Callable[[sqlite3.Connection], Any],
 ) -> Applied:
-    """Run ``mutate`` at most once for ``key``, committed with its ledger row."""
+    """Commit ``mutate``'s writes at most once for ``key``, in one transaction
+    with its ledger row (chapter 01). ``mutate`` runs inside that transaction;
+    an attempt that dies before the commit leaves nothing, and the next one
+    runs ``mutate`` again."""
     check_key(key)
     offered = canonical(payload)
     with immediate(conn):

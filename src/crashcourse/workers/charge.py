@@ -35,7 +35,13 @@ def parse(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return payment_command.run(parse(argv), lambda state, args: args.key)
+    return payment_command.run(parse(argv), pay)
+
+
+def pay(state, args) -> dict:
+    """Pay under the given key, whatever the checkpoint says: chapter 03 asks
+    again on purpose, under the same key and under a fresh one (chapter 03)."""
+    return payment_command.pay_under(state, args, args.key)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,16 @@ budget); 4 the key is bound to another action; 5 the payment service stayed
 locked past ``--busy-timeout-ms``: nothing was charged and a rerun with the
 same key is safe.
 
-``--retry reuse-key`` (the reference) derives the operation key from the task
-and the action, so a resumed process asks the payment service about the SAME
-key and learns the charge already happened. ``--retry new-key`` is the mutant
-of chapter 02: it reads a missing checkpoint as "nothing happened" and pays
-under a fresh key. It exits 0 all the same; only the durable rows show it.
+Both variants first read their own checkpoint (``pay_task``): the checkpoint
+is written only after the service answered, so a checkpoint proves the charge
+and the task is finished: nothing is asked again (the service may have
+forgotten the key by then). A MISSING checkpoint proves nothing.
+``--retry reuse-key`` (the reference) then pays under the operation key
+derived from the task and the action, so a resumed process offers the SAME
+key and the service answers ``already_committed`` if the charge happened.
+``--retry new-key`` is the mutant of chapter 02: it reads the missing
+checkpoint as "nothing happened" and pays under a fresh key. It exits 0 all
+the same; only the durable rows show it.
 
 ``--notify MAIL_PATH`` (chapter 09): once paid, the worker also tells the
 shop's owner through the mail provider at ``MAIL_PATH``, a second side effect
@@ -59,15 +64,25 @@ def payment_key(task: str, order: str, amount: int, currency: str) -> str:
     return operation_key(task, 1, "pay_invoice", args)
 
 
-def choose_key(state, args) -> str:
+def pay_task(state, args) -> dict:
+    """The worker's run once its own file is open: the report (chapter 02).
+
+    Its checkpoint first: it is written after the service answered, so it
+    proves the charge, and nothing is asked again. Without one, nothing is
+    known: pay under ``choose_key``'s key and let the service say whether
+    that charge already happened."""
+    if paying.load_checkpoint(state, args.task) is not None:
+        return {"outcome": "already_committed"}  # paid before this process
+    return payment_command.pay_under(state, args, choose_key(args))
+
+
+def choose_key(args) -> str:
     """The key to pay under: derived (reference) or fresh (mutant, chapter 02)."""
     key = payment_key(args.task, args.order, args.amount, args.currency)
     if args.retry == "reuse-key":
         return key
-    done = paying.load_checkpoint(state, args.task)
-    # The mutant's mistake: no checkpoint, so it assumes no payment and mints a
-    # new key. With a checkpoint it reuses the key it recorded there.
-    return done["key"] if done else f"{key}#attempt-{os.getpid()}"
+    # The mutant's mistake: no checkpoint, so "nothing was paid": a new key.
+    return f"{key}#attempt-{os.getpid()}"
 
 
 def parse(argv: list[str] | None = None):
@@ -77,7 +92,7 @@ def parse(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return payment_command.run(parse(argv), choose_key)
+    return payment_command.run(parse(argv), pay_task)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 ``pay_invoice`` and ``charge`` take the same options (``OPTIONS``; each adds
 its own) and run the same way (``run``): check everything, open the worker's
-own file, choose the key, pay, checkpoint, print one JSON line, exit by
-``paying.EXITS``.
+own file, do the worker's own part (``pay_invoice.pay_task``: read the
+checkpoint, then pay under the derived key; ``charge``: pay under the given
+key), print one JSON line, exit by ``paying.EXITS``.
 
 Everything is checked BEFORE the worker's own file is opened, because opening
 it creates it: the text options, the amount and currency as the payment
@@ -79,19 +80,26 @@ def check(args: SimpleNamespace) -> None:
         check_installed((args.notify, mail.TABLES))
 
 
+def pay_under(state: sqlite3.Connection, args: SimpleNamespace, key: str) -> dict:
+    """Pay ``args``'s invoice under ``key``, then checkpoint in ``state``
+    (``paying.pay_then_checkpoint``); the worker's report (chapter 00)."""
+    return paying.pay_then_checkpoint(
+        state, args.payments, args.task, key, args.order, args.amount,
+        args.currency, busy_timeout_ms=args.busy_timeout_ms)
+
+
 def run(args: SimpleNamespace,
-        choose_key: Callable[[sqlite3.Connection, SimpleNamespace], str]) -> int:
-    """A payment worker's whole run: check, open its own file, choose the key,
-    pay, checkpoint, print one JSON report; the exit status (chapter 00)."""
+        work: Callable[[sqlite3.Connection, SimpleNamespace], dict]) -> int:
+    """A payment worker's whole run: check, open its own file, ``work(state,
+    args)`` (its report), print that report as one JSON line; the exit status
+    (chapter 00)."""
     try:
         check(args)
     except (TypeError, ValueError, StoreMissing) as bad:
         return refuse(bad)
     with opened(args.state) as state:
         paying.install(state)
-        report = paying.pay_then_checkpoint(
-            state, args.payments, args.task, choose_key(state, args), args.order,
-            args.amount, args.currency, busy_timeout_ms=args.busy_timeout_ms)
+        report = work(state, args)
         notify = getattr(args, "notify", None)  # pay_invoice --notify (chapter 09)
         if notify and report["outcome"] in paying.PAID:
             report["notification"] = paying.notify_owner(
