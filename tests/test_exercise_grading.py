@@ -3,13 +3,19 @@
 The stub check grades the stubs as committed, so a reader who pastes the
 reference answers into ``exercises/`` (or solves them in place) still gets a
 green grade-both run, while ``make exercise`` grades what they wrote.
+
+These tests run in the reader's own checkout, whose ``exercises/`` may hold
+their answers: the small checkout they build takes ``exercises/`` and
+``solutions/`` from git (``HEAD``), as shipped, never from the working tree.
 """
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,12 +37,26 @@ def grade(folder: Path, *flags: str, env_answers: str | None = None):
         cwd=folder, capture_output=True, text=True, timeout=300, env=env)
 
 
+def shipped(folder: Path) -> None:
+    """``exercises/`` and ``solutions/`` as committed at HEAD, into ``folder``:
+    what the book shipped, whatever the reader has done to the working tree."""
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD",
+                              "exercises", "solutions"], cwd=ROOT,
+                             capture_output=True, timeout=60)
+    if archive.returncode != 0:  # not a git checkout: the files are the stubs
+        for part in ("exercises", "solutions"):
+            shutil.copytree(ROOT / part, folder / part,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        return
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(folder, filter="data")
+
+
 def reader_copy(tmp_path: Path) -> Path:
     """A small checkout: the exercises and solutions, committed as shipped."""
     folder = tmp_path / "book"
-    for part in ("exercises", "solutions"):
-        shutil.copytree(ROOT / part, folder / part,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    folder.mkdir()
+    shipped(folder)
     git(folder, "init", "-q")
     git(folder, "add", "-A")
     git(folder, "-c", "user.name=reader", "-c", "user.email=r@example.invalid",
