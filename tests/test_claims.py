@@ -44,6 +44,45 @@ def test_assignment_fields_are_immutable(conn):
     assert claims.work_row(conn, work)["prompt"] == "restock 0"
 
 
+# Every other way to put new content under a queued id, per backend: SQLite's
+# REPLACE deletes the old row without an UPDATE or DELETE trigger firing.
+REWRITES = {
+    "sqlite": {
+        "insert or replace": "INSERT OR REPLACE INTO work ({columns})"
+                             " VALUES ({values})",
+        "replace into": "REPLACE INTO work ({columns}) VALUES ({values})",
+        "upsert": "INSERT INTO work ({columns}) VALUES ({values})"
+                  " ON CONFLICT (id) DO UPDATE SET prompt = excluded.prompt",
+    },
+    "postgres": {
+        "upsert": "INSERT INTO work ({columns}) VALUES ({values})"
+                  " ON CONFLICT (id) DO UPDATE SET prompt = excluded.prompt",
+    },
+}
+
+
+@pytest.mark.parametrize("how", ["insert or replace", "replace into", "upsert",
+                                 "delete, then insert"])
+def test_no_statement_puts_other_content_under_a_queued_id(conn, how):
+    """Bug: only UPDATE is refused, so INSERT OR REPLACE (or a DELETE and a
+    new INSERT) turns the flour request into a sugar request under its id."""
+    (work,) = queue(conn)
+    row = claims.work_row(conn, work) | {"prompt": "restock sugar"}
+    row.pop("seq", None)  # a server numbers its rows itself
+    columns = ", ".join(row)
+    values = ", ".join(f":{name}" for name in row)
+    rewrites = REWRITES[store.dialect(conn)]
+    if how == "delete, then insert":
+        statement = "DELETE FROM work WHERE id = :id"
+    elif how in rewrites:
+        statement = rewrites[how].format(columns=columns, values=values)
+    else:
+        pytest.skip(f"no {how} on {store.dialect(conn)}")
+    with pytest.raises(sqlite3.IntegrityError, match="immutable"), immediate(conn):
+        conn.execute(statement, row)
+    assert claims.work_row(conn, work)["prompt"] == "restock 0"
+
+
 def test_claim_is_exclusive_until_the_lease_runs_out(conn):
     (work,) = queue(conn)
     first = claims.claim(conn, "w1", ttl=10, now=T0)

@@ -1,9 +1,10 @@
 """Durable assignments, claims, leases and generations (chapter 05).
 
 A row of ``work`` is an *assignment*: what to do (origin, session, prompt,
-subject, role), fixed when it is queued; a trigger refuses any change to those
-fields. The *holder* fields (status, owner, generation, expires,
-available_after) say who may act on it now.
+subject, role), fixed when it is queued; triggers refuse any change to those
+fields, an INSERT over the row (``INSERT OR REPLACE``) and its DELETE. The
+*holder* fields (status, owner, generation, expires, available_after) say who
+may act on it now.
 
 ``claim`` grants a claim in one ``BEGIN IMMEDIATE`` transaction, records it as
 a row of ``claims`` and bumps the generation every time, also when the owner
@@ -75,12 +76,25 @@ CREATE TABLE IF NOT EXISTS claims (
 )
 """
 
-# Its body holds a ';', so it is created on its own (ensure_schema splits on ';').
-FIXED_ASSIGNMENT = """
+# An assignment is never changed under its id: no UPDATE of its fields, no
+# INSERT over it (INSERT OR REPLACE deletes the old row WITHOUT firing an
+# UPDATE or a DELETE trigger, so the INSERT itself is refused) and no DELETE.
+# Each body holds a ';', so each is created on its own (ensure_schema splits
+# on ';').
+FIXED_ASSIGNMENT = ("""
 CREATE TRIGGER IF NOT EXISTS work_assignment_is_fixed
 BEFORE UPDATE OF id, origin, session, prompt, subject, role ON work
 BEGIN SELECT RAISE(ABORT, 'assignment fields are immutable'); END
-"""
+""", """
+CREATE TRIGGER IF NOT EXISTS work_assignment_is_not_replaced
+BEFORE INSERT ON work
+WHEN EXISTS (SELECT 1 FROM work WHERE id = NEW.id OR origin = NEW.origin)
+BEGIN SELECT RAISE(ABORT, 'assignment fields are immutable: queued already'); END
+""", """
+CREATE TRIGGER IF NOT EXISTS work_assignment_is_kept
+BEFORE DELETE ON work
+BEGIN SELECT RAISE(ABORT, 'assignment fields are immutable: never deleted'); END
+""")
 MAX_TTL = 3600.0
 ASSIGNMENT = ("session", "prompt", "subject", "role")
 
@@ -115,7 +129,8 @@ def install(conn: sqlite3.Connection) -> None:
     control.install(conn)
     ensure_schema(conn, SCHEMA)
     with immediate(conn):
-        conn.execute(FIXED_ASSIGNMENT)
+        for trigger in FIXED_ASSIGNMENT:
+            conn.execute(trigger)
     turns.install(conn)  # the walk's sessions table, triggers and indexes
 
 

@@ -106,6 +106,9 @@ FIXED_ASSIGNMENT = (
     END $$""",
     f"""CREATE TRIGGER work_assignment_is_fixed
     BEFORE UPDATE OF {", ".join(("id", "origin", *claims.ASSIGNMENT))} ON work
+    FOR EACH ROW EXECUTE FUNCTION work_assignment_is_fixed()""",
+    # no DELETE either (an upsert's update path meets the trigger above)
+    """CREATE TRIGGER work_assignment_is_kept BEFORE DELETE ON work
     FOR EACH ROW EXECUTE FUNCTION work_assignment_is_fixed()""")
 
 # The transaction's first round trip: BEGIN, the store's lock SHARED, then
