@@ -9,6 +9,14 @@ both have arrived, then released together. Exactly one may commit: its key
 has a payment in the service's file and its task a checkpoint in the
 assistant's own file; the other has neither.
 
+Its negative control, ``race_read_first``: the same race run by the mutant
+``charge_read_first``, which counts the budget BEFORE it takes the write
+lock. Both mutant racers are held where that leaves a gap (boundary
+``budget_read``: counted, lock not yet taken) and released together, so the
+race lands in the gap every time. Such a trial holds when the grader sees
+what the mutant does: both racers paid, one unit over the allowance. (The
+reference has no such gap: it counts inside the lock.)
+
 Kills (real SIGKILL, a budget of one payment):
 
 * ``kill_before_commit``: at ``payment_inserted``, inside the payment
@@ -19,7 +27,7 @@ Kills (real SIGKILL, a budget of one payment):
   key is refused because the allowance is spent (the refusal's reason must be
   ``budget_action_limit``, and no payment may appear).
 
-The race runs ``--repetitions`` times (default 20; ``--quick``: twice), the
+Each race runs ``--repetitions`` times (default 20; ``--quick``: twice), the
 kills once each. Every count is read from the payment database
 (``budget_snapshot`` and the rows); exit statuses and the workers' printed
 reports are recorded, never counted.
@@ -43,13 +51,18 @@ from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch04.budget_race/1"
 WORKER = ("-m", "crashcourse.workers.charge")
+# Each race's worker and the boundary its racers are held at together.
+RACES = {"race": (WORKER, "before_payment"),
+         "race_read_first": (("-m", "crashcourse.workers.charge_read_first"),
+                             "budget_read")}
 AMOUNT, CURRENCY = 4000, "USD"
 QUICK_REPETITIONS = 2
 RACERS = ("racer-a", "racer-b")
 
 
-def worker_args(db: Path, task: str, key: str, order: str) -> list[str]:
-    return [*WORKER, "--payments", str(db), "--state", str(worker_file(db)),
+def worker_args(db: Path, task: str, key: str, order: str,
+                worker: tuple = WORKER) -> list[str]:
+    return [*worker, "--payments", str(db), "--state", str(worker_file(db)),
             "--task", task, "--key", key, "--order", order,
             "--amount", str(AMOUNT), "--currency", CURRENCY]
 
@@ -97,7 +110,23 @@ def judge_race(final: dict) -> tuple[list[str], list[str], dict]:
     return won, unfinished, checks
 
 
-def race(harness: Harness, db: Path, repetition: int) -> dict:
+def judge_mutant_race(final: dict) -> tuple[list[str], list[str], dict]:
+    """What the grader must see of the mutant: both racers paid (and finished),
+    three payments on a budget of two, one unit and 4000 cents over."""
+    won = [r for r in RACERS if f"pay-{r}" in final["keys"]]
+    unfinished = [r for r in RACERS if r not in final["checkpointed_tasks"]]
+    checks = {
+        "both_racers_committed": won == list(RACERS),
+        "three_payments_in_all": len(final["keys"]) == 3,
+        "one_action_over": final["budget"]["remaining_actions"] == -1,
+        "cents_cap_exceeded": final["budget"]["remaining_cents"][CURRENCY] < 0,
+    }
+    return won, unfinished, checks
+
+
+def race(harness: Harness, db: Path, repetition: int, name: str = "race") -> dict:
+    """One race for the last unit: ``name`` picks the worker and its barrier."""
+    worker, barrier = RACES[name]
     payments.install(db, max_actions=2, currency_caps={CURRENCY: 2 * AMOUNT})
     for order in ("PO-4000", *RACERS):
         payments.approve(db, order, AMOUNT, CURRENCY)
@@ -107,18 +136,19 @@ def race(harness: Harness, db: Path, repetition: int) -> dict:
     # then dies of "database is locked" before it reaches its boundary.
     with opened(worker_file(db)) as conn:
         paying.install(conn)
-    workers = [harness.start(worker_args(db, r, f"pay-{r}", r), "before_payment")
+    workers = [harness.start(worker_args(db, r, f"pay-{r}", r, worker), barrier)
                for r in RACERS]
-    for worker in workers:  # the barrier: both wait at the boundary...
-        worker.wait_for_boundary(experiment.TIMEOUT)
-    for worker in workers:  # ...and go together
-        worker.release()
-    finished = {r: worker.finish(experiment.TIMEOUT)
-                for r, worker in zip(RACERS, workers, strict=True)}
+    for held in workers:  # the barrier: both wait at the boundary...
+        held.wait_for_boundary(experiment.TIMEOUT)
+    for held in workers:  # ...and go together
+        held.release()
+    finished = {r: held.finish(experiment.TIMEOUT)
+                for r, held in zip(RACERS, workers, strict=True)}
     final = ledger(db)
-    won, unfinished, checks = judge_race(final)
-    return {"trial": "race", "repetition": repetition, "committed": len(won),
-            "refused": len(unfinished), "winner": won,
+    judge = judge_race if name == "race" else judge_mutant_race
+    won, unfinished, checks = judge(final)
+    return {"trial": name, "repetition": repetition, "barrier": barrier,
+            "committed": len(won), "refused": len(unfinished), "winner": won,
             "exit_statuses": {r: done.returncode for r, done in finished.items()},
             "reports": {r: reported(done) for r, done in finished.items()},
             "final": final, "checks": checks, "holds": all(checks.values())}
@@ -169,18 +199,21 @@ def judge_kill(boundary: str, killed_rc: int, at_kill: dict, after_resume: dict,
 
 
 def run_all(directory: Path, n: int) -> list[dict]:
-    """The two kill trials, then ``n`` races, each in a new payment database."""
-    progress, trials = experiment.Progress(2 + n), []
+    """The two kill trials, then ``n`` races of each kind, each in a new
+    payment database."""
+    progress, trials = experiment.Progress(2 + n * len(RACES)), []
     with Harness() as harness:
         for name, boundary in (("kill_before_commit", "payment_inserted"),
                                ("kill_after_commit", "after_payment")):
             trial = evidence.attempt({"trial": name}, kill_trial, harness,
                                      directory / f"{name}.db", name, boundary)
             trials.append(progress.report(name, trial))
-        for i in range(n):
-            trial = evidence.attempt({"trial": "race", "repetition": i}, race,
-                                     harness, directory / f"race-{i}.db", i)
-            trials.append(progress.report(f"race #{i}", trial))
+        for name in RACES:
+            for i in range(n):
+                trial = evidence.attempt({"trial": name, "repetition": i}, race,
+                                         harness, directory / f"{name}-{i}.db", i,
+                                         name)
+                trials.append(progress.report(f"{name} #{i}", trial))
     return trials
 
 
@@ -188,10 +221,12 @@ def run(args) -> tuple[dict, list[dict]]:
     n = QUICK_REPETITIONS if args.quick else args.repetitions
     with tempfile.TemporaryDirectory() as directory:
         trials = run_all(Path(directory), n)
-    races = [t for t in trials if t["trial"] == "race"]
+    two = {name: sum(t.get("committed", 0) > 1 for t in trials if t["trial"] == name)
+           for name in RACES}
     summary = {"trials": len(trials), "held": sum(t["holds"] for t in trials),
                "race_repetitions": n,
-               "races_with_two_commits": sum(t.get("committed", 0) > 1 for t in races)}
+               "races_with_two_commits": two["race"],
+               "read_first_races_with_two_commits": two["race_read_first"]}
     return summary, trials
 
 

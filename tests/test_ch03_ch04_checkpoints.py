@@ -77,6 +77,28 @@ def test_ch04_race_has_one_winner_per_repetition(ch04):
         assert race["reports"][loser]["reason"] == "budget_action_limit"
 
 
+def test_ch04_the_read_first_mutant_pays_twice_in_every_race(ch04):
+    """The negative control: the same race, the budget counted before the lock.
+    Its racers are held after their count; both pay, from the rows."""
+    mutant = [t for t in ch04["trials"] if t["trial"] == "race_read_first"]
+    assert len(mutant) == ch04["summary"]["race_repetitions"]
+    assert ch04["summary"]["read_first_races_with_two_commits"] == len(mutant)
+    assert ch04["summary"]["races_with_two_commits"] == 0
+    for race in mutant:
+        assert race["barrier"] == "budget_read" and race["holds"]
+        assert race["final"]["keys"] == ["pay-earlier", "pay-racer-a", "pay-racer-b"]
+        assert race["final"]["budget"]["remaining_actions"] == -1
+        assert race["final"]["checkpointed_tasks"] == ["racer-a", "racer-b"]
+
+
+def test_ch04_mutant_judge_fails_a_race_the_lock_decided(ch04):
+    """A mutant trial holds only when the double payment is in the rows: the
+    reference race's ledger (one winner) must fail the mutant's judge."""
+    checkpoint = load(CH04)
+    race = next(t for t in ch04["trials"] if t["trial"] == "race")
+    assert not any(checkpoint.judge_mutant_race(race["final"])[2].values())
+
+
 def test_ch04_race_judge_fails_a_loser_that_checkpointed(ch04):
     race = next(t for t in ch04["trials"] if t["trial"] == "race")
     checkpoint = load(CH04)

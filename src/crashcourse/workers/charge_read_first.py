@@ -1,0 +1,76 @@
+"""Chapter 04's MUTANT of ``charge``: the allowance is read before the lock.
+
+    python -m crashcourse.workers.charge_read_first [charge's options]
+
+Same command line, sequence, report and exit statuses as
+``crashcourse.workers.charge``, with one change, the one chapter 04 warns
+against: ``issue_payment_read_first`` counts the budget in a transaction of
+its own and only then takes the payment's ``BEGIN IMMEDIATE``. Between the
+two (boundary ``budget_read``) another racer can spend the last unit, and
+both pay. It is the negative control of the chapter 04 race
+(``checkpoints/ch04_budget_race.py``); nothing else runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from crashcourse import budget
+from crashcourse.boundary import boundary
+from crashcourse.services import payments
+from crashcourse.store import StoreMissing, immediate, opened
+from crashcourse.workers import charge, paying, payment_command
+from crashcourse.workers.options import refuse
+
+TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def issue_payment_read_first(path: str | Path, key: str, order_id: str,
+                             amount_cents: int, currency: str) -> str:
+    """MUTANT: ``payments.issue_payment`` with its step 3, the budget, read
+    BEFORE the write lock is taken. Everything else is in its order."""
+    payments.check_action(key, order_id, amount_cents, currency)
+    action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
+    with opened(path, require=payments.TABLES) as conn:  # a read: no write lock
+        reason = budget.shortfall(conn, amount_cents, currency)
+    boundary("budget_read")  # the gap: another racer can pay here
+    with opened(path, require=payments.TABLES) as conn, immediate(conn):
+        if replayed := payments.find_payment(conn, key):
+            if replayed != action:
+                raise payments.PaymentConflict(key, replayed, action)
+            return "already_committed"
+        terms = payments.require_approval(conn, action)
+        if reason:  # decided on a count that may be out of date by now
+            raise payments.BudgetExhausted(reason, order_id)
+        payments.record_payment(conn, key, action, terms)
+    return "committed"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``charge``, paying through ``issue_payment_read_first`` (chapter 04)."""
+    args = charge.parse(argv)
+    try:
+        payment_command.check(args)
+    except (TypeError, ValueError, StoreMissing) as bad:
+        return refuse(bad)
+    with opened(args.state) as state:
+        paying.install(state)
+        boundary("before_payment")
+        try:
+            outcome = issue_payment_read_first(args.payments, args.key, args.order,
+                                               args.amount, args.currency)
+        except payments.ApprovalRefused as refused:  # BudgetExhausted included
+            report = {"outcome": "refused", "reason": refused.reason}
+        else:
+            boundary("after_payment")
+            paying.save_checkpoint(state, args.task, args.key, outcome)
+            report = {"outcome": outcome}
+    print(json.dumps({"task": args.task, **report}, sort_keys=True))
+    return paying.EXITS[report["outcome"]]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
