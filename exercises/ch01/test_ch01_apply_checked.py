@@ -2,8 +2,11 @@
 conflict, and a refusal kept under its key."""
 
 import json
+import uuid
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse.effects import EffectConflict
 from crashcourse.store import count_rows, opened
@@ -150,3 +153,33 @@ def test_a_failure_that_is_no_refusal_is_not_kept(mod, db):
         assert not conn.in_transaction
         assert mod.apply_checked(conn, "k-4", NOTE, Stocker(None)) == (
             "applied", {"note": 1})
+
+
+PAYLOADS = st.dictionaries(
+    st.sampled_from(["sku", "quantity", "text", "shelf"]),
+    st.one_of(st.integers(-5, 50), st.text("ab ", max_size=3),
+              st.lists(st.integers(0, 3), max_size=2)),
+    min_size=1)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=PAYLOADS, other=PAYLOADS, same=st.booleans())
+def test_a_payload_is_the_same_as_json_whatever_its_key_order(mod, db, first,
+                                                              other, same):
+    """Two payloads are one action when they are equal as JSON: a replay with
+    the keys in another order is a replay, any other difference a conflict."""
+    second = first if same else other
+    key = f"k-{uuid.uuid4().hex}"  # a new key for every example
+    post = Poster()
+    with opened(db) as conn:
+        assert mod.apply_checked(conn, key, first, post)[0] == "applied"
+    rebuilt = dict(reversed(list(second.items())))  # another key order
+    with opened(db) as conn:  # as a replacement process would
+        if second == first:
+            assert mod.apply_checked(conn, key, rebuilt, post)[0] == (
+                "already_applied")
+        else:
+            with pytest.raises(EffectConflict):
+                mod.apply_checked(conn, key, rebuilt, post)
+    assert post.calls == 1

@@ -1,9 +1,12 @@
 """Grades exercise 01.2 (place_order.py): a rival process's insert may land
-between any two of the answer's statements."""
+between any two of the answer's statements, and the grader tries every one:
+after statement 1, 2, ... of the answer, until the answer runs out of them."""
 
 import sqlite3
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse.effects import EffectConflict
 from crashcourse.store import connect, count_rows, opened
@@ -59,40 +62,90 @@ def test_places_once_then_reports_already_placed(mod, db):
         assert count_rows(conn, "supplier_orders") == 1
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4])
-def test_a_rival_insert_between_statements_is_an_answer_not_a_crash(mod, db, n):
-    order = {"key": "po-1", "sku": "oat-milk", "quantity": 24}
-    with opened(db) as conn, opened(db, busy_timeout_ms=0) as rival:
-        watched = RivalAfter(conn, rival, n, order)
-        status = mod.place_order_once(watched, "po-1", "oat-milk", 24)
-        expected = "already_placed" if watched.rival_inserted else "placed"
-        assert status == expected
-        assert count_rows(conn, "supplier_orders") == 1
-        assert not conn.in_transaction
+# Orders a rival may record under our key: sometimes ours, sometimes another.
+ORDERS = st.fixed_dictionaries({
+    "sku": st.sampled_from(["oat-milk", "rye-bread"]),
+    "quantity": st.integers(min_value=1, max_value=48),
+})
+# Enough for any honest answer; an answer that needs more is not watched.
+MOST_STATEMENTS = 40
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4])
-def test_a_rival_with_another_order_under_our_key_is_a_conflict(mod, db, n):
+def rival_at_every_boundary(mod, tmp_path, ours: dict, theirs: dict):
+    """Run the answer once per statement boundary, each time on a new file:
+    the rival inserts ``theirs`` right after statement 1, then 2, ... until a
+    run ends before the rival's turn. Yields (n, rival_inserted, answer, rows);
+    ``answer`` is what the call returned or raised."""
+    for n in range(1, MOST_STATEMENTS + 1):
+        db = tmp_path / f"shop-{n}.db"
+        with opened(db) as conn:
+            mod.install(conn)
+        with opened(db) as conn, opened(db, busy_timeout_ms=0) as rival:
+            watched = RivalAfter(conn, rival, n, {"key": "po-1", **theirs})
+            try:
+                said = mod.place_order_once(watched, "po-1", ours["sku"],
+                                            ours["quantity"])
+            except EffectConflict as conflict:
+                said = conflict
+            rows = [tuple(r) for r in conn.execute("SELECT * FROM supplier_orders")]
+            assert not conn.in_transaction, f"a transaction left open (rival at {n})"
+        yield n, watched.rival_inserted, said, rows
+        if watched.statements < n:  # the answer finished before the rival's turn
+            return
+    pytest.fail(f"more than {MOST_STATEMENTS} statements for one order")
+
+
+def the_truth(rival_inserted: bool, ours: dict, theirs: dict):
+    """What must stand, and what the answer must say, given who wrote first."""
+    if not rival_inserted:  # the rival was blocked, or came after our commit
+        return (("po-1", ours["sku"], ours["quantity"]),), "placed"
+    row = (("po-1", theirs["sku"], theirs["quantity"]),)
+    return row, "already_placed" if theirs == ours else "conflict"
+
+
+def test_a_rival_insert_between_statements_is_an_answer_not_a_crash(mod, tmp_path):
+    """The same order from the rival, after every statement of the answer."""
+    order = {"sku": "oat-milk", "quantity": 24}
+    for n, inserted, said, rows in rival_at_every_boundary(mod, tmp_path, order,
+                                                           order):
+        expected_rows, expected = the_truth(inserted, order, order)
+        assert rows == list(expected_rows), f"rival after statement {n}"
+        assert said == expected, f"rival after statement {n}: answered {said!r}"
+
+
+def test_a_rival_with_another_order_under_our_key_is_a_conflict(mod, tmp_path):
     """The rival records a DIFFERENT order under our key (a worker with a bug,
     or one handed the wrong key): whatever answer we give must describe the
-    row that is really there."""
-    theirs = {"key": "po-1", "sku": "rye-bread", "quantity": 12}
-    with opened(db) as conn, opened(db, busy_timeout_ms=0) as rival:
-        watched = RivalAfter(conn, rival, n, theirs)
-        try:
-            said = mod.place_order_once(watched, "po-1", "oat-milk", 24)
-        except EffectConflict as conflict:
-            said = conflict
-        rows = [tuple(r) for r in conn.execute("SELECT * FROM supplier_orders")]
-        assert not conn.in_transaction
-    if watched.rival_inserted:  # their row stands: ours is a conflict with it
-        assert rows == [("po-1", "rye-bread", 12)]
-        assert isinstance(said, EffectConflict), f"answered {said!r}"
-        assert said.recorded == {"sku": "rye-bread", "quantity": 12}
-        assert said.offered == {"sku": "oat-milk", "quantity": 24}
-    else:  # the rival was blocked, or came after our commit and found our row
-        assert rows == [("po-1", "oat-milk", 24)]
-        assert said == "placed"
+    row that is really there, after every statement of the answer."""
+    ours, theirs = {"sku": "oat-milk", "quantity": 24}, {"sku": "rye-bread",
+                                                         "quantity": 12}
+    for n, inserted, said, rows in rival_at_every_boundary(mod, tmp_path, ours,
+                                                           theirs):
+        expected_rows, expected = the_truth(inserted, ours, theirs)
+        assert rows == list(expected_rows), f"rival after statement {n}"
+        if expected == "conflict":
+            assert isinstance(said, EffectConflict), (
+                f"rival after statement {n}: answered {said!r}")
+            assert said.recorded == theirs and said.offered == ours
+        else:
+            assert said == expected, f"rival after statement {n}: answered {said!r}"
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ours=ORDERS, theirs=ORDERS)
+def test_any_two_orders_at_any_boundary(mod, tmp_path_factory, ours, theirs):
+    """Orders drawn at random: the same one, another item, another quantity."""
+    tmp_path = tmp_path_factory.mktemp("orders")
+    for n, inserted, said, rows in rival_at_every_boundary(mod, tmp_path, ours,
+                                                           theirs):
+        expected_rows, expected = the_truth(inserted, ours, theirs)
+        assert rows == list(expected_rows), f"rival after statement {n}"
+        if expected == "conflict":
+            assert isinstance(said, EffectConflict), f"after {n}: {said!r}"
+            assert (said.recorded, said.offered) == (theirs, ours)
+        else:
+            assert said == expected, f"rival after statement {n}: answered {said!r}"
 
 
 def test_a_rival_that_got_there_first_is_reported(mod, db):

@@ -6,7 +6,8 @@ its first read only fixes a snapshot. A rival can commit the key after that
 read; the insert then finds the snapshot out of date and SQLite refuses it
 with ``database is locked`` (an ``OperationalError``, and no busy timeout
 helps). Caught by
-``test_a_rival_insert_between_statements_is_an_answer_not_a_crash[2]``.
+``test_a_rival_insert_between_statements_is_an_answer_not_a_crash`` (rival
+after statement 2).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ the SAME order in the gap is reported correctly. A rival that records
 ANOTHER order under our key in the gap is not: the ignored insert reads as
 "already placed", and the conflict goes unnoticed because the comparison was
 made before the rival's row existed. Caught by
-``test_a_rival_with_another_order_under_our_key_is_a_conflict[1]``.
+``test_a_rival_with_another_order_under_our_key_is_a_conflict`` (rival after
+statement 1).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The mistake: the read and the insert run in autocommit mode, each statement
 its own transaction, so nothing stops a rival from inserting the key between
 them. The primary key protects the data, but the insert then raises
 ``IntegrityError``: the worker crashes instead of answering. Caught by
-``test_a_rival_insert_between_statements_is_an_answer_not_a_crash[1]``.
+``test_a_rival_insert_between_statements_is_an_answer_not_a_crash`` (rival
+after statement 1).
 """
 
 from __future__ import annotations
