@@ -142,7 +142,7 @@ def in_band_pause(harness: Harness, folder: Path, quick: bool) -> dict:
     found = rows(world)
     paused_at = found["control"]["runtime_control"][0]["changed_at"]
     after = [r["file_id"] for r in found["drive"]["rename_requests"]
-             if r["at"] >= paused_at]
+             if r["committed_at"] >= paused_at]
     checks = {
         "worker_exited_by_itself": finished.returncode == 0,
         "nothing_in_doubt": found["journal"]["in_doubt"] == 0,
@@ -160,7 +160,8 @@ def effects(world: dict, token: str, since: float) -> int:
     """Effects the services admitted with ``token`` at or after ``since``."""
     renames = drive.snapshot(world["drive"])["rename_requests"]
     messages = mail.snapshot(world["mail"])["messages"]
-    return (sum(r["credential"] == token and r["at"] >= since for r in renames)
+    return (sum(r["credential"] == token and r["committed_at"] >= since
+                for r in renames)
             + sum(m["credential"] == token and m["accepted_at"] >= since
                   for m in messages))
 

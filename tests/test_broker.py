@@ -7,6 +7,7 @@ the drive's and the provider's own rows against the broker's revocation row.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -141,7 +142,7 @@ def test_a_guarded_drive_refuses_inside_the_write_and_logs_it(guarded, broker_pa
     good = issue(broker_path)
     drive.rename_to(guarded["drive"], "f001", "invoice-001.pdf", credential=good)
     [request] = drive.snapshot(guarded["drive"])["rename_requests"]
-    assert request["credential"] == good and request["at"] > 0
+    assert request["credential"] == good and request["committed_at"] > 0
 
 
 def test_a_stop_stops_future_actions_not_a_mail_already_accepted(guarded,
@@ -178,7 +179,8 @@ def effects(paths, since: float, token: str) -> int:
     ``since``, counted from the services' own rows."""
     drive_rows = drive.snapshot(paths["drive"])["rename_requests"]
     mail_rows = mail.snapshot(paths["mail"])["messages"]
-    return (sum(r["credential"] == token and r["at"] >= since for r in drive_rows)
+    return (sum(r["credential"] == token and r["committed_at"] >= since
+                for r in drive_rows)
             + sum(m["credential"] == token and m["accepted_at"] >= since
                   for m in mail_rows))
 
@@ -205,3 +207,154 @@ def test_the_flag_does_nothing_to_a_wedged_worker_and_revocation_stops_it(
               if m["status"] == mail.QUEUED]
     assert queued and all(m["accepted_at"] < revoked_at for m in queued)
     assert mail.tick(guarded["mail"]) == len(queued)  # accepted before: delivered
+
+
+# --- revocation bounds commits, not only admissions -----------------------------
+
+ONE_RENAME = """
+import sys
+from crashcourse.services import drive
+drive.rename_to(sys.argv[1], "f001", "late.pdf", credential=sys.argv[2])
+"""
+ADMITTED = f"{drive.RENAME}:admitted"  # between the judgement and the effect
+
+
+def revoke_in_background(broker_path, token, **options):
+    """``broker.revoke`` in a thread; what it returned or raised, when done."""
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["revoked_at"] = broker.revoke(broker_path, token, "sam",
+                                                  **options)
+        except Exception as raised:  # noqa: BLE001 -- handed to the test
+            outcome["raised"] = raised
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_write_admitted_before_the_revocation_commits_before_it_returns(
+        guarded, broker_path):
+    """The holder is held inside its write, after the broker judged its
+    credential. ``revoke`` cannot stamp its row until that write has ended, so
+    nothing under the credential commits after ``revoked_at``. Moving the
+    check out of the effect's transaction (verify, then write) breaks this:
+    the revocation returns at once and the held rename commits after it."""
+    token = issue(broker_path)
+    with Harness() as harness:
+        holder = harness.start(["-c", ONE_RENAME, str(guarded["drive"]), token],
+                               stop_at=ADMITTED)
+        holder.wait_for_boundary()
+        thread, outcome = revoke_in_background(broker_path, token)
+        thread.join(timeout=1.0)
+        assert thread.is_alive(), "revoke returned while an admitted write was open"
+        assert broker.snapshot(broker_path)["revocations"] == []
+        holder.release()
+        assert holder.finish().returncode == 0
+        thread.join(timeout=60)
+    assert "raised" not in outcome, outcome
+    [rename] = drive.snapshot(guarded["drive"])["rename_requests"]
+    assert rename["committed_at"] < outcome["revoked_at"]
+    assert effects(guarded, outcome["revoked_at"], token) == 0
+    assert refused_reason(lambda: drive.rename_to(
+        guarded["drive"], "f002", "x.pdf", credential=token)) == broker.REVOKED
+
+
+def test_a_frozen_holder_inside_its_write_makes_revoke_wait_not_lie(
+        guarded, broker_path):
+    """SIGSTOPped inside the guarded transaction, the holder keeps the broker's
+    lock: ``revoke`` gives up after its bound and revokes NOTHING (it never
+    returns with that write still able to commit). Killing the holder rolls
+    its write back; then the revocation goes through."""
+    token = issue(broker_path)
+    with Harness() as harness:
+        holder = harness.start(["-c", ONE_RENAME, str(guarded["drive"]), token],
+                               stop_at=ADMITTED)
+        holder.wait_for_boundary()
+        holder.freeze()
+        with pytest.raises(broker.RevocationBlocked, match="nothing was revoked"):
+            broker.revoke(broker_path, token, "sam", wait_ms=300)
+        assert broker.snapshot(broker_path)["revocations"] == []
+        holder.kill()
+    revoked_at = broker.revoke(broker_path, token, "sam")
+    assert drive.snapshot(guarded["drive"])["rename_requests"] == []  # rolled back
+    assert drive.names(guarded["drive"])["f001"] == "scan-001.pdf"
+    assert revoked_at > 0
+
+
+def test_a_revoked_holder_gets_no_new_credential_until_a_person_grants_one(
+        broker_path, guarded):
+    first = issue(broker_path)
+    stopped = broker.revoke_holder(broker_path, "assistant", "sam")
+    assert stopped["revoked"] == [first]
+    with pytest.raises(broker.HolderStopped):
+        issue(broker_path)
+    assert [r["token"] for r in broker.snapshot(broker_path)["revocations"]] == [first]
+    broker.grant(broker_path, "assistant", "sam")
+    again = issue(broker_path)
+    drive.rename_to(guarded["drive"], "f001", "after-grant.pdf", credential=again)
+    assert refused_reason(lambda: drive.rename_to(
+        guarded["drive"], "f002", "x.pdf", credential=first)) == broker.REVOKED
+
+
+def test_revoking_one_token_also_stops_issuing_to_its_holder(broker_path):
+    token = issue(broker_path)
+    broker.revoke(broker_path, token, "sam")
+    with pytest.raises(broker.HolderStopped):
+        issue(broker_path)
+    assert broker.issue(broker_path, "someone-else", "mail:submit", 60)
+
+
+def test_a_holder_with_no_credential_can_still_be_stopped(broker_path):
+    stopped = broker.revoke_holder(broker_path, "assistant", "sam")
+    assert len(stopped["revoked"]) == 1  # a marker that carries the stop
+    with pytest.raises(broker.HolderStopped):
+        issue(broker_path)
+
+
+def test_a_revocation_stamped_by_a_slow_clock_still_stops_issuing(broker_path):
+    """The stop compares the revocation with the grant, not with the clock of
+    the issue: an issue whose own clock reads earlier is still refused."""
+    issue(broker_path, now=1000.0)
+    broker.revoke_holder(broker_path, "assistant", "sam", now=2000.0)
+    with pytest.raises(broker.HolderStopped):
+        issue(broker_path, now=1500.0)
+    broker.grant(broker_path, "assistant", "sam", now=2000.5)
+    assert issue(broker_path, now=2001.0)
+
+
+# --- the drive binds a key to its request ----------------------------------------
+
+
+def test_a_second_rename_under_one_key_is_a_replay_not_a_request(tmp_path):
+    path = tmp_path / "drive.sqlite"
+    drive.install(path, {"f001": "scan-001.pdf", "f002": "scan-002.pdf"})
+    first = drive.rename_to(path, "f001", "invoice.pdf", operation_key="k-1")
+    again = drive.rename_to(path, "f001", "invoice.pdf", operation_key="k-1")
+    assert first == {"file_id": "f001", "name": "invoice.pdf", "was": "scan-001.pdf"}
+    assert again == {**first, "replayed": True}
+    [row] = drive.snapshot(path)["rename_requests"]
+    assert (row["operation_key"], row["replays"]) == ("k-1", 1)
+    assert drive.duplicate_requests(path) == 0
+    with pytest.raises(drive.RenameConflict):
+        drive.rename_to(path, "f002", "invoice.pdf", operation_key="k-1")
+    with pytest.raises(drive.RenameConflict):
+        drive.rename_to(path, "f001", "other.pdf", operation_key="k-1")
+    drive.rename_to(path, "f001", "invoice.pdf")  # no key: a request of its own
+    assert drive.duplicate_requests(path) == 1
+
+
+def test_a_replay_is_history_and_needs_no_current_credential(guarded, broker_path):
+    token = issue(broker_path)
+    drive.rename_to(guarded["drive"], "f001", "invoice.pdf", credential=token,
+                    operation_key="k-1")
+    broker.revoke(broker_path, token, "sam")
+    replay = drive.rename_to(guarded["drive"], "f001", "invoice.pdf",
+                             credential=token, operation_key="k-1")
+    assert replay["replayed"] is True
+    assert refused_reason(lambda: drive.rename_to(
+        guarded["drive"], "f001", "new.pdf", credential=token,
+        operation_key="k-2")) == broker.REVOKED
+    assert len(drive.snapshot(guarded["drive"])["rename_requests"]) == 1

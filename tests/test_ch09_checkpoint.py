@@ -41,7 +41,8 @@ def test_every_case_ran_and_holds(ch09, trials):
 def admitted(rows: dict, token: str, since: float) -> int:
     renames = rows["drive"]["rename_requests"]
     messages = rows["mail"]["messages"]
-    return (sum(r["credential"] == token and r["at"] >= since for r in renames)
+    return (sum(r["credential"] == token and r["committed_at"] >= since
+                for r in renames)
             + sum(m["credential"] == token and m["accepted_at"] >= since
                   for m in messages))
 

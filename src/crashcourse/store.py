@@ -147,19 +147,22 @@ def _open(path, timeout: float, require: tuple[str, ...],
     return conn
 
 
-def refuse_damaged(conn, path, record: bool) -> None:
+def refuse_damaged(conn, path, record: bool, schema: str = "main") -> None:
     """``StoreDamaged`` unless SQLite finds the file sound: ``quick_check``
     (every page readable and well formed), or for a system of record
-    ``integrity_check``, which also matches every index to its table."""
+    ``integrity_check``, which also matches every index to its table.
+    ``schema`` names an attached file (the broker, chapter 09)."""
+    if not schema.isidentifier():
+        raise ValueError(f"not a schema name: {schema!r}")
     pragma = "integrity_check(1)" if record else "quick_check(1)"
     try:
-        verdict = conn.execute(f"PRAGMA {pragma}").fetchone()[0]
+        verdict = conn.execute(f"PRAGMA {schema}.{pragma}").fetchone()[0]
     except sqlite3.OperationalError:  # locked, busy: no answer about the file
         raise
     except sqlite3.DatabaseError as bad:  # "malformed": the answer is no
         verdict = str(bad)
     if verdict != "ok":
-        said = " ".join(verdict.replace("*** in database main ***", "").split())
+        said = " ".join(verdict.replace(f"*** in database {schema} ***", "").split())
         raise StoreDamaged(f"{path}: damaged, refused before any read or write "
                            f"({said})")
 

@@ -7,6 +7,14 @@ repeated request is harmless, but the drive still logs every request it gets
 (``rename_requests``): the campaign counts duplicates from that log, never from
 the worker's memory.
 
+A request may carry the step's operation key (``operation_key=``): the drive
+then binds the key to the request, and a later request under the same key is
+a REPLAY: no new row and no change, only the first row's ``replays`` count
+goes up, so a late request from a paused holder shows in the drive's own rows
+as what it was. The same key for another file or name is refused
+(``RenameConflict``, chapter 01's rule). A replay is history, not a new
+effect: it is answered before the credential is judged (chapter 03's order).
+
 Like every service, the drive is called by its address, the path of its file:
 each call opens it, does its work (writes in one ``BEGIN IMMEDIATE``) and
 closes it. Only ``install`` creates the file; every other call refuses a file
@@ -22,23 +30,27 @@ Two probes answer "did the rename happen?":
 
 Installed with ``broker=PATH`` (chapter 09), the drive is GUARDED: a rename
 must present a credential for ``drive:rename`` that the broker accepts inside
-the rename's own transaction, or nothing is written and the refusal is logged
-in the drive's ``refusals``. Every request row carries its instant (``at``:
-the broker's verification instant when guarded) and the credential it used.
+the rename's own transaction, under the broker's lock
+(``broker.guarded_write``), or nothing is written and the refusal is logged in
+the drive's ``refusals``. Every request row carries the credential it used,
+when the broker judged it (``verified_at``) and its commit stamp
+(``committed_at``, taken just before the commit).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
+from crashcourse.effects import EffectConflict
 from crashcourse.services.broker import (
     CredentialRefused,
-    admit,
     guard,
+    guarded_write,
     note_refusal,
     refusals,
 )
 from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.validate import clock
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
@@ -51,13 +63,17 @@ CREATE TABLE IF NOT EXISTS files (
     owner   TEXT NOT NULL DEFAULT 'shop'
 );
 CREATE TABLE IF NOT EXISTS rename_requests (
-    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
-    file_id   TEXT NOT NULL REFERENCES files (file_id),
-    name      TEXT NOT NULL,
-    requester TEXT NOT NULL,           -- 'assistant' or someone else
-    changed   INTEGER NOT NULL,        -- 0 when the file already had the name
-    credential TEXT,                   -- what it presented (chapter 09)
-    at        REAL                     -- when it was admitted (chapter 09)
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    file_id       TEXT NOT NULL REFERENCES files (file_id),
+    name          TEXT NOT NULL,
+    was           TEXT NOT NULL,       -- the name it had before this request
+    requester     TEXT NOT NULL,       -- 'assistant' or someone else
+    changed       INTEGER NOT NULL,    -- 0 when the file already had the name
+    operation_key TEXT UNIQUE,         -- the step's key, when it sent one
+    replays       INTEGER NOT NULL DEFAULT 0,  -- later requests under that key
+    credential    TEXT,                -- what it presented (chapter 09)
+    verified_at   REAL,                -- when the broker judged it (chapter 09)
+    committed_at  REAL NOT NULL        -- stamped just before its commit
 )
 """
 RENAME = "drive:rename"  # the scope a guarded drive asks of a credential
@@ -66,6 +82,10 @@ TABLES = ("files", "rename_requests")  # an installed drive (opened's require)
 
 class UnknownFile(LookupError):
     """No file with that id exists on the drive (chapter 07)."""
+
+
+class RenameConflict(EffectConflict):
+    """The operation key was already used for another file or name (ch. 07)."""
 
 
 def install(path: str | Path, files: dict[str, str] | None = None,
@@ -102,34 +122,67 @@ def lookup(path: str | Path, file_id: str) -> dict:
 
 
 def rename_to(path: str | Path, file_id: str, name: str,
-              requester: str = "assistant", *, credential: str | None = None) -> dict:
+              requester: str = "assistant", *, credential: str | None = None,
+              operation_key: str | None = None) -> dict:
     """Make file ``file_id`` be called ``name`` (an end state) (chapter 07).
 
-    A guarded drive checks ``credential`` first, in the same transaction
-    (chapter 09): refused, nothing is renamed and ``CredentialRefused`` says why.
+    Under an ``operation_key`` already recorded: a replay, nothing changed,
+    ``"replayed": True`` (another file or name under it: ``RenameConflict``).
+    A guarded drive then checks ``credential``, under the broker's lock, in
+    the same transaction (chapter 09): refused, nothing is renamed and
+    ``CredentialRefused`` says why.
     """
     if not isinstance(name, str) or not name.strip() or "/" in name:
         raise ValueError(f"not a file name: {name!r}")
+    if operation_key is not None and (not isinstance(operation_key, str)
+                                      or not operation_key.strip()):
+        raise ValueError(f"not an operation key: {operation_key!r}")
     try:
-        with opened(path, require=TABLES, record=True) as conn, immediate(conn):
-            at = admit(conn, credential, RENAME)
+        with guarded_write(path, TABLES, credential, RENAME) as (conn, admit):
+            if operation_key is not None:
+                replayed = _replay(conn, operation_key, file_id, name)
+                if replayed is not None:
+                    return replayed
+            verified_at = admit()
             before = _lookup(conn, file_id)
-            changed = before["name"] != name
             conn.execute(
                 "UPDATE files SET name = :name WHERE file_id = :file_id",
                 {"file_id": file_id, "name": name},
             )
             conn.execute(
-                "INSERT INTO rename_requests (file_id, name, requester, changed,"
-                " credential, at) VALUES (:file_id, :name, :requester, :changed,"
-                " :credential, :at)",
-                {"file_id": file_id, "name": name, "requester": requester,
-                 "changed": int(changed), "credential": credential, "at": at},
+                "INSERT INTO rename_requests (file_id, name, was, requester,"
+                " changed, operation_key, credential, verified_at, committed_at)"
+                " VALUES (:file_id, :name, :was, :requester, :changed,"
+                " :operation_key, :credential, :verified_at, :committed_at)",
+                {"file_id": file_id, "name": name, "was": before["name"],
+                 "requester": requester, "changed": int(before["name"] != name),
+                 "operation_key": operation_key, "credential": credential,
+                 "verified_at": verified_at,
+                 "committed_at": clock(None)},  # last: the commit follows
             )
     except CredentialRefused as refused:
         note_refusal(path, "rename", credential, refused.reason)
         raise
     return {"file_id": file_id, "name": name, "was": before["name"]}
+
+
+def _replay(conn: sqlite3.Connection, operation_key: str, file_id: str,
+            name: str) -> dict | None:
+    """The first request under ``operation_key``, counted once more, or None."""
+    row = conn.execute(
+        "SELECT file_id, name, was FROM rename_requests"
+        " WHERE operation_key = :operation_key", {"operation_key": operation_key},
+    ).fetchone()
+    if row is None:
+        return None
+    if (row["file_id"], row["name"]) != (file_id, name):
+        raise RenameConflict(operation_key, {"file_id": row["file_id"],
+                                             "name": row["name"]},
+                             {"file_id": file_id, "name": name})
+    conn.execute("UPDATE rename_requests SET replays = replays + 1"
+                 " WHERE operation_key = :operation_key",
+                 {"operation_key": operation_key})
+    return {**dict(row), "replayed": True}
 
 
 def probe_rename(path: str | Path, file_id: str, name: str) -> tuple[bool, dict]:

@@ -17,11 +17,18 @@ lost provider never answers "no such message" (issue 14).
 
 Installed with ``broker=PATH`` (chapter 09), the provider is GUARDED: a
 submission must present a credential for ``mail:submit`` that the broker
-accepts inside the submission's own transaction, or nothing is queued and the
-refusal is logged in ``refusals``. Delivery needs no credential: a message
-accepted before a revocation is still delivered, because a stop stops future
-actions, not the ones already accepted. Each message keeps when it was
-accepted and, once delivered, when it was sent.
+accepts inside the submission's own transaction, under the broker's lock
+(``broker.guarded_write``), or nothing is queued and the refusal is logged in
+``refusals``. Delivery needs no credential: a message accepted before a
+revocation is still delivered, because a stop stops future actions, not the
+ones already accepted. Each message keeps when the broker judged its
+credential (``verified_at``), when it was accepted (``accepted_at``, stamped
+just before the commit) and, once delivered, when it was sent.
+
+The provider takes no idempotency key and no fencing token: a submission that
+leaves a paused process late is one more message, whatever any journal says.
+The key header makes such a duplicate visible (``duplicate_messages``), never
+impossible (chapters 07-08).
 """
 
 from __future__ import annotations
@@ -30,8 +37,8 @@ import json
 
 from crashcourse.services.broker import (
     CredentialRefused,
-    admit,
     guard,
+    guarded_write,
     note_refusal,
     refusals,
 )
@@ -58,7 +65,8 @@ CREATE TABLE IF NOT EXISTS messages (
     status        TEXT NOT NULL DEFAULT '{QUEUED}'
                   CHECK (status IN ('{QUEUED}', '{SENT}')),
     credential    TEXT,                -- what the submission presented
-    accepted_at   REAL,                -- when it was admitted (chapter 09)
+    verified_at   REAL,                -- when the broker judged it (chapter 09)
+    accepted_at   REAL NOT NULL,       -- stamped just before its commit
     sent_at       REAL                 -- when delivered (chapter 09)
 );
 CREATE INDEX IF NOT EXISTS messages_by_key ON messages (operation_key)
@@ -83,16 +91,18 @@ def submit(path: str | Path, recipient: str, subject: str, body: str,
     if "@" not in str(recipient):
         raise ValueError(f"not an address: {recipient!r}")
     try:
-        with opened(path, require=TABLES, record=True) as conn, immediate(conn):
-            at = admit(conn, credential, SUBMIT)
+        with guarded_write(path, TABLES, credential, SUBMIT) as (conn, admit):
+            verified_at = admit()
             cursor = conn.execute(
                 "INSERT INTO messages (recipient, subject, body, headers,"
-                " operation_key, credential, accepted_at) VALUES (:recipient,"
-                " :subject, :body, :headers, :operation_key, :credential, :at)",
+                " operation_key, credential, verified_at, accepted_at)"
+                " VALUES (:recipient, :subject, :body, :headers, :operation_key,"
+                " :credential, :verified_at, :accepted_at)",
                 {"recipient": recipient, "subject": subject, "body": body,
                  "headers": json.dumps(headers, sort_keys=True),
                  "operation_key": headers.get(KEY_HEADER),
-                 "credential": credential, "at": at},
+                 "credential": credential, "verified_at": verified_at,
+                 "accepted_at": clock(None)},  # last: the commit follows
             )
     except CredentialRefused as refused:
         note_refusal(path, "submit", credential, refused.reason)
