@@ -10,7 +10,8 @@ Modes (the parent picks one per experiment):
 ``send``   claim, store a signed-off order and send it (boundaries
            ``after_sending_recorded`` and ``before_receipt`` in ``orders.send``).
 ``drain``  claim -> observe -> finish until nothing is eligible (chapter 05's
-           many-process test; no supplier).
+           many-process test; no supplier). ``--read-first`` drains with the
+           MUTANT ``claim_read_first``, the race's negative control.
 ``run``    one ``run_once`` pass, the replacement's code path.
 
 The worker prints one JSON line; graders read the databases, not this line.
@@ -25,11 +26,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import time
 
-from crashcourse import claims, fence, orders
+from crashcourse import claims, control, fence, orders
 from crashcourse.boundary import boundary
 from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
-from crashcourse.store import StoreMissing, opened
+from crashcourse.store import StoreMissing, immediate, opened
 from crashcourse.validate import check_text
 from crashcourse.workers.options import argument_parser, check_installed, refuse
 
@@ -117,16 +119,46 @@ def patiently(step, attempts: int = 20):
     return step()
 
 
-def drain(conn, owner: str, ttl: float) -> int:
-    """Claim, observe, finish until nothing is eligible; how many finished.
+def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
+    """MUTANT (chapter 05): the oldest queued row is chosen BEFORE the write
+    lock, and the grant inside it does not look again, so two workers that
+    chose the same row both take it (the second as the next generation).
+    The negative control of the chapter's race; the session rule is left out."""
+    row = conn.execute(  # a read with no write lock: the mistake
+        f"SELECT * FROM work WHERE status = '{claims.READY}'"
+        " ORDER BY created, rowid LIMIT 1").fetchone()
+    if row is None:
+        return None
+    with immediate(conn):
+        now = time.time()
+        granted = conn.execute(
+            f"UPDATE work SET status = '{claims.RUNNING}', owner = :owner,"
+            " generation = generation + 1, expires = :expires WHERE id = :id"
+            " RETURNING generation, expires",
+            {"owner": owner, "expires": now + ttl, "id": row["id"]}).fetchone()
+        conn.execute("INSERT INTO claims (work_id, generation, owner, claimed_at,"
+                     " expires) VALUES (:id, :generation, :owner, :now, :expires)",
+                     {"id": row["id"], "generation": granted["generation"],
+                      "owner": owner, "now": now, "expires": granted["expires"]})
+    return claims.Claim(row["id"], row["session"], row["prompt"], row["subject"],
+                        row["role"], owner, granted["generation"],
+                        granted["expires"], control.runtime(conn)["epoch"])
 
-    Introduced in chapter 05."""
-    done = 0
-    while (claim := patiently(lambda: claims.claim(conn, owner, ttl=ttl))):
-        patiently(lambda: fence.observe(conn, claim, {"kind": "done", "by": owner}))
-        patiently(lambda: fence.finish(conn, claim, claims.DONE, owner))
-        done += 1
-    return done
+
+def drain(conn, owner: str, ttl: float, take=claims.claim) -> dict:
+    """Claim (with ``take``), observe, finish until nothing is eligible: how
+    many finished, and how many claims the fence found stale before their
+    writes (none, unless ``take`` is the mutant). Introduced in chapter 05."""
+    done = stale = 0
+    while (claim := patiently(lambda: take(conn, owner, ttl=ttl))):
+        try:
+            patiently(lambda: fence.observe(conn, claim, {"kind": "done",
+                                                          "by": owner}))
+            patiently(lambda: fence.finish(conn, claim, claims.DONE, owner))
+            done += 1
+        except fence.StaleClaim:  # another worker took it meanwhile: move on
+            stale += 1
+    return {"finished": done, "stale": stale}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(bad)
     with opened(args.db) as conn:
         if args.mode == "drain":
-            report = {"finished": drain(conn, args.owner, args.ttl)}
+            take = claim_read_first if args.read_first else claims.claim
+            report = drain(conn, args.owner, args.ttl, take)
         elif args.mode == "run":
             report = run_once(conn, args.owner, args.url, NoNewReasoning(),
                               ttl=args.ttl, wait_s=args.wait)
@@ -184,6 +217,8 @@ def parse(argv: list[str] | None):
     parser.add_argument("--work", help="claim this work id only")
     parser.add_argument("--url", default="", help="supplier base URL")
     parser.add_argument("--wait", type=float, default=0.5, help="request timeout")
+    parser.add_argument("--read-first", action="store_true",
+                        help="drain with the mutant claim (chapter 05)")
     return parser.parse_args(argv)
 
 
