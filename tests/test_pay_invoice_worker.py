@@ -157,10 +157,11 @@ def test_install_on_a_made_file_is_a_read(tmp_path):
 
 
 def forget_keys(db):
-    """What a real provider does after its retention window (24 hours at
-    Stripe): the charges stay, their idempotency keys are no longer known. Here
-    the key column IS the idempotency key, so the rows are kept under another
-    name (with the evidence rows that point at them)."""
+    """What a real provider does after its retention window (Stripe may
+    remove a key once it is 24 hours old): the charges stay, their
+    idempotency keys are no longer known. Here the key column IS the
+    idempotency key, so the rows are kept under another name (with the
+    evidence rows that point at them)."""
     with opened(db) as conn, immediate(conn):
         conn.execute("PRAGMA defer_foreign_keys = ON")
         for table in ("payments", "payment_evidence"):

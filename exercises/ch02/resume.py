@@ -35,9 +35,10 @@ def resume_payment(
     ``service`` is the payment service's path; ``state`` is an open connection
     to the worker's own file, where its checkpoint lives.
 
-    * The task's checkpoint exists in ``state``: the task is finished. Return
-      the outcome it recorded, unchanged; ask the service nothing, rewrite
-      nothing.
+    * The task's checkpoint exists in ``state``: the task is finished (the
+      checkpoint is written only after the service answered, so it proves the
+      charge). Return ``"already_committed"``; ask the service nothing (it may
+      have forgotten the key by now) and rewrite nothing.
     * No checkpoint: reconcile first. Offer the service the SAME operation key
       the dead worker used (derived from the task and the action, never
       fresh), so a charge that already happened comes back as
@@ -46,5 +47,8 @@ def resume_payment(
       and outcome, and return the outcome.
     * The service refuses a new payment (``payments.ApprovalRefused``): let
       the error propagate and write no checkpoint.
+
+    The replacement may itself be killed, anywhere, and resumed again: every
+    case above must still hold for the next run.
     """
     raise NotImplementedError("exercise 02.1: write resume_payment")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse.harness import Harness, kill_and_resume
 from crashcourse.services import payments
@@ -41,7 +43,8 @@ def test_the_mutant_is_caught_although_it_exited_zero(mod, tmp_path):
     trial = run_worker(service, "new-key")
     assert trial.resumed_returncode == 0  # its own claim: success
     assert mod.overcharged_orders(service) == {
-        ORDER: {"payments": 2, "charged_cents": 8000, "approved_cents": 4000}
+        (ORDER, CURRENCY): {"payments": 2, "charged_cents": 8000,
+                            "approved_cents": 4000}
     }
 
 
@@ -66,7 +69,8 @@ def test_only_the_overcharged_order_is_reported(mod, tmp_path):
     for key in ("k2", "k3", "k4"):
         payments.issue_payment(service, key, "PO-1002", 1250, "USD")
     assert mod.overcharged_orders(service) == {
-        "PO-1002": {"payments": 3, "charged_cents": 3750, "approved_cents": 1250}
+        ("PO-1002", "USD"): {"payments": 3, "charged_cents": 3750,
+                             "approved_cents": 1250}
     }
 
 
@@ -82,18 +86,18 @@ def test_grading_writes_nothing(mod, tmp_path):
     payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
     payments.issue_payment(service, "k2", ORDER, AMOUNT, CURRENCY)
     before = payments.snapshot(service)
-    assert mod.overcharged_orders(service)[ORDER]["payments"] == 2
+    assert mod.overcharged_orders(service)[ORDER, CURRENCY]["payments"] == 2
     assert payments.snapshot(service) == before
 
 
-def import_payment(service, key, order, amount):
+def import_payment(service, key, order, amount, currency=CURRENCY):
     """A payment row the service holds without having charged it through
     ``issue_payment`` (imported from its previous system)."""
     with opened(service) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO payments (key, order_id, amount_cents, currency)"
             " VALUES (:key, :order, :amount, :currency)",
-            {"key": key, "order": order, "amount": amount, "currency": CURRENCY},
+            {"key": key, "order": order, "amount": amount, "currency": currency},
         )
 
 
@@ -101,7 +105,8 @@ def test_a_payment_without_any_approval_is_overcharged(mod, tmp_path):
     service = install_service(tmp_path / "unapproved.db")
     import_payment(service, "k9", "PO-9999", 500)
     assert mod.overcharged_orders(service) == {
-        "PO-9999": {"payments": 1, "charged_cents": 500, "approved_cents": 0}
+        ("PO-9999", "USD"): {"payments": 1, "charged_cents": 500,
+                             "approved_cents": 0}
     }
 
 
@@ -114,5 +119,69 @@ def test_installments_within_the_approval_are_clean(mod, tmp_path):
     assert mod.overcharged_orders(service) == {}
     import_payment(service, "k3", ORDER, 1)  # one cent too many
     assert mod.overcharged_orders(service) == {
-        ORDER: {"payments": 3, "charged_cents": AMOUNT + 1, "approved_cents": AMOUNT}
+        (ORDER, CURRENCY): {"payments": 3, "charged_cents": AMOUNT + 1,
+                            "approved_cents": AMOUNT}
     }
+
+
+def test_a_payment_in_another_currency_is_not_covered(mod, tmp_path):
+    """4000 cents approved in USD allow nothing in EUR: a payment of 4000
+    cents in EUR is 4000 cents nobody approved, and the USD payment beside it
+    stays within its approval."""
+    service = install_service(tmp_path / "currencies.db")
+    import_payment(service, "k1", ORDER, AMOUNT, "USD")
+    import_payment(service, "k2", ORDER, AMOUNT, "EUR")
+    assert mod.overcharged_orders(service) == {
+        (ORDER, "EUR"): {"payments": 1, "charged_cents": AMOUNT,
+                         "approved_cents": 0}
+    }
+
+
+def test_an_approval_larger_than_the_payment_is_clean(mod, tmp_path):
+    service = install_service(tmp_path / "larger.db", [(ORDER, 5000, CURRENCY)])
+    import_payment(service, "k1", ORDER, AMOUNT)
+    assert mod.overcharged_orders(service) == {}
+
+
+APPROVALS = st.dictionaries(
+    st.sampled_from(["PO-1", "PO-2", "PO-3"]),
+    st.tuples(st.integers(1, 5000), st.sampled_from(["USD", "EUR"]),
+              st.booleans()),  # amount, currency, revoked
+)
+PAYMENTS = st.lists(st.tuples(st.sampled_from(["PO-1", "PO-2", "PO-3", "PO-4"]),
+                              st.integers(1, 5000),
+                              st.sampled_from(["USD", "EUR"])), max_size=6)
+
+
+def expected_from(approvals: dict, paid: list) -> dict:
+    """The same question answered in Python, from the same rows."""
+    totals: dict = {}
+    for order, amount, currency in paid:
+        n, cents = totals.get((order, currency), (0, 0))
+        totals[order, currency] = (n + 1, cents + amount)
+    found = {}
+    for (order, currency), (n, cents) in totals.items():
+        approved = 0
+        if order in approvals and approvals[order][1] == currency:
+            approved = approvals[order][0]
+        if cents > approved:
+            found[order, currency] = {"payments": n, "charged_cents": cents,
+                                      "approved_cents": approved}
+    return found
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(approvals=APPROVALS, paid=PAYMENTS)
+def test_any_ledger(mod, tmp_path_factory, approvals, paid):
+    """Approvals and payments drawn at random: several payments per order,
+    two currencies, approvals larger or smaller than what was paid, revoked
+    or not."""
+    service = install_service(tmp_path_factory.mktemp("ledger") / "p.db", [])
+    for order, (amount, currency, revoked) in approvals.items():
+        payments.approve(service, order, amount, currency)
+        if revoked:
+            payments.revoke(service, order)
+    for number, (order, amount, currency) in enumerate(paid):
+        import_payment(service, f"k{number}", order, amount, currency)
+    assert mod.overcharged_orders(service) == expected_from(approvals, paid)

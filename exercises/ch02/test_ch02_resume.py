@@ -8,7 +8,7 @@ import pytest
 
 from crashcourse.harness import Harness
 from crashcourse.services import payments
-from crashcourse.store import opened
+from crashcourse.store import immediate, opened
 from crashcourse.workers import pay_invoice, paying
 
 TASK, ORDER, AMOUNT, CURRENCY = "restock-1", "PO-1001", 4000, "USD"
@@ -84,8 +84,79 @@ def test_a_finished_task_is_left_alone(mod, files):
     with Harness() as harness:
         assert harness.run(worker(files), timeout=10).returncode == 0
     before = paying.snapshot(files.service, files.state)
-    assert resume(mod, files) == "committed"  # what the checkpoint recorded
+    assert resume(mod, files) == "already_committed"
     assert paying.snapshot(files.service, files.state) == before
+
+
+def test_killed_after_its_checkpoint_the_task_is_left_alone(mod, files):
+    kill_at(files, "after_checkpoint")
+    before = paying.snapshot(files.service, files.state)
+    assert [c["outcome"] for c in before["checkpoints"]] == ["committed"]
+    assert resume(mod, files) == "already_committed"
+    assert paying.snapshot(files.service, files.state) == before
+
+
+def forget_keys(service):
+    """What a real provider does after its retention window (Stripe may
+    remove a key once it is 24 hours old): the charges stay, their
+    idempotency keys are no longer known. Here the key column is the
+    idempotency key, so the rows move to another name."""
+    with opened(service) as conn, immediate(conn):
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+        for table in ("payments", "payment_evidence"):
+            conn.execute(f"UPDATE {table} SET key = 'forgotten:' || key")
+
+
+def test_a_finished_task_is_not_paid_again_after_the_service_forgot_its_key(
+        mod, files):
+    with Harness() as harness:
+        assert harness.run(worker(files), timeout=10).returncode == 0
+    forget_keys(files.service)
+    resume(mod, files)
+    assert len(rows(files)[0]) == 1, "a finished task was paid a second time"
+
+
+def test_other_tasks_in_the_workers_file_are_not_touched(mod, files):
+    """The worker's file holds every task it ran; only this one is resumed."""
+    with opened(files.state) as state:
+        paying.save_checkpoint(state, "restock-0", "restock-0/key", "committed")
+    kill_at(files, "after_payment")
+    assert resume(mod, files) == "already_committed"
+    with opened(files.state) as state:
+        by_task = {c["task"]: c for c in paying.checkpoints(state)}
+    assert by_task["restock-0"] == {"task": "restock-0", "key": "restock-0/key",
+                                    "outcome": "committed"}
+    assert by_task[TASK]["key"] == KEY
+
+
+CHILD = """
+import importlib.util, sys
+from crashcourse.store import immediate, opened
+path, service, state, task, order, amount, currency = sys.argv[1:]
+spec = importlib.util.spec_from_file_location("answer", path)
+answer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(answer)
+with opened(state) as conn:
+    print(answer.resume_payment(service, conn, task, order, int(amount), currency))
+"""
+
+
+def test_a_resume_killed_inside_its_charge_is_resumed_again(mod, files):
+    """Recovery dies too: the replacement, run as a process of its own, is
+    killed inside the service's charge (inserted, not committed), and a third
+    process resumes."""
+    kill_at(files, "before_payment")
+    args = ["-c", CHILD, mod.__file__, str(files.service), str(files.state),
+            TASK, ORDER, str(AMOUNT), CURRENCY]
+    with Harness() as harness:
+        started = harness.start(args, stop_at="payment_inserted")
+        started.wait_for_boundary(timeout=10)
+        assert started.kill().returncode == -9
+    assert rows(files) == ([], [])  # the charge died uncommitted
+    assert resume(mod, files) == "committed"
+    paid, checkpoints = rows(files)
+    assert [p["key"] for p in paid] == [KEY]
+    assert [c["key"] for c in checkpoints] == [KEY]
 
 
 def test_resuming_twice_still_pays_once(mod, files):

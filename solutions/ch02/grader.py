@@ -9,24 +9,28 @@ from crashcourse.store import opened
 
 OVERCHARGED = """
 SELECT p.order_id,
-       count(*)                       AS payments,
-       sum(p.amount_cents)            AS charged_cents,
-       coalesce(a.amount_cents, 0)    AS approved_cents
+       p.currency,
+       count(*)                                AS payments,
+       sum(p.amount_cents)                     AS charged_cents,
+       coalesce(a.amount_cents, :nothing)      AS approved_cents
   FROM payments AS p
   LEFT JOIN approvals AS a            -- a payment nobody approved still counts
          ON a.order_id = p.order_id
- GROUP BY p.order_id
-HAVING sum(p.amount_cents) > coalesce(a.amount_cents, :nothing_approved)
- ORDER BY p.order_id
+        AND a.currency = p.currency   -- cents of one currency, never mixed
+ GROUP BY p.order_id, p.currency
+HAVING sum(p.amount_cents) > coalesce(a.amount_cents, :nothing)
+ ORDER BY p.order_id, p.currency
 """
 
 
-def overcharged_orders(service: str | Path) -> dict[str, dict[str, int]]:
-    """Every order whose committed payments add up to more than its approval."""
+def overcharged_orders(
+    service: str | Path,
+) -> dict[tuple[str, str], dict[str, int]]:
+    """Every order charged beyond its approval, per currency."""
     with opened(service) as conn:  # the service's file is the only witness
-        found = conn.execute(OVERCHARGED, {"nothing_approved": 0}).fetchall()
+        found = conn.execute(OVERCHARGED, {"nothing": 0}).fetchall()
     return {
-        row["order_id"]: {
+        (row["order_id"], row["currency"]): {
             "payments": row["payments"],
             "charged_cents": row["charged_cents"],
             "approved_cents": row["approved_cents"],

@@ -15,9 +15,10 @@ def resume_payment(
     amount_cents: int, currency: str,
 ) -> str:
     """Finish ``task`` without paying twice; return the payment's outcome."""
-    recorded = paying.load_checkpoint(state, task)
-    if recorded is not None:
-        return recorded["outcome"]  # finished: nothing to ask, nothing to write
+    if paying.load_checkpoint(state, task) is not None:
+        # Finished: the checkpoint is written after the charge, so it proves
+        # it. Asking again could charge again once the service forgot the key.
+        return "already_committed"
     # The key is derived, not invented: the dead worker computed the same one,
     # so the service can tell us whether that very charge already happened.
     key = pay_invoice.payment_key(task, order, amount_cents, currency)
