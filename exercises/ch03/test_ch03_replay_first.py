@@ -4,10 +4,12 @@ service's real answer, asked afterwards."""
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse import authority
 from crashcourse.services import payments
-from crashcourse.store import opened
+from crashcourse.store import immediate, opened
 
 ORDER, AMOUNT, CURRENCY = "PO-3001", 4000, "USD"
 
@@ -113,3 +115,62 @@ def test_a_payment_in_progress_does_not_hold_up_the_preview(preview, db):
         paying.execute("ROLLBACK")
     assert said == "would_commit"  # an INSERT not yet committed is no payment
     assert waited < 2.5, f"the preview waited {waited:.1f} s for the write lock"
+
+
+WORLDS = st.fixed_dictionaries({
+    "approval": st.one_of(st.none(), st.fixed_dictionaries({
+        "amount": st.sampled_from([3000, AMOUNT, 5000]),
+        "currency": st.sampled_from(["USD", "EUR"]),
+        "revoked": st.booleans(),
+        "expires_in": st.sampled_from([None, -3600.0, 3600.0]),
+        "granted_under": st.sampled_from([1, 2]),
+    })),
+    "policy": st.sampled_from([1, 2]),
+    "history": st.one_of(st.none(), st.tuples(
+        st.sampled_from([ORDER, "PO-3002"]), st.sampled_from([AMOUNT, 5000]),
+        st.sampled_from(["USD", "EUR"]))),  # a payment made earlier under "k1"
+    "asked": st.tuples(st.sampled_from(["k1", "k2"]),
+                       st.sampled_from([ORDER, "PO-3002"]),
+                       st.sampled_from([3000, AMOUNT, 5000]),
+                       st.sampled_from(["USD", "EUR"])),
+})
+
+
+def build(path, world):
+    """A service file in the state ``world`` describes; its history written
+    as rows (the payment was allowed under terms that may be gone since)."""
+    payments.install(path)
+    authority.set_policy_version(path, world["policy"])
+    if (grant := world["approval"]) is not None:
+        expires = None if grant["expires_in"] is None else (
+            time.time() + grant["expires_in"])
+        payments.approve(path, ORDER, grant["amount"], grant["currency"],
+                         expires_unix=expires, policy_version=grant["granted_under"])
+        if grant["revoked"]:
+            payments.revoke(path, ORDER)
+    if world["history"] is not None:
+        order, amount, currency = world["history"]
+        with opened(path) as conn, immediate(conn):
+            conn.execute(
+                "INSERT INTO payments (key, order_id, amount_cents, currency)"
+                " VALUES ('k1', :order, :amount, :currency)",
+                {"order": order, "amount": amount, "currency": currency})
+            conn.execute(
+                "INSERT INTO payment_evidence"
+                " (key, policy_version, expires_unix, committed_unix)"
+                " VALUES ('k1', 1, NULL, :now)", {"now": time.time()})
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(world=WORLDS)
+def test_any_world_previews_what_the_service_answers(preview, tmp_path_factory,
+                                                      world):
+    """Approvals larger or smaller than the request, in either currency,
+    revoked or not, expired an hour ago or an hour ahead, granted under
+    either policy; a payment under k1 for this action or another; the preview
+    must say what the service then says (expiries far from now: the two read
+    the clock a moment apart)."""
+    db = tmp_path_factory.mktemp("world") / "payments.db"
+    build(db, world)
+    previewed(preview, db, *world["asked"])

@@ -3,6 +3,8 @@
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse import authority
 from crashcourse.services import payments
@@ -69,3 +71,31 @@ def test_explain_survives_later_changes(mod, tmp_path):
                                      "currency": "USD", "policy_version": 1,
                                      "expires_unix": expires}
     assert mod.explain(db, "missing") is None
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(amount=st.sampled_from([3000, 4000, 5000]),
+       currency=st.sampled_from(["USD", "EUR"]), revoked=st.sampled_from([0, 1]),
+       skew=st.one_of(st.none(), st.sampled_from([-1.0, -1e-6, 0.0, 1e-6, 1.0])),
+       granted=st.integers(1, 3), policy=st.integers(1, 3),
+       now=st.floats(0, 2e9, allow_nan=False))
+def test_any_approval_at_any_instant(mod, amount, currency, revoked, skew,
+                                     granted, policy, now):
+    """Approvals larger, smaller or equal to the payment, in either currency;
+    expiries a second, a microsecond or no time at all before or after the
+    reader's clock (``now``): every reason, each one alone, in order."""
+    grant = approval(amount_cents=amount, currency=currency, revoked=revoked,
+                     expires_unix=None if skew is None else now + skew,
+                     policy_version=granted)
+    found = mod.every_reason(grant, ACTION, now, policy)
+    if (amount, currency) != (ACTION["amount_cents"], ACTION["currency"]):
+        assert found == ("not_approved",)
+        return
+    expected = tuple(reason for failed, reason in (
+        (revoked == 1, "approval_revoked"),
+        (skew is not None and skew <= 0, "approval_expired"),
+        (granted != policy, "policy_changed")) if failed)
+    assert found == expected
+    assert (found or (None,))[0] == authority.refusal_reason(grant, ACTION, now,
+                                                             policy)
