@@ -108,17 +108,28 @@ $(LAB_VENV)/.installed: $(STAMP)
 	$(VENV)/bin/uv pip install --quiet --python $(LAB_VENV)/bin/python jupyterlab==4.6.6
 	touch $@
 
-$(LAB_SETTINGS)/overrides.json: $(LAB_VENV)/.installed
+# No news or update pop-up greets a reader: nothing to dismiss.
+LAB_OVERRIDES = {"@jupyterlab/docmanager-extension:plugin": {"autosave": false}, \
+  "@jupyterlab/apputils-extension:notification": \
+  {"fetchNews": "false", "checkForUpdates": false}}
+$(LAB_SETTINGS)/overrides.json: $(LAB_VENV)/.installed Makefile
 	mkdir -p $(LAB_SETTINGS)
-	echo '{"@jupyterlab/docmanager-extension:plugin": {"autosave": false}}' > $@
+	echo '$(LAB_OVERRIDES)' > $@
 
 # Headless-friendly: no browser is opened; Jupyter prints the URL to open. It
 # serves the whole repository (book/ and exercises/) and opens at book/.
 # Containers often run as root, which Jupyter refuses unless told.
+# One entry per chapter: the .md sources (the notebooks' jupytext pairs) are
+# hidden from the file browser, with the server's usual hidden files; the
+# .ipynb beside each opens as a notebook.
+LAB_HIDDEN = ['__pycache__', '*.pyc', '*.pyo', '.DS_Store', '*~', '*.so', \
+  '*.dylib', '[0-9][0-9]_*.md']
 lab: $(LAB_VENV)/.installed $(LAB_SETTINGS)/overrides.json
 	JUPYTER_PATH=$(CURDIR)/$(VENV)/share/jupyter \
 	  $(LAB_VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=. \
 	  --ServerApp.default_url=/lab/tree/book \
+	  --ContentsManager.hide_globs="$(LAB_HIDDEN)" \
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Peers measured side by side (e.g. DBOS) are bench-only: never runtime or verify deps.
