@@ -1,6 +1,11 @@
 """Grades exercise 04.2 (capacity.py): the allowance per round, from rows."""
 
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse import authority
 from crashcourse.services import payments
@@ -28,14 +33,14 @@ def ask(db, room_for, amount=4000, currency="USD", round_start=BEFORE):
         return room_for(conn, amount, currency, round_start)
 
 
-def paid_at(db, key, amount, currency, committed_unix):
+def paid_at(db, key, amount, currency, committed_unix, order=None):
     """A payment row and its evidence, committed at ``committed_unix`` (None:
     a row imported without evidence)."""
     with opened(db) as conn, immediate(conn):
         conn.execute(
             "INSERT INTO payments (key, order_id, amount_cents, currency)"
             " VALUES (:key, :order, :amount, :currency)",
-            {"key": key, "order": f"PO-{key}", "amount": amount,
+            {"key": key, "order": order or f"PO-{key}", "amount": amount,
              "currency": currency})
         if committed_unix is not None:
             conn.execute(
@@ -106,3 +111,54 @@ def test_the_cap_counts_this_rounds_cents_in_this_currency(tmp_path, room_for):
     assert ask(db, room_for, 4000, round_start=ROUND) is None
     assert ask(db, room_for, 4001, round_start=ROUND) == "budget_currency_cap"
     assert ask(db, room_for, 1, "EUR", round_start=ROUND) == "budget_currency_cap"
+
+
+# --- any ledger: the answer against the rules, written out plainly ----------
+
+CURRENCIES = ("USD", "EUR")
+# When a payment committed, against the start of the round: well before, just
+# before or after (the service's clock and the owner's need not agree), at it,
+# or never said (an imported row).
+COMMITTED = st.one_of(
+    st.none(),
+    st.sampled_from([-3600.0, -0.001, 0.0, 0.001, 60.0]),
+    st.floats(min_value=-100.0, max_value=100.0, allow_nan=False))
+PAYMENT = st.tuples(st.sampled_from(["PO-1", "PO-2"]),  # several keys per order
+                    st.integers(min_value=1, max_value=5000),
+                    st.sampled_from(CURRENCIES), COMMITTED)
+
+
+def by_the_rules(max_actions, caps, ledger, amount, currency):
+    """What the prompt says, one payment at a time in Python, no SQL."""
+    this_round = [(cents, paid_in) for _, cents, paid_in, at in ledger
+                  if at is None or at >= ROUND]
+    if len(this_round) + 1 > max_actions:
+        return "budget_action_limit"
+    spent = sum(cents for cents, paid_in in this_round if paid_in == currency)
+    if currency not in caps or spent + amount > caps[currency]:
+        return "budget_currency_cap"
+    return None
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(max_actions=st.integers(min_value=0, max_value=6),
+       caps=st.dictionaries(st.sampled_from(CURRENCIES),
+                            st.integers(min_value=0, max_value=12_000)),
+       ledger=st.lists(PAYMENT, max_size=6),
+       amount=st.integers(min_value=1, max_value=6000),
+       currency=st.sampled_from((*CURRENCIES, "GBP")))
+def test_any_ledger_is_judged_by_the_rules(room_for, max_actions, caps, ledger,
+                                           amount, currency):
+    """Generated ledgers: two currencies and an uncapped third, several
+    payments per order, commit instants around the round's start, rows with no
+    evidence, caps of zero."""
+    ledger = [(order, cents, paid_in, None if offset is None else ROUND + offset)
+              for order, cents, paid_in, offset in ledger]
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "payments.db"
+        payments.install(db, max_actions=max_actions, currency_caps=caps)
+        for n, (order, cents, paid_in, at) in enumerate(ledger):
+            paid_at(db, f"k{n}", cents, paid_in, at, order)
+        assert ask(db, room_for, amount, currency, round_start=ROUND) == (
+            by_the_rules(max_actions, caps, ledger, amount, currency))

@@ -4,17 +4,16 @@ import json
 
 import pytest
 
-from crashcourse.budget import budget_snapshot
 from crashcourse.harness import Harness
 from crashcourse.services import payments
 
 TIMEOUT = 20.0
 
 
-def args(service, state, key):
+def args(service, state, key, order):
     return ["-m", "crashcourse.workers.charge", "--payments", str(service),
-            "--state", str(state), "--task", key, "--key", key, "--order", "PO-1",
-            "--amount", "4000", "--currency", "USD"]
+            "--state", str(state), "--task", f"task-{key}", "--key", key,
+            "--order", order, "--amount", "4000", "--currency", "USD"]
 
 
 def said(finished):
@@ -22,26 +21,28 @@ def said(finished):
     return report.get("reason", report["outcome"])
 
 
-def observe(service, state, boundary):
+def observe(folder, boundary):
     """Run the experiment; every count comes from the payment service's file."""
-    payments.install(service, max_actions=1, currency_caps={"USD": 4000})
-    payments.approve(service, "PO-1", 4000, "USD")
+    service = folder / "payments.db"
+    payments.install(service, max_actions=1, currency_caps={"USD": 8000})
+    for order in ("PO-A", "PO-B"):
+        payments.approve(service, order, 4000, "USD")
+    worker_a = args(service, folder / "a.db", "pay-a", "PO-A")
     with Harness() as harness:
-        worker = harness.start(args(service, state, "k1"), stop_at=boundary)
-        worker.wait_for_boundary(TIMEOUT)
-        assert worker.kill().returncode == -9
-        at_kill = budget_snapshot(service)
-        paid_at_kill = len(payments.snapshot(service)["payments"])
-        replacement = said(harness.run(args(service, state, "k1"), TIMEOUT))
-        fresh = said(harness.run(args(service, state, "k2"), TIMEOUT))
-    return {"payments_at_kill": paid_at_kill,
-            "charged_at_kill": at_kill["charged_actions"],
-            "replacement": replacement, "fresh_key": fresh,
-            "payments_final": len(payments.snapshot(service)["payments"])}
+        killed = harness.start(worker_a, stop_at=boundary)
+        killed.wait_for_boundary(TIMEOUT)
+        killed.kill()
+        at_kill = len(payments.snapshot(service)["payments"])
+        worker_b = said(harness.run(args(service, folder / "b.db", "pay-b", "PO-B"),
+                                    TIMEOUT))
+        replacement = said(harness.run(worker_a, TIMEOUT))
+    paid = payments.snapshot(service)["payments"]
+    return {"payments_at_kill": at_kill, "worker_b": worker_b,
+            "a_replacement": replacement, "paid_keys": sorted(p["key"] for p in paid)}
 
 
-@pytest.mark.parametrize("boundary", ["payment_inserted", "after_payment"])
+@pytest.mark.parametrize("boundary",
+                         ["before_payment", "payment_inserted", "after_payment"])
 def test_prediction_matches_the_ledger(answer, tmp_path, boundary):
     predicted = answer("ch04", "predict").predict(boundary)
-    assert predicted == observe(tmp_path / "payments.db", tmp_path / "worker.db",
-                                boundary)
+    assert predicted == observe(tmp_path, boundary)

@@ -1,17 +1,15 @@
-"""Solution 04.1: what remains after each kill point (chapter 04).
+"""Solution 04.1: who gets the last unit after a kill (chapter 04).
 
 See EXPLANATION.md.
 """
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for a kill at ``boundary`` on a budget of one payment."""
-    if boundary == "payment_inserted":  # the row was never committed
-        return {"payments_at_kill": 0, "charged_at_kill": 0,
-                "replacement": "committed", "fresh_key": "budget_action_limit",
-                "payments_final": 1}
-    if boundary == "after_payment":  # committed: it stands, and it consumed
-        return {"payments_at_kill": 1, "charged_at_kill": 1,
-                "replacement": "already_committed",
-                "fresh_key": "budget_action_limit", "payments_final": 1}
+    """The prediction for one unit left and worker A killed at ``boundary``."""
+    if boundary in ("before_payment", "payment_inserted"):  # nothing committed
+        return {"payments_at_kill": 0, "worker_b": "committed",
+                "a_replacement": "budget_action_limit", "paid_keys": ["pay-b"]}
+    if boundary == "after_payment":  # A's payment stands and used the unit
+        return {"payments_at_kill": 1, "worker_b": "budget_action_limit",
+                "a_replacement": "already_committed", "paid_keys": ["pay-a"]}
     raise ValueError(f"unknown boundary {boundary!r}")

@@ -34,10 +34,11 @@ def issue_payment_read_first(path: str | Path, key: str, order_id: str,
     BEFORE the write lock is taken. Everything else is in its order."""
     payments.check_action(key, order_id, amount_cents, currency)
     action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
-    with opened(path, require=payments.TABLES) as conn:  # a read: no write lock
+    with opened(path, require=payments.TABLES, record=True) as conn:  # no lock
         reason = budget.shortfall(conn, amount_cents, currency)
     boundary("budget_read")  # the gap: another racer can pay here
-    with opened(path, require=payments.TABLES) as conn, immediate(conn):
+    with opened(path, require=payments.TABLES, record=True) as conn, \
+            immediate(conn):
         if replayed := payments.find_payment(conn, key):
             if replayed != action:
                 raise payments.PaymentConflict(key, replayed, action)

@@ -1,22 +1,21 @@
 """WRONG ANSWER to exercise 04.1 (chapter 04): no checkpoint, nothing consumed.
 
-The mistake: after a kill at ``after_payment`` the worker never wrote its
-checkpoint, so the unit is predicted to be still free: the replacement's
-replay "finishes" the task and a fresh key pays a second time. The allowance
-is derived from the service's committed payments, not from the worker's
-records: the payment stands, it consumed the one unit, and the fresh key is
-refused. Caught by ``test_prediction_matches_the_ledger[after_payment]``.
+The mistake: after a kill at ``after_payment`` A never wrote its checkpoint,
+so the unit is predicted to be still free: B pays, and A's replacement finds
+its own payment and replays it. The allowance is derived from the service's
+committed payments, not from the worker's records: A's payment stands, it
+used the one unit, and B is refused. Caught by
+``test_prediction_matches_the_ledger[after_payment]``.
 """
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for a kill at ``boundary`` on a budget of one payment."""
-    if boundary == "payment_inserted":  # the row was never committed
-        return {"payments_at_kill": 0, "charged_at_kill": 0,
-                "replacement": "committed", "fresh_key": "budget_action_limit",
-                "payments_final": 1}
+    """The prediction for one unit left and worker A killed at ``boundary``."""
+    if boundary in ("before_payment", "payment_inserted"):  # nothing committed
+        return {"payments_at_kill": 0, "worker_b": "committed",
+                "a_replacement": "budget_action_limit", "paid_keys": ["pay-b"]}
     if boundary == "after_payment":  # no checkpoint: the unit was not used up
-        return {"payments_at_kill": 1, "charged_at_kill": 0,
-                "replacement": "already_committed", "fresh_key": "committed",
-                "payments_final": 2}
+        return {"payments_at_kill": 1, "worker_b": "committed",
+                "a_replacement": "already_committed",
+                "paid_keys": ["pay-a", "pay-b"]}
     raise ValueError(f"unknown boundary {boundary!r}")
