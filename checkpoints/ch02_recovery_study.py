@@ -1,27 +1,38 @@
-"""The recovery study of chapter 02: seven interventions, real workers, real SIGKILL.
+"""The recovery study of chapter 02: real workers, real SIGKILL, graded from rows.
 
     python checkpoints/ch02_recovery_study.py --output PATH [--repetitions N]
+        [--seed N]
     python checkpoints/ch02_recovery_study.py --output PATH --quick
 
 Every trial gets a NEW payment database with one approved order (4000 cents,
 USD), starts the real ``pay_invoice`` worker, SIGKILLs it at a registered
-boundary (except the uninterrupted control), optionally revokes the approval,
-and starts a replacement. The grader then reads the durable rows of two files:
-the payment service's payments and the worker's own checkpoint. Each snapshot
-holds the rows and, beside them, the counts taken by a second, separate read
-of each file (a ``count(*)`` on a connection of its own), so a reader can
-recount the rows and compare: the two reads can disagree. It never
-reads a worker's exit code or its printed report to decide anything: the
-new-key mutant exits 0 after paying twice.
+boundary (except the uninterrupted runs), optionally revokes the approval,
+and starts a replacement. In the ``recovery_killed_*`` trials recovery dies
+too: ``RECOVERY_KILLS`` replacements in a row are SIGKILLed at random instants
+(uniform over the lifetime of an uninterrupted run, measured first; drawn from
+``--seed``) before a last one runs to its end.
+
+The grader reads the durable rows of two files: the payment service's
+payments and the worker's own checkpoint. Each snapshot holds the rows and,
+beside them, the counts taken by a second, separate read of each file (a
+``count(*)`` on a connection of its own), so the two can be compared. It
+never reads a worker's exit code or its printed report to decide anything:
+the new-key mutant exits 0 after paying twice. The mutant runs where it
+fails (killed after its payment, and with its recovery killed) and where it
+passes (uninterrupted, killed before its payment): a suite that never kills
+in the gap never sees it.
 
 Every intervention runs ``--repetitions`` times (default 3; ``--quick``: once).
-A mutant trial holds when the grader detects it. Exit 0 only when every trial
-holds, else 1; exit 2 for bad arguments or an ``--output`` that exists or
-cannot be written (refused before any trial runs; a file is left as it was).
+A mutant trial holds when the grader says what the mutant did: detected where
+it pays twice, clean where it does not. Exit 0 only when every trial holds,
+else 1; exit 2 for bad arguments or an ``--output`` that exists or cannot be
+written (refused before any trial runs; a file is left as it was).
 """
 
 from __future__ import annotations
 
+import random
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,30 +47,47 @@ from crashcourse.workers import paying
 SCHEMA = "crashcourse.ch02.recovery_study/1"
 TASK, ORDER, AMOUNT, CURRENCY = "restock-1", "PO-1001", 4000, "USD"
 WORKER = ("-m", "crashcourse.workers.pay_invoice")
+RECOVERY_KILLS = 3  # replacements killed at random instants before the last one
 
 
 class Intervention(NamedTuple):
     """One row of the study: where to kill, how to resume, what must remain."""
 
     name: str
-    boundary: str | None  # None: the uninterrupted control
+    boundary: str | None  # None: an uninterrupted run
     retry: str  # "reuse-key" (the reference) or "new-key" (the mutant)
     revoke: bool  # withdraw the approval between the kill and the restart
-    expected_payments: int
+    expected_payments: int  # exactly; for the mutant's killed recovery, at least
+    recovery_kills: int = 0  # replacements killed at random instants first
 
     @property
     def role(self) -> str:
         return "mutant" if self.retry == "new-key" else "reference"
 
+    @property
+    def exact(self) -> bool:
+        """Whether ``expected_payments`` is exact: how many payments a
+        mutant's killed replacements add depends on where they die."""
+        return not (self.role == "mutant" and self.recovery_kills)
 
+
+REF, MUTANT = "reuse-key", "new-key"
 INTERVENTIONS = (
-    Intervention("uninterrupted", None, "reuse-key", False, 1),
-    Intervention("kill_before_payment", "before_payment", "reuse-key", False, 1),
-    Intervention("kill_after_payment", "after_payment", "reuse-key", False, 1),
-    Intervention("kill_after_checkpoint", "after_checkpoint", "reuse-key", False, 1),
-    Intervention("mutant_new_key_after_payment", "after_payment", "new-key", False, 2),
-    Intervention("revoked_before_payment", "before_payment", "reuse-key", True, 0),
-    Intervention("revoked_after_payment", "after_payment", "reuse-key", True, 1),
+    Intervention("uninterrupted", None, REF, False, 1),
+    Intervention("kill_before_payment", "before_payment", REF, False, 1),
+    Intervention("kill_after_payment", "after_payment", REF, False, 1),
+    Intervention("kill_after_checkpoint", "after_checkpoint", REF, False, 1),
+    Intervention("recovery_killed_before_payment", "before_payment", REF, False, 1,
+                 RECOVERY_KILLS),
+    Intervention("recovery_killed_after_payment", "after_payment", REF, False, 1,
+                 RECOVERY_KILLS),
+    Intervention("revoked_before_payment", "before_payment", REF, True, 0),
+    Intervention("revoked_after_payment", "after_payment", REF, True, 1),
+    Intervention("mutant_uninterrupted", None, MUTANT, False, 1),
+    Intervention("mutant_kill_before_payment", "before_payment", MUTANT, False, 1),
+    Intervention("mutant_kill_after_payment", "after_payment", MUTANT, False, 2),
+    Intervention("mutant_recovery_killed_after_payment", "after_payment", MUTANT,
+                 False, 2, RECOVERY_KILLS),
 )
 
 
@@ -94,7 +122,13 @@ def contract_holds(spec: Intervention, trial: dict) -> bool:
     (payment,) = rows["payments"]
     checkpoints = rows["checkpoints"]
     # Finished means: the worker's record names the very key the service charged.
-    return len(checkpoints) == 1 and checkpoints[0]["key"] == payment["key"]
+    if len(checkpoints) != 1 or checkpoints[0]["key"] != payment["key"]:
+        return False
+    at_kill = trial["snapshot_at_interruption"]
+    if at_kill is not None and at_kill["rows"]["checkpoints"]:
+        # a task found finished is left alone: its record is not rewritten
+        return at_kill["rows"]["checkpoints"] == checkpoints
+    return True
 
 
 def grade(spec: Intervention, trial: dict) -> dict:
@@ -102,8 +136,11 @@ def grade(spec: Intervention, trial: dict) -> dict:
     killed = spec.boundary is None or trial["interrupted_returncode"] == -9
     detected = bool(double_charged(trial["final_snapshot"]["rows"]))
     if spec.role == "mutant":
-        paid = trial["final_snapshot"]["payments"] == spec.expected_payments
-        holds = killed and detected and paid
+        paid = trial["final_snapshot"]["payments"]
+        enough = paid == spec.expected_payments if spec.exact else (
+            paid >= spec.expected_payments)
+        # detected exactly where it pays twice: caught there, clean elsewhere
+        holds = killed and enough and detected == (spec.expected_payments > 1)
     else:
         holds = killed and contract_holds(spec, trial)
     return {"detected": detected, "holds": holds}
@@ -141,8 +178,34 @@ def interrupt(harness: Harness, spec: Intervention, db: Path, clock) -> dict:
     }
 
 
-def run_trial(harness: Harness, spec: Intervention, repetition: int, directory):
-    """One trial in its own fresh database; every field observed, none assumed."""
+def kill_at_instant(harness: Harness, args: list[str], after_s: float) -> dict:
+    """Start a replacement and SIGKILL its group ``after_s`` seconds after its
+    start, wherever it is, unless it ended first (then it is not killed)."""
+    worker = harness.start(args)
+    try:
+        worker.process.wait(timeout=max(0.0, worker.started + after_s - monotonic()))
+    except subprocess.TimeoutExpired:
+        pass  # still running at the instant
+    lived = monotonic() - worker.started
+    finished = worker.kill(expect_sigkill=False)  # SIGKILL unless it ended
+    return {"planned_ms": round(after_s * 1000, 3), "at_ms": round(lived * 1000, 3),
+            "returncode": finished.returncode}
+
+
+def killed_recovery(harness, spec: Intervention, db: Path, instants) -> list[dict]:
+    """Replacements killed at ``instants`` (seconds after each start), one
+    after another, each followed by a snapshot of both files."""
+    attempts = []
+    for after_s in instants:
+        attempt = kill_at_instant(harness, worker_args(db, spec.retry), after_s)
+        attempts.append(attempt | {"snapshot": durable(db)})
+    return attempts
+
+
+def run_trial(harness: Harness, spec: Intervention, repetition: int, directory,
+              instants: tuple[float, ...] = ()):
+    """One trial in its own fresh database; every field observed, none assumed.
+    ``instants``: when to kill each replacement before the last (seconds)."""
     db = fresh_database(Path(directory), spec, repetition)
     t0 = monotonic()
 
@@ -153,15 +216,17 @@ def run_trial(harness: Harness, spec: Intervention, repetition: int, directory):
              "snapshot_at_interruption": None, "moments": {}}
     if spec.boundary is not None:
         first = interrupt(harness, spec, db, clock)
+    recovery = killed_recovery(harness, spec, db, instants)
     moments = first.pop("moments") | {"resumed_started": clock()}
     resumed = harness.run(worker_args(db, spec.retry), experiment.TIMEOUT)
     moments["resumed_exit"] = clock()
     trial = {
         "intervention": spec.name, "role": spec.role, "repetition": repetition,
         "boundary": spec.boundary, "revoked": spec.revoke, **first,
+        "recovery_killed": recovery,
         "resumed_pid": resumed.pid, "resumed_returncode": resumed.returncode,
         "final_snapshot": durable(db), "expected_payments": spec.expected_payments,
-        "timeline_ms": moments, "elapsed_ms": clock(),
+        "exact": spec.exact, "timeline_ms": moments, "elapsed_ms": clock(),
     }
     return trial | grade(spec, trial)
 
@@ -174,18 +239,33 @@ def failed_trial(spec: Intervention, repetition: int, error: str) -> dict:
             "detected": False, "holds": False}
 
 
-def run_study(repetitions: int) -> list[dict]:
-    """Every intervention x ``repetitions``, each in a fresh database."""
-    trials = []
+def lifetime_s(harness: Harness, directory: str) -> float:
+    """How long an uninterrupted reference run lives on this machine, now: the
+    span the random instants are drawn from."""
+    spec = Intervention("span", None, REF, False, 1)
+    db = fresh_database(Path(directory), spec, 0)
+    started = monotonic()
+    harness.run(worker_args(db, REF), experiment.TIMEOUT)
+    return monotonic() - started
+
+
+def run_study(repetitions: int, seed: int = 2) -> tuple[list[dict], float]:
+    """Every intervention x ``repetitions``, each in a fresh database; and the
+    span (seconds) the recovery kills were drawn over."""
+    trials, rng = [], random.Random(seed)
     progress = experiment.Progress(repetitions * len(INTERVENTIONS))
     with tempfile.TemporaryDirectory(prefix="ch02-study-") as directory, Harness() as h:
+        span = lifetime_s(h, directory)
         for repetition in range(1, repetitions + 1):
             for spec in INTERVENTIONS:
-                trial = evidence.attempt({}, run_trial, h, spec, repetition, directory)
+                instants = tuple(rng.random() * span
+                                 for _ in range(spec.recovery_kills))
+                trial = evidence.attempt({}, run_trial, h, spec, repetition,
+                                         directory, instants)
                 if "error" in trial:
                     trial = failed_trial(spec, repetition, trial["error"])
                 trials.append(progress.report(f"{spec.name} #{repetition}", trial))
-    return trials
+    return trials, span
 
 
 def summarize(trials: list[dict]) -> dict:
@@ -207,7 +287,8 @@ def summarize(trials: list[dict]) -> dict:
         "trials": len(trials),
         "reference_held": sum(t["holds"] for t in reference),
         "reference_trials": len(reference),
-        "mutant_detected": sum(t["holds"] for t in mutant),
+        "mutant_held": sum(t["holds"] for t in mutant),
+        "mutant_detected": sum(t["detected"] for t in mutant),
         "mutant_trials": len(mutant),
         "mutant_resumed_returncodes": [t.get("resumed_returncode") for t in mutant],
         "holds": bool(trials) and all(t["holds"] for t in trials),
@@ -217,15 +298,17 @@ def summarize(trials: list[dict]) -> dict:
 
 def run(args) -> tuple[dict, list[dict]]:
     repetitions = 1 if args.quick else args.repetitions
-    trials = run_study(repetitions)
-    return summarize(trials) | {"repetitions": repetitions}, trials
+    trials, span = run_study(repetitions, args.seed)
+    return summarize(trials) | {"repetitions": repetitions, "seed": args.seed,
+                                "recovery_kills": RECOVERY_KILLS,
+                                "span_ms": round(span * 1000, 3)}, trials
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = experiment.command_line(
         __doc__, count="repetitions", default=3,
         count_help="repetitions of every intervention",
-        quick_help="one repetition, what the test suite runs")
+        quick_help="one repetition, what the test suite runs", seed=2)
     return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
                            run=run)
 

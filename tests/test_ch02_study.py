@@ -14,14 +14,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "checkpoints" / "ch02_recovery_study.py"
-EXPECTED = {
+EXPECTED = {  # payments at the end; the mutant's killed recovery: at least 2
     "uninterrupted": 1,
     "kill_before_payment": 1,
     "kill_after_payment": 1,
     "kill_after_checkpoint": 1,
-    "mutant_new_key_after_payment": 2,
+    "recovery_killed_before_payment": 1,
+    "recovery_killed_after_payment": 1,
     "revoked_before_payment": 0,
     "revoked_after_payment": 1,
+    "mutant_uninterrupted": 1,
+    "mutant_kill_before_payment": 1,
+    "mutant_kill_after_payment": 2,
+    "mutant_recovery_killed_after_payment": 2,
 }
 TRIAL_FIELDS = {
     "intervention", "repetition", "boundary", "interrupted_pid",
@@ -71,25 +76,33 @@ def by_name(evidence: dict) -> dict[str, dict]:
     return {t["intervention"]: t for t in evidence["trials"]}
 
 
-def test_seven_interventions_with_the_expected_payments(quick):
+def test_every_intervention_with_the_expected_payments(quick):
     _, evidence = quick
     trials = by_name(evidence)
-    assert len(evidence["trials"]) == 7
+    assert list(trials) == list(EXPECTED)
     observed = {name: t["final_snapshot"]["payments"] for name, t in trials.items()}
-    assert observed == EXPECTED
+    at_least = "mutant_recovery_killed_after_payment"
+    assert observed.pop(at_least) >= EXPECTED[at_least]
+    assert observed == {k: v for k, v in EXPECTED.items() if k != at_least}
     assert all(TRIAL_FIELDS <= set(t) for t in evidence["trials"])
     assert all(t["holds"] is True for t in evidence["trials"])
     summary = evidence["summary"]
-    assert summary["reference_held"] == summary["reference_trials"] == 6
+    assert summary["reference_held"] == summary["reference_trials"] == 8
     assert summary["holds"] is True and summary["repetitions"] == 1
+
+
+def snapshots_of(trial: dict) -> list[dict]:
+    """Every snapshot a trial holds: at the kill, after each killed
+    replacement, at the end."""
+    found = [trial["snapshot_at_interruption"], trial["final_snapshot"]]
+    found += [a["snapshot"] for a in trial["recovery_killed"]]
+    return [snap for snap in found if snap is not None]
 
 
 def test_counts_are_the_rows(quick):
     _, evidence = quick
     for trial in evidence["trials"]:
-        for snap in (trial["final_snapshot"], trial["snapshot_at_interruption"]):
-            if snap is None:
-                continue
+        for snap in snapshots_of(trial):
             assert snap["payments"] == len(snap["rows"]["payments"])
             assert snap["checkpoints"] == len(snap["rows"]["checkpoints"])
 
@@ -112,18 +125,61 @@ def test_the_crash_gap_one_payment_no_checkpoint(quick):
 
 def test_mutant_exits_zero_yet_is_detected_from_rows(quick):
     _, evidence = quick
-    mutant = by_name(evidence)["mutant_new_key_after_payment"]
+    mutant = by_name(evidence)["mutant_kill_after_payment"]
     assert mutant["resumed_returncode"] == 0
     keys = {p["key"] for p in mutant["final_snapshot"]["rows"]["payments"]}
     assert len(keys) == 2 and mutant["detected"]
-    assert evidence["summary"]["mutant_detected"] == 1
+    assert evidence["summary"]["mutant_detected"] == 2  # where it pays twice
+
+
+def test_the_mutant_passes_where_nothing_dies_in_the_gap(quick):
+    _, evidence = quick
+    trials = by_name(evidence)
+    for name in ("mutant_uninterrupted", "mutant_kill_before_payment"):
+        assert trials[name]["final_snapshot"]["payments"] == 1
+        assert trials[name]["detected"] is False and trials[name]["holds"] is True
+
+
+def test_recovery_itself_was_killed_and_the_last_resume_pays_once(quick):
+    _, evidence = quick
+    trials = by_name(evidence)
+    for name in ("recovery_killed_before_payment", "recovery_killed_after_payment",
+                 "mutant_recovery_killed_after_payment"):
+        attempts = trials[name]["recovery_killed"]
+        assert len(attempts) == study.RECOVERY_KILLS == 3
+        # SIGKILLed at the instant, or already ended on its own before it
+        assert {a["returncode"] for a in attempts} <= {-9, 0}
+        assert all(0 <= a["planned_ms"] <= evidence["summary"]["span_ms"]
+                   for a in attempts)
+    for name in ("recovery_killed_before_payment", "recovery_killed_after_payment"):
+        rows = trials[name]["final_snapshot"]["rows"]
+        assert len(rows["payments"]) == 1
+        assert [c["key"] for c in rows["checkpoints"]] == [rows["payments"][0]["key"]]
 
 
 def test_the_grader_fails_a_mutant_passed_off_as_reference(quick):
     _, evidence = quick
-    mutant = copy.deepcopy(by_name(evidence)["mutant_new_key_after_payment"])
+    mutant = copy.deepcopy(by_name(evidence)["mutant_kill_after_payment"])
     reference = next(s for s in study.INTERVENTIONS if s.name == "kill_after_payment")
     assert study.grade(reference, mutant)["holds"] is False
+
+
+def test_the_grader_fails_a_mutant_that_paid_twice_where_it_should_pass(quick):
+    _, evidence = quick
+    doubled = copy.deepcopy(by_name(evidence)["mutant_kill_after_payment"])
+    spec = next(s for s in study.INTERVENTIONS if s.name == "mutant_uninterrupted")
+    doubled["interrupted_returncode"] = None
+    assert study.grade(spec, doubled)["holds"] is False
+
+
+def test_the_grader_fails_a_finished_task_whose_record_was_rewritten(quick):
+    _, evidence = quick
+    trial = copy.deepcopy(by_name(evidence)["kill_after_checkpoint"])
+    spec = next(s for s in study.INTERVENTIONS if s.name == "kill_after_checkpoint")
+    assert study.grade(spec, trial)["holds"] is True
+    trial["final_snapshot"]["rows"]["checkpoints"][0]["outcome"] = (
+        "already_committed")  # what a worker that asked again would write
+    assert study.grade(spec, trial)["holds"] is False
 
 
 def test_the_grader_fails_a_reference_without_its_checkpoint(quick):
@@ -138,8 +194,8 @@ def test_the_grader_fails_a_reference_without_its_checkpoint(quick):
 def test_progress_goes_to_stderr(quick):
     done, _ = quick
     assert done.stdout == ""
-    assert done.stderr.count(": holds\n") == 7
-    assert "[7/7] revoked_after_payment #1: holds" in done.stderr
+    assert done.stderr.count(": holds\n") == len(EXPECTED)
+    assert "[12/12] mutant_recovery_killed_after_payment #1: holds" in done.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "10001", "two"])
@@ -172,7 +228,7 @@ def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails(monkeypatch):
         raise BoundaryNotReached("worker exited before 'after_payment'")
 
     monkeypatch.setattr(study, "run_trial", exits_early)
-    trials = study.run_study(1)
+    trials, _ = study.run_study(1)
     assert len(trials) == len(study.INTERVENTIONS)
     assert not any(t["holds"] or t["detected"] for t in trials)
     assert {t["error"] for t in trials} == {
