@@ -2,7 +2,7 @@
 
     python checkpoints/ch03_authority.py --output PATH [--quick]
 
-Each case gets a NEW payment database with one approved order (4000 cents, USD),
+Each intervention gets a NEW payment database with one approved order (4000 cents, USD),
 starts the real ``charge`` worker, SIGKILLs it at a registered boundary, changes
 ONE thing while no worker runs (revoke the approval, let its wall-clock expiry
 pass, move the service's policy version, or reuse the key with another amount or
@@ -17,8 +17,10 @@ it was committed under) and the worker's own (its checkpoint); the counts
 are taken by ``count(*)`` in a second read of each file, apart from the copy
 of the rows kept beside them, so the two can be compared. The refusal
 reason a worker prints is recorded and must match too, but no count comes
-from it. ``--quick`` runs four of the nine cases.
-Exit 0 only when every case holds, else 1; exit 2 for bad arguments or an
+from it. ``--quick`` runs four of the nine interventions. The ninth,
+``nothing_changed_before_payment``, is killed too (before its payment) but
+nothing changes before the restart: the control.
+Exit 0 only when every intervention holds, else 1; exit 2 for bad arguments or an
 ``--output`` that exists or cannot be written (refused before anything runs).
 """
 
@@ -42,7 +44,7 @@ WORKER = ("-m", "crashcourse.workers.charge")
 EXPIRY_S = 0.5
 
 
-class Case(NamedTuple):
+class Intervention(NamedTuple):
     """Where to kill, what changes before the restart, what must remain."""
 
     name: str
@@ -53,20 +55,26 @@ class Case(NamedTuple):
     fresh_key: str | None = None  # the outcome a fresh key must get, if asked
 
 
-CASES = (
-    Case("revoke_before_payment", "before_payment", "revoke", "approval_revoked", 0),
-    Case("revoke_after_payment", "after_payment", "revoke", "already_committed", 1,
-         "approval_revoked"),
-    Case("expire_before_payment", "before_payment", "expire", "approval_expired", 0),
-    Case("expire_after_payment", "after_payment", "expire", "already_committed", 1,
-         "approval_expired"),
-    Case("policy_before_payment", "before_payment", "policy", "policy_changed", 0),
-    Case("policy_after_payment", "after_payment", "policy", "already_committed", 1,
-         "policy_changed"),
-    Case("amount_changed_after_payment", "after_payment", "amount", "conflict", 1),
-    Case("currency_changed_after_payment", "after_payment", "currency", "conflict", 1),
-    Case("nothing_changed_before_payment", "before_payment", "none", "committed", 1,
-         "committed"),
+INTERVENTIONS = (  # name, kill at, change, the replacement's answer, payments,
+    # and what a fresh key must then be told (None: not asked)
+    Intervention("revoke_before_payment",
+                 "before_payment", "revoke", "approval_revoked", 0, None),
+    Intervention("revoke_after_payment",
+                 "after_payment", "revoke", "already_committed", 1, "approval_revoked"),
+    Intervention("expire_before_payment",
+                 "before_payment", "expire", "approval_expired", 0, None),
+    Intervention("expire_after_payment",
+                 "after_payment", "expire", "already_committed", 1, "approval_expired"),
+    Intervention("policy_before_payment",
+                 "before_payment", "policy", "policy_changed", 0, None),
+    Intervention("policy_after_payment",
+                 "after_payment", "policy", "already_committed", 1, "policy_changed"),
+    Intervention("amount_changed_after_payment",
+                 "after_payment", "amount", "conflict", 1, None),
+    Intervention("currency_changed_after_payment",
+                 "after_payment", "currency", "conflict", 1, None),
+    Intervention("nothing_changed_before_payment",
+                 "before_payment", "none", "committed", 1, "committed"),
 )
 QUICK = ("revoke_before_payment", "revoke_after_payment", "expire_before_payment",
          "policy_after_payment")
@@ -117,7 +125,7 @@ def durable(db: Path) -> dict:
             **paying.recount(db, state)}
 
 
-def run_case(harness: Harness, db: Path, case: Case) -> dict:
+def run_case(harness: Harness, db: Path, case: Intervention) -> dict:
     payments.install(db)
     payments.approve(db, ORDER, AMOUNT, CURRENCY)
     worker = harness.start(worker_args(db), stop_at=case.kill_at)
@@ -159,22 +167,25 @@ def grade(case, killed_rc, at_kill, change, resumed, after_resume, fresh, final)
         or (history["amount_cents"], history["currency"]) == (AMOUNT, CURRENCY),
         "history_explains_payment": history is None or history["policy_version"] == 1,
     }
-    return {"case": case.name, "kill_at": case.kill_at, "change": change,
+    return {"intervention": case.name, "kill_at": case.kill_at, "change": change,
             "interrupted_returncode": killed_rc, "resumed_report": resumed,
-            "fresh_key_report": fresh, "at_kill": at_kill, "after_resume": after_resume,
-            "final": final, "checks": checks, "holds": all(checks.values())}
+            "fresh_key_report": fresh, "snapshot_at_interruption": at_kill,
+            "snapshot_after_resume": after_resume, "final_snapshot": final,
+            "checks": checks, "holds": all(checks.values())}
 
 
 def run(args) -> tuple[dict, list[dict]]:
-    """Every case (four with ``--quick``), each in a new payment database."""
-    cases = [c for c in CASES if not args.quick or c.name in QUICK]
+    """Every intervention (four with ``--quick``), each in a new payment
+    database."""
+    cases = [c for c in INTERVENTIONS if not args.quick or c.name in QUICK]
     progress, trials = experiment.Progress(len(cases)), []
     with tempfile.TemporaryDirectory() as directory, Harness() as harness:
         for case in cases:
             db = Path(directory) / f"{case.name}.db"
-            trial = evidence.attempt({"case": case.name}, run_case, harness, db, case)
+            trial = evidence.attempt({"intervention": case.name}, run_case, harness,
+                                     db, case)
             trials.append(progress.report(case.name, trial))
-    return {"cases": len(trials), "held": sum(t["holds"] for t in trials)}, trials
+    return {"trials": len(trials), "held": sum(t["holds"] for t in trials)}, trials
 
 
 def main(argv: list[str] | None = None) -> int:
