@@ -64,6 +64,18 @@ def payment_key(task: str, order: str, amount: int, currency: str) -> str:
     return operation_key(task, 1, "pay_invoice", args)
 
 
+def command(service, state, task: str = "restock-1", order: str = "PO-1001",
+            amount: int = 4000, currency: str = "USD",
+            retry: str = "reuse-key") -> list[str]:
+    """The worker's command line for ``Harness.start`` (``sys.executable``'s
+    arguments): pay ``order`` for ``task``; by default chapter 00's invoice,
+    40 dollars of oat milk (chapters 00-02)."""
+    return ["-m", "crashcourse.workers.pay_invoice",
+            "--payments", str(service), "--state", str(state), "--task", task,
+            "--order", order, "--amount", str(amount), "--currency", currency,
+            "--retry", retry]
+
+
 def pay_task(state, args) -> dict:
     """The worker's run once its own file is open: the report (chapter 02).
 
