@@ -1,10 +1,15 @@
 """Grades exercise 05.1 (reuse_owner.py)."""
 
 import dataclasses
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse import claims, fence
+from crashcourse.claims import Claim
 from crashcourse.store import opened
 
 T0 = 1_800_000_000.0
@@ -62,3 +67,51 @@ def test_a_label_depends_on_the_claim_alone(mod, conn):
         assert copy is not claim
         assert mod.claim_label(copy) == mod.claim_label(claim)
         assert mod.claim_label(claim) == mod.claim_label(claim)
+
+
+# --- generated claims -------------------------------------------------------
+
+TEXT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1,
+               max_size=12)
+CLAIM = st.builds(Claim, id=st.sampled_from(["work-5ca86aabffc0", "work-0e1f2a3b4c5d"]),
+                  session=st.just("counter"), prompt=st.just("Restock flour"),
+                  subject=st.just(""), role=st.just("shop"),
+                  owner=st.sampled_from(["shop-worker", "w1"]),
+                  generation=st.integers(min_value=1, max_value=50),
+                  expires=st.sampled_from([T0 + 10, T0 + 20, T0 + 30]),
+                  epoch=st.just("epoch-1"))
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(one=CLAIM, other=CLAIM)
+def test_two_claims_share_a_label_only_when_they_are_one_claim(mod, one, other):
+    """Claims of one work under one owner with the same lease end but other
+    generations (a claim cancelled, then another whose shorter lease ends at
+    the same instant) are still two claims; one claim read twice is one."""
+    same_claim = (one.id, one.generation) == (other.id, other.generation)
+    if same_claim:
+        other = dataclasses.replace(one)  # one claim: the row fixes the rest
+    assert (mod.claim_label(one) == mod.claim_label(other)) == same_claim
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ttl=st.floats(min_value=0.5, max_value=3600.0, allow_nan=False),
+       start=st.floats(min_value=T0 - 86_400, max_value=T0 + 86_400,
+                       allow_nan=False),
+       owner=TEXT)
+def test_any_lease_and_label_the_old_claim_is_refused(mod, ttl, start, owner):
+    """Leases of any length, any start, any owner label: the replacement comes
+    exactly when the first lease ends, and the old claim is still refused."""
+    with tempfile.TemporaryDirectory() as folder, \
+            opened(Path(folder) / "shop.db") as conn:
+        fence.install(conn)
+        work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+        old, new, refusal = mod.replace_under_same_label(conn, work, owner, ttl,
+                                                         start)
+        assert (old.owner, new.owner, new.generation) == (owner, owner, 2)
+        assert refusal.reason == "superseded"
+        granted = conn.execute("SELECT claimed_at FROM claims WHERE generation = 2")
+        assert granted.fetchone()[0] == old.expires
+        assert mod.claim_label(old) != mod.claim_label(new)

@@ -1,13 +1,19 @@
 """Grades exercise 05.2 (session_budget.py)."""
 
-import threading
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from crashcourse import claims, fence
+from crashcourse import claims, control, fence
 from crashcourse.store import connect, count_rows, opened
 
 CEILING = 1000
+T_PAST = 1_700_000_000.0  # long before the real clock: a lease from then is over
 
 
 @pytest.fixture
@@ -15,14 +21,17 @@ def mod(answer):
     return answer("ch05", "session_budget")
 
 
-@pytest.fixture
-def db(tmp_path, mod):
-    path = tmp_path / "shop.db"
+def queued(path, mod):
     with opened(path) as conn:
         mod.install(conn)
         claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
         claims.enqueue(conn, "mail:sugar", "back-office", "Restock sugar")
     return path
+
+
+@pytest.fixture
+def db(tmp_path, mod):
+    return queued(tmp_path / "shop.db", mod)
 
 
 def both_claimed(conn):
@@ -50,10 +59,44 @@ def test_only_the_affordable_reservation_is_admitted(mod, db):
                                             ("key-sugar-small", sugar.id)]
 
 
-def test_a_stale_holder_reserves_nothing(mod, db):
+# --- a holder that is no longer current, each way it can stop being so -------
+
+
+def superseded(conn, claim):
+    conn.execute("UPDATE work SET expires = :past WHERE id = :id",
+                 {"past": T_PAST, "id": claim.id})
+    assert claims.claim(conn, claim.owner, ttl=30, work_id=claim.id) is not None
+
+
+def lapsed(conn, claim):  # its lease ran out and nobody came after it
+    conn.execute("UPDATE work SET expires = :past WHERE id = :id",
+                 {"past": T_PAST, "id": claim.id})
+
+
+def just_lapsed(conn, claim):  # its lease ended a moment ago
+    conn.execute("UPDATE work SET expires = :now WHERE id = :id",
+                 {"now": time.time(), "id": claim.id})
+
+
+def finished(conn, claim):  # it finished its work and holds nothing now
+    fence.finish(conn, claim, claims.DONE, "ordered")
+
+
+def cancelled(conn, claim):
+    fence.cancel(conn, claim.id)
+
+
+def paused(conn, claim):
+    control.set_paused(conn, True)
+
+
+@pytest.mark.parametrize("stale", [superseded, lapsed, just_lapsed,
+                                   finished, cancelled, paused],
+                         ids=lambda f: f.__name__)
+def test_a_holder_that_is_not_current_reserves_nothing(mod, db, stale):
     with opened(db) as conn:
         flour, _ = both_claimed(conn)
-        fence.cancel(conn, flour.id)
+        stale(conn, flour)
         with pytest.raises(fence.StaleClaim):
             mod.reserve(conn, flour, "key-flour", 100, CEILING)
         assert count_rows(conn, "reservations") == 0
@@ -69,60 +112,81 @@ def test_bad_amount_is_refused_before_writing(mod, db, amount, refusal):
         assert count_rows(conn, "reservations") == 0
 
 
-class Interleaving:
-    """Makes the race land in the gap a two-transaction answer leaves.
-
-    A connection that read ``reservations`` and is about to take the write lock
-    from outside a transaction (``BEGIN``, or an INSERT in autocommit) waits,
-    bounded, until the other side has read too. An answer that reads and
-    inserts under one write lock never waits: it takes the lock first.
-    """
-
-    def __init__(self):
-        self.read_done = {"a": threading.Event(), "b": threading.Event()}
-
-    def watch(self, conn, mine: str, theirs: str) -> None:
-        state = {"read": False}
-
-        def on_statement(sql: str) -> None:
-            words = sql.split() or [""]
-            if "reservations" in sql and words[0].upper() == "SELECT":
-                state["read"] = True
-            elif state["read"] and not conn.in_transaction and words[0].upper() in (
-                    "BEGIN", "INSERT"):
-                self.read_done[mine].set()
-                self.read_done[theirs].wait(timeout=10)
-
-        conn.set_trace_callback(on_statement)
-
-    def finished(self, mine: str) -> None:
-        self.read_done[mine].set()
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ceiling=st.integers(min_value=1, max_value=3000),
+       asks=st.lists(st.tuples(st.booleans(), st.integers(min_value=1,
+                                                          max_value=1500)),
+                     max_size=8))
+def test_any_sequence_of_asks_is_admitted_by_the_account(mod, ceiling, asks):
+    """Both sessions ask in turn, any amounts: each is admitted exactly when
+    what the account already reserved, plus it, fits the ceiling."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = queued(Path(folder) / "shop.db", mod)
+        with opened(path) as conn:
+            flour, sugar = both_claimed(conn)
+            reserved = 0
+            for n, (from_flour, amount) in enumerate(asks):
+                claim = flour if from_flour else sugar
+                fits = reserved + amount <= ceiling
+                assert mod.reserve(conn, claim, f"key-{n}", amount, ceiling) is fits
+                reserved += amount if fits else 0
+            assert total(conn) == reserved
 
 
-def test_two_sessions_racing_cannot_both_get_through(mod, db):
+# --- a rival reservation at every statement boundary -------------------------
+
+
+def statements_of(mod, db) -> int:
+    """How many statements one reservation runs, on a copy of the shop."""
+    seen = []
+    with opened(db) as conn:
+        flour, _ = both_claimed(conn)
+        conn.set_trace_callback(seen.append)
+        mod.reserve(conn, flour, "a", 600, CEILING)
+        conn.set_trace_callback(None)
+    return len(seen)
+
+
+def race_at(mod, db, boundary: int) -> dict:
+    """Flour reserves 600 on one connection; just before its ``boundary``-th
+    statement, sugar reserves 600 whole on another (after flour, if flour's
+    write lock kept it out)."""
     with opened(db) as conn:
         flour, sugar = both_claimed(conn)
-    results, start, race = {}, threading.Barrier(2), Interleaving()
+    mine, theirs = connect(db), connect(db, busy_timeout_ms=50)
+    ran = {"count": 0, "locked_out": False}
 
-    def attempt(claim, operation_key, other):
-        conn = connect(db)
-        race.watch(conn, operation_key, other)
-        start.wait(timeout=10)
+    def before(sql: str) -> None:
+        ran["count"] += 1
+        if ran["count"] != boundary:
+            return
         try:
-            results[operation_key] = mod.reserve(conn, claim, operation_key, 600,
-                                                 CEILING)
-        except Exception as failed:  # reported by the assertion below
-            results[operation_key] = failed
-        finally:
-            race.finished(operation_key)
-            conn.close()
+            ran["sugar"] = mod.reserve(theirs, sugar, "b", 600, CEILING)
+        except sqlite3.OperationalError:  # flour holds the write lock
+            ran["locked_out"] = True
 
-    threads = [threading.Thread(target=attempt, args=(flour, "a", "b")),
-               threading.Thread(target=attempt, args=(sugar, "b", "a"))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert sorted(results.values(), key=repr) == [False, True]  # shows a failure
-    with opened(db) as conn:
-        assert total(conn) == 600
+    mine.set_trace_callback(before)
+    try:
+        ran["flour"] = mod.reserve(mine, flour, "a", 600, CEILING)
+    finally:
+        mine.set_trace_callback(None)
+    if ran["locked_out"] or "sugar" not in ran:
+        ran["sugar"] = mod.reserve(theirs, sugar, "b", 600, CEILING)
+    ran["total"] = total(mine)
+    mine.close()
+    theirs.close()
+    return ran
+
+
+def test_a_rival_at_any_statement_cannot_get_both_through(mod, tmp_path):
+    """Two sessions, 600 each against 1,000. The other session's whole
+    reservation runs just before each statement of yours in turn (a rival
+    your write lock keeps out runs after you): one of the two is admitted,
+    never both, whichever statement it lands before."""
+    count = statements_of(mod, queued(tmp_path / "probe.db", mod))
+    assert count >= 2
+    for boundary in range(1, count + 1):
+        ran = race_at(mod, queued(tmp_path / f"at-{boundary}.db", mod), boundary)
+        assert sorted([ran["flour"], ran["sugar"]]) == [False, True], boundary
+        assert ran["total"] == 600, boundary

@@ -4,7 +4,7 @@ The mistake: the reserved total is read in one fenced transaction and the
 row inserted in a second one. Each transaction checks the holder, but the
 write lock is let go in between: two sessions both read 0, both see
 600 <= 1000, and both insert, 1,200 reserved against a ceiling of 1,000.
-Caught by ``test_two_sessions_racing_cannot_both_get_through``.
+Caught by ``test_a_rival_at_any_statement_cannot_get_both_through``.
 """
 
 from __future__ import annotations
