@@ -183,13 +183,15 @@ def state_grid(
     cells: Mapping[tuple[str, str], str],
     title: str = "",
     labels: Mapping[tuple[str, str], str] | None = None,
+    cell_width: float = 0.35,
 ):
     """A table of coloured cells, ``cells[(row, column)] = colour key``: decision
     tables, journal state per step. Missing cells stay blank; ``labels`` writes
-    a word in a cell. Column names stand upright only where they do not fit."""
+    a word in a cell (give wide cells room with ``cell_width``, in inches).
+    Column names stand upright only where they do not fit."""
     from matplotlib.patches import Rectangle
 
-    width = max(4.0, 0.35 * len(columns) + 2)
+    width = max(4.0, cell_width * len(columns) + 2)
     fig, ax = new_figure(width, 0.35 * len(rows) + 1.2)
     for (row, column), key in cells.items():
         ax.add_patch(Rectangle((columns.index(column), rows.index(row)), 1, 1,
