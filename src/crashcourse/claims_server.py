@@ -9,8 +9,10 @@ rules there:
 
 * the pick is ``claims.PICK`` itself, with the few words that differ on a
   server put in (``POSTGRES``): it locks the row it picks ``FOR UPDATE SKIP
-  LOCKED``, so two claimers never take one turn and neither waits for the
-  other;
+  LOCKED``, so two claimers never take one turn and neither waits for a row
+  the other holds (a claimer still waits for the store's lock while an
+  operator's write holds it EXCLUSIVE, and may find nothing while the only
+  eligible row is locked by a transaction that then rolls back);
 * a turn waits for its session's turns before it that the pass would take
   (``FIRST``): a claimer that finds one of them locked by another claimer
   never skips on to the next turn of that session;
