@@ -90,8 +90,8 @@ def kill_and_end(
         for x, value, colour in ((j - 0.2, at_kill.get(case), "idle"),
                                  (j + 0.2, at_end[case], end_colour)):
             if value is None:
-                ax.text(x, 0.05, "no kill", rotation=90, ha="center", va="bottom",
-                        fontsize=7, color="dimgray")
+                ax.text(x, 0.05, "no kill", ha="center", va="bottom",
+                        fontsize=8, color="dimgray")
                 continue
             ax.bar(x, value, width=0.38, color=COLOURS[colour])
             ax.annotate(f"{value:g}", (x, value), xytext=(0, 7),
