@@ -2,7 +2,8 @@
 workers on two hosts.
 
     python checkpoints/ch10_beyond_one_machine.py --output PATH [--quick]
-        [--trials N] [--case NAME] [--hosts auto|netns|frozen] [--no-fence]
+        [--trials N] [--case NAME] [--hosts auto|netns|frozen]
+        [--no-fence | --read-first]
 
 A throwaway PostgreSQL server (or the reader's own, named by
 CRASHCOURSE_PG_URL), a supplier process, and two hosts, a and b: Linux
@@ -21,10 +22,21 @@ schema on the server) and a supplier process of its own. The cases:
   fence. ``stale_writes_refused`` counts those refusals from rows (the
   supplier's ``requests``, the store's ``refusals``), ``stale_writes_landed``
   the late writes that got in anyway (0).
-- ``killed_host``: two workers on host a each send an order and are held
-  before they record the answer; every process of host a is SIGKILLed; two
-  workers on host b finish all the work, a's once its leases have run out,
-  by lookup: ``sent_twice`` (orders sent again) must be 0.
+- ``dead_host``: two workers on host a each send an order and are held
+  before they record the answer, one of them inside a fenced write (its
+  work row locked); then host a DIES: its link is cut, then every process on
+  it is SIGKILLed, so nothing tells the server (a machine that lost power).
+  Two workers on host b finish all the work, a's by lookup once its leases
+  have run out: ``sent_twice`` (orders sent again) must be 0. Read from the
+  server's ``pg_stat_activity``: both dead connections are still there after
+  the kill; the locked piece is claimed again only after the server's
+  idle-in-transaction timeout ended the dead transaction, not when its lease
+  ran out; the idle connection is still there when the work is all done.
+  (With FROZEN hosts a kill is always heard: the case runs as the next.)
+- ``killed_processes``: the same, but host a's processes are killed with its
+  link up: its kernel closes their connections, and the server ends both at
+  once (bounded wait). What a kill alone shows is a crashed program, not a
+  dead machine.
 - ``claims_race``: eight workers, four on each host, released at once, drain
   one queue of turns in many sessions; ``hosts``, ``workers`` and
   ``double_claims`` (a turn claimed twice, or two live holders in one
@@ -34,7 +46,10 @@ schema on the server) and a supplier process of its own. The cases:
 NAME`` that case alone (repeat it for more); ``--hosts frozen`` runs the
 fallback even where namespaces work. ``--no-fence`` is the mutant: a's late
 writes skip the fence and the supplier ignores generations; only
-``partitioned_holder`` runs, and it must FAIL: its late writes land. Exit 0
+``partitioned_holder`` runs, and it must FAIL: its late writes land.
+``--read-first`` is the race's mutant: each racer picks its turn by a plain
+read before it takes any lock; only ``claims_race`` runs, and it must FAIL:
+turns are claimed twice, counted from the rows. Exit 0
 only when every trial holds, else 1; exit 2 for bad usage or an ``--output``
 that exists or cannot be written (refused before anything runs).
 """
@@ -44,8 +59,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 
-from crashcourse import claims, evidence, experiment, hosts, postgres
+from crashcourse import claims, evidence, experiment, hosts, pgstore, postgres
 from crashcourse.store import opened
 from crashcourse.workers.host_worker import LATE
 from crashcourse.workers.two_hosts import (
@@ -128,34 +144,87 @@ def judge_partition(found: dict, scene: dict, instants: dict) -> dict:
             "supplier_posts": posts}
 
 
-def killed_host(world, name: str, quick: bool) -> dict:
+def activity(shop: Shop, backends: dict[str, int]) -> dict[str, dict | None]:
+    """What the server says of each named connection now: its state and
+    since when (the server's clock), or None once the server has ended it."""
+    with opened(shop.address) as conn:
+        rows = {r["pid"]: {"state": r["state"], "since": r["since"]}
+                for r in conn.execute(
+                    "SELECT pid, state,"
+                    " extract(epoch FROM state_change)::float8 AS since"
+                    " FROM pg_stat_activity WHERE datname = current_database()")}
+    return {name: rows.get(pid) for name, pid in backends.items()}
+
+
+def wait_gone(shop: Shop, backends: dict[str, int], timeout: float = 10.0) -> bool:
+    """Poll (bounded) until the server has ended every named connection."""
+    deadline = time.monotonic() + timeout
+    while any(activity(shop, backends).values()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def end_backends(shop: Shop, backends: dict[str, int]) -> None:
+    """End what the server still keeps of a dead host, as an operator would,
+    so that nothing of one trial outlives it."""
+    with opened(shop.address) as conn:
+        for pid in backends.values():
+            conn.execute("SELECT pg_terminate_backend(:pid)", {"pid": pid})
+
+
+def host_death(world, name: str, quick: bool, silent: bool = True) -> dict:
+    """Two workers on host a, one held after its order was answered (no
+    transaction open), one inside a fenced write (the work row locked); then
+    host a dies: ``silent``, the link is cut before the kill (a machine that
+    lost power), else its processes are killed and its kernel tells the
+    server at once. Two workers on host b finish everything."""
     shop, (a, b) = Shop(world, name), world.hosts.values()
     pieces = 4 if quick else 8
     with opened(shop.address) as conn:
         for i in range(pieces):
             claims.enqueue(conn, f"phone:restock-{i}", f"counter-{i}",
                            f"Restock shelf {i}")
-    doomed = [shop.worker(a, "work", f"a-{n}", *HOLDER, "--hold-after-send")
-              for n in range(2)]
     survivors = [shop.worker(b, "work", f"b-{n}", *TAKER, "--start-on-go")
                  for n in range(2)]
-    for worker in doomed:
-        said(worker, "sent")  # its order is at the supplier; not yet recorded
+    # One after the other: an open fenced write holds the store's lock SHARED,
+    # and a-0's sign-off (an exclusive writer) would wait behind it.
+    doomed = {"idle": shop.worker(a, "work", "a-0", *HOLDER, "--hold-after-send")}
+    backends = {"idle": said(doomed["idle"], "sent")["backend"]}
+    doomed["in_transaction"] = shop.worker(a, "work", "a-1", *HOLDER,
+                                           "--hold-mid-write")
+    backends["in_transaction"] = said(doomed["in_transaction"], "writing")["backend"]
     at_kill = shop.rows()
-    killed = hosts.kill_host(a)
+    silenced = silent and a.mode == hosts.NETNS  # FROZEN: a kill is always heard
+    killed = hosts.die(a) if silenced else hosts.kill_host(a)
+    seen_at_kill = activity(shop, backends)
+    heard = None if silenced else wait_gone(shop, backends)
     for worker in survivors:
         said(worker, "ready")
         go(worker)
     reports = [ended(worker) for worker in survivors]
     found = shop.rows()
-    return judge_killed(at_kill, found, pieces) | {
-        "host_mode": a.mode, "processes_killed": killed,
-        "returncodes": {"a": [w.returncode for w in doomed],
+    seen_after = activity(shop, backends)
+    end_backends(shop, backends)
+    if silenced:
+        hosts.restore(a)  # the next trial runs on host a again
+    judged = judge_death(at_kill, found, pieces, seen_at_kill, seen_after, silenced,
+                         heard)
+    return judged | {
+        "host_mode": a.mode, "silent": silenced, "processes_killed": killed,
+        "backends": {"at_kill": seen_at_kill, "after_recovery": seen_after},
+        "returncodes": {"a": [w.returncode for w in doomed.values()],
                         "b": [r["returncode"] for r in reports]},
         "rows": {"at_kill": at_kill, "final": found}}
 
 
-def judge_killed(at_kill: dict, found: dict, pieces: int) -> dict:
+def killed_processes(world, name: str, quick: bool) -> dict:
+    return host_death(world, name, quick, silent=False)
+
+
+def judge_death(at_kill: dict, found: dict, pieces: int, seen_at_kill: dict,
+                seen_after: dict, silenced: bool, heard: bool | None) -> dict:
     in_flight = {o["work_id"] for o in at_kill["store"]["orders"]
                  if o["status"] == "SENDING"}
     requests = found["supplier"]["requests"]
@@ -165,6 +234,12 @@ def judge_killed(at_kill: dict, found: dict, pieces: int) -> dict:
     recovered = [c for c in found["store"]["claims"]
                  if c["work_id"] in in_flight and c["generation"] == 2]
     looked_up = {r["operation_key"] for r in requests if r["method"] == "GET"}
+    locked = seen_at_kill["in_transaction"]
+    # the piece whose row the dead transaction held: its holder was a-1
+    [locked_work] = [c["work_id"] for c in found["store"]["claims"]
+                     if c["owner"] == "a-1"] or [None]
+    retaken = [c["claimed_at"] for c in recovered if c["work_id"] == locked_work]
+    timeout_s = pgstore.IDLE_IN_TRANSACTION_MS / 1000
     checks = {
         "a_was_mid_work": len(in_flight) == 2
         and len(at_kill["supplier"]["orders"]) == 2,
@@ -178,17 +253,35 @@ def judge_killed(at_kill: dict, found: dict, pieces: int) -> dict:
         "recovered_by_lookup": all(o["operation_key"] in looked_up
                                    for o in at_kill["store"]["orders"]),
     }
+    if silenced:  # the server was told nothing: what it kept, and for how long
+        checks |= {
+            "the_server_kept_both_connections_at_the_kill": locked is not None
+            and locked["state"] == "idle in transaction"
+            and (seen_at_kill["idle"] or {}).get("state") == "idle",
+            "the_idle_connection_outlived_the_recovery": seen_after["idle"] is not None,
+            "the_locked_work_was_retaken_only_after_the_servers_timeout":
+                locked is not None and len(retaken) == 1
+                and retaken[0] >= locked["since"] + timeout_s,
+            "the_timeout_ended_the_dead_transaction": seen_after["in_transaction"]
+            is None,
+        }
+    else:  # the kernel closed the sockets: the server heard at once
+        checks["the_server_ended_both_connections_at_once"] = heard is True
     return {"checks": checks, "holds": all(checks.values()), "sent_twice": sent_twice,
-            "pieces": pieces, "recovered": len(recovered)}
+            "pieces": pieces, "recovered": len(recovered),
+            "locked_work": locked_work,
+            "retaken_after_idle_s": round(retaken[0] - locked["since"], 2)
+            if retaken and locked else None}
 
 
-def claims_race(world, name: str, quick: bool) -> dict:
+def claims_race(world, name: str, quick: bool, read_first: bool = False) -> dict:
     shop = Shop(world, name)
     turns, sessions = (160, 16) if quick else (600, 40)
     with opened(shop.address) as conn:
         for i in range(turns):
             claims.enqueue(conn, f"race:{i}", f"session-{i % sessions}", "Count stock")
-    racers = [shop.worker(host, "drain", f"{host.name}-{n}", "--ttl", "600")
+    mutant = ("--read-first",) if read_first else ()
+    racers = [shop.worker(host, "drain", f"{host.name}-{n}", "--ttl", "600", *mutant)
               for host in world.hosts.values() for n in range(RACERS_PER_HOST)]
     for racer in racers:
         said(racer, "ready")
@@ -197,7 +290,7 @@ def claims_race(world, name: str, quick: bool) -> dict:
     reports = [ended(racer) for racer in racers]
     found = shop.rows()
     return judge_race(found["store"], turns, len(racers)) | {
-        "host_mode": next(iter(world.hosts.values())).mode,
+        "read_first": read_first, "host_mode": next(iter(world.hosts.values())).mode,
         "returncodes": [r["returncode"] for r in reports],
         "rows": {"store": {t: found["store"][t] for t in ("work", "claims")}}}
 
@@ -243,8 +336,8 @@ def judge_race(store_rows: dict, turns: int, started: int) -> dict:
             "double_claims_by_kind": doubled}
 
 
-CASES = {"partitioned_holder": partitioned_holder, "killed_host": killed_host,
-         "claims_race": claims_race}
+CASES = {"partitioned_holder": partitioned_holder, "dead_host": host_death,
+         "killed_processes": killed_processes, "claims_race": claims_race}
 
 
 def run(args, argv: list[str] | None) -> tuple[dict, list[dict], dict]:
@@ -252,6 +345,8 @@ def run(args, argv: list[str] | None) -> tuple[dict, list[dict], dict]:
     cases = {name: CASES[name] for name in args.case or CASES}
     if args.no_fence:
         cases = {"partitioned_holder": lambda *a: partitioned_holder(*a, fenced=False)}
+    if args.read_first:
+        cases = {"claims_race": lambda *a: claims_race(*a, read_first=True)}
     plan = [(name, i) for i in range(1, count + 1) for name in cases]
     progress, trials = experiment.Progress(len(plan)), []
     isolate = {"auto": None, hosts.NETNS: True, hosts.FROZEN: False}[args.hosts]
@@ -267,7 +362,7 @@ def run(args, argv: list[str] | None) -> tuple[dict, list[dict], dict]:
             trials.append(progress.report(label, {"case": name, "trial": i, **trial}))
         setup = made.facts()
     summary = {"cases": len(trials), "held": sum(t["holds"] for t in trials),
-               **setup, "fenced": not args.no_fence}
+               **setup, "fenced": not args.no_fence, "read_first": args.read_first}
     for field in ("stale_writes_refused", "stale_writes_landed", "sent_twice",
                   "double_claims"):
         summary[field] = sum(t.get(field, 0) for t in trials)
@@ -292,8 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = experiment.command_line(
         __doc__, quick_help="each case once, what the test suite runs",
         count="trials", default=3, count_help="trials of each case")
-    parser.add_argument("--no-fence", action="store_true",
-                        help="the mutant: late writes skip the fence (default: off)")
+    mutants = parser.add_mutually_exclusive_group()
+    mutants.add_argument("--no-fence", action="store_true",
+                         help="the mutant: late writes skip the fence (default: off)")
+    mutants.add_argument("--read-first", action="store_true",
+                         help="the race's mutant: each racer picks its turn by a "
+                         "plain read before any lock (default: off)")
     parser.add_argument("--case", action="append", choices=tuple(CASES),
                         help="run only this case (repeat for more; default: all)")
     parser.add_argument("--hosts", type=host_mode, default="auto",

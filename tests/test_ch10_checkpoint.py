@@ -20,7 +20,7 @@ from crashcourse import hosts, partition_plots
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "checkpoints" / "ch10_beyond_one_machine.py"
-CASES = ["partitioned_holder", "killed_host", "claims_race"]
+CASES = ["partitioned_holder", "dead_host", "killed_processes", "claims_race"]
 pytest.importorskip("psycopg", reason="chapter 10 needs psycopg")
 
 
@@ -91,10 +91,9 @@ def test_the_partitioned_holders_late_writes_were_refused_twice_over(trials):
     assert [o["generation"] for o in rows["supplier"]["orders"]] == [2]
 
 
-def test_a_killed_host_leaves_nothing_twice_at_the_supplier(trials):
-    trial = trials["killed_host"]
+def nothing_twice_and_a_s_work_recovered(trial: dict) -> None:
+    """Host a died mid-work; b finished everything, once, by lookup."""
     at_kill, final = trial["rows"]["at_kill"], trial["rows"]["final"]
-    assert trial["returncodes"]["a"] == [-9, -9]
     assert trial["processes_killed"] >= 2
     in_flight = {o["work_id"] for o in at_kill["store"]["orders"]
                  if o["status"] == "SENDING"}
@@ -108,6 +107,36 @@ def test_a_killed_host_leaves_nothing_twice_at_the_supplier(trials):
     takers = {c["work_id"]: c["owner"] for c in final["store"]["claims"]
               if c["generation"] == 2}
     assert set(takers) == in_flight and all(o.startswith("b-") for o in takers.values())
+
+
+@pytest.mark.skipif(hosts.unavailable() is not None, reason="needs network namespaces")
+def test_a_dead_host_is_silent_the_server_keeps_its_connections_and_locks(trials):
+    from crashcourse.pgstore import IDLE_IN_TRANSACTION_MS
+
+    trial = trials["dead_host"]
+    assert trial["silent"] is True
+    nothing_twice_and_a_s_work_recovered(trial)
+    seen = trial["backends"]
+    assert seen["at_kill"]["idle"]["state"] == "idle"  # nobody told the server
+    locked = seen["at_kill"]["in_transaction"]
+    assert locked["state"] == "idle in transaction"
+    assert seen["after_recovery"]["idle"] is not None  # still there at the end
+    assert seen["after_recovery"]["in_transaction"] is None  # the timeout ended it
+    final = trial["rows"]["final"]["store"]["claims"]
+    [held] = [c["work_id"] for c in final if c["owner"] == "a-1"]
+    [retaken] = [c for c in final if c["work_id"] == held and c["generation"] == 2]
+    # the row lock, not the lease (1 s), kept it: retaken after the timeout
+    assert retaken["claimed_at"] >= locked["since"] + IDLE_IN_TRANSACTION_MS / 1000
+
+
+def test_killed_processes_are_heard_at_once_and_leave_nothing_twice(trials):
+    trial = trials["killed_processes"]
+    assert trial["silent"] is False
+    assert trial["returncodes"]["a"] == [-9, -9]
+    nothing_twice_and_a_s_work_recovered(trial)
+    assert trial["checks"]["the_server_ended_both_connections_at_once"] is True
+    assert trial["backends"]["after_recovery"] == {"idle": None,
+                                                   "in_transaction": None}
 
 
 def test_eight_workers_on_two_hosts_and_no_double_claim_counted_from_rows(trials):
@@ -140,6 +169,19 @@ def test_without_the_fence_the_late_writes_land_and_the_run_fails(tmp_path):
     assert trial["stale_writes_landed"] == 3
     work = trial["rows"]["store"]["work"][0]
     assert work["outcome"] == "a-holder: 6 sacks ordered"  # the stale one won
+
+
+def test_a_claim_that_reads_before_it_locks_claims_turns_twice(tmp_path):
+    """The race's negative control: the same eight racers, each picking its
+    turn by a plain read before any lock. Counted from the claims rows."""
+    done, found = run(tmp_path, "--read-first")
+    assert done.returncode == 1, done.stderr[-2000:]
+    [trial] = found["trials"]
+    assert trial["case"] == "claims_race" and trial["holds"] is False
+    claim_rows = trial["rows"]["store"]["claims"]
+    taken = Counter(c["work_id"] for c in claim_rows)
+    assert max(taken.values()) > 1  # a turn granted to more than one holder
+    assert trial["double_claims"] >= sum(n - 1 for n in taken.values()) > 0
 
 
 def test_the_frozen_fallback_holds_where_a_host_is_paused_not_cut(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 import urllib.error
@@ -21,7 +22,7 @@ import pytest
 from crashcourse import claims, fence, orders
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
-from crashcourse.store import opened, table_rows
+from crashcourse.store import immediate, opened, table_rows
 from crashcourse.workers.two_hosts import at_schema
 
 WORKER = [sys.executable, "-m", "crashcourse.workers.host_worker"]
@@ -96,6 +97,34 @@ def test_a_held_worker_nobody_releases_does_not_go_on(shop):
     assert holder.returncode == 97
     with opened(sup.db) as conn:
         assert table_rows(conn, "requests") == []  # it sent nothing
+
+
+def test_hold_mid_write_waits_inside_a_fenced_write_holding_the_lock(shop):
+    """``writing``: the fence has checked and the write is open; on SQLite its
+    transaction holds the file's write lock until the parent says go."""
+    path, sup = shop
+    held = worker("work", "--store", str(path), "--supplier", sup.url,
+                  "--owner", "a-1", "--ttl", "30", "--wait", "2", "--hold-mid-write")
+    line = held.stdout.readline()
+    assert line.startswith("writing ")
+    assert json.loads(line.partition(" ")[2]) == {"backend": None}  # not a server
+    with opened(path, busy_timeout_ms=200) as conn:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            with immediate(conn):
+                pass
+    held.stdin.write("go\n")
+    held.stdin.flush()
+    out, err = held.communicate(timeout=60)
+    assert held.returncode == 0, err
+    assert [s for _, s in report(out)["finished"]] == ["DONE", "DONE"]
+
+
+def test_a_worker_holds_at_one_place_only(shop):
+    path, sup = shop
+    done = worker("work", "--store", str(path), "--supplier", sup.url,
+                  "--hold-after-send", "--hold-mid-write")
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 2 and "not allowed with" in err
 
 
 @pytest.mark.parametrize(("args", "why"), [

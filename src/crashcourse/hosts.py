@@ -9,7 +9,13 @@ where the database server and the supplier listen, and nothing else. Then:
   host are dropped without a word, as in a real partition: an open TCP
   connection does not fail, it hangs and retransmits. ``restore`` brings the
   link back and the retransmissions get through: late writes arrive.
-* ``kill_host`` SIGKILLs every process of the host at once: the machine died.
+* ``kill_host`` SIGKILLs every process of the host at once. That alone is
+  NOT a dead machine: the host's kernel lives on (it is this machine's) and
+  closes the killed processes' sockets with FIN or RST, so the server hears
+  of the death at once. ``die`` cuts the link FIRST and then kills: nothing
+  leaves the host any more, as when a machine loses power, and the server
+  keeps each of its connections (and the locks of an open transaction) until
+  a timeout of its own ends it.
 
 Namespaces need Linux and root (``unavailable`` says why not). Without them
 ``hosts(..., isolate=False)`` gives hosts that share the machine's network:
@@ -191,7 +197,10 @@ def _pids_in(host: Host) -> list[int]:
 
 
 def kill_host(host: Host, timeout: float = 5.0) -> int:
-    """SIGKILL every process of ``host``; how many there were (chapter 10)."""
+    """SIGKILL every process of ``host``; how many there were (chapter 10).
+
+    The host's kernel stays up and closes their connections at once: a
+    crashed program, not a dead machine (``die``)."""
     victims = {process.pid for process in host.started if process.poll() is None}
     if host.mode == NETNS:  # also any that left their group: still on the host
         victims |= set(_pids_in(host))
@@ -205,6 +214,16 @@ def kill_host(host: Host, timeout: float = 5.0) -> int:
         process.wait(timeout)  # reaped: no zombie is left behind
     host.started.clear()
     return len(victims)
+
+
+def die(host: Host) -> int:
+    """A dead machine: the link goes silent, THEN every process is killed;
+    how many there were (chapter 10). Nothing the host's kernel sends after
+    that reaches anyone. FROZEN hosts have no link of their own: there the
+    kill is heard at once, as ``kill_host``'s is. ``restore`` the link
+    before the host is used again."""
+    cut(host)  # FROZEN: SIGSTOP first, which changes nothing for the kill
+    return kill_host(host)
 
 
 def _remove(host: Host) -> None:

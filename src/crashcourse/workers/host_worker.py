@@ -3,7 +3,8 @@ shared by every host, talking to the supplier over TCP from its own host.
 
     python -m crashcourse.workers.host_worker MODE --store ADDRESS
         [--supplier URL] [--owner NAME] [--ttl S] [--wait S] [--patience S]
-        [--hold-after-send] [--start-on-go] [--no-fence]
+        [--hold-after-send | --hold-mid-write] [--start-on-go] [--no-fence]
+        [--read-first]
 
 ``--store`` is the store's address: ``postgresql://...?schema=S`` on a
 server (a SQLite path works too: the same code); ``--supplier`` is the
@@ -19,11 +20,18 @@ supplier's URL as this host reaches it. Modes:
           writes without the fence: the mutant the chapter opens with.
 ``drain`` print ``ready``, wait for stdin (so every racer starts at once),
           then claim and finish until nothing is eligible (no supplier).
+          ``--read-first`` claims with the MUTANT ``claim_read_first`` (the
+          turn chosen by a plain read, before any lock): the race's negative
+          control.
 ``work``  claim (recovery first, then ordinary work), order, finish, until no
           work is open, waiting up to ``--patience`` s for leases held
           elsewhere to run out. ``--hold-after-send``: once the supplier has
           answered the first order, before the answer is recorded, print
           ``sent`` and wait for stdin (the parent kills the host there).
+          ``--hold-mid-write``: at the same moment, open a fenced write
+          (checked, the work row locked, not committed), print ``writing``
+          and wait for stdin inside it. Both lines carry ``backend``, the
+          server process of this worker's connection (None on SQLite).
           ``--start-on-go``: print ``ready`` and wait for stdin first (the
           parent starts it early, and lets it claim when the case needs it).
 
@@ -42,11 +50,11 @@ from dataclasses import asdict
 from http.client import HTTPConnection
 from urllib.parse import urlsplit
 
-from crashcourse import claims, fence, orders
+from crashcourse import claims, control, fence, orders, store
 from crashcourse.boundary import HOLD_EXPIRED, HOLD_SECONDS, observing
 from crashcourse.example import FLOUR, ScriptedModel
 from crashcourse.services import supplier_client
-from crashcourse.store import StoreMissing, opened, sql_list
+from crashcourse.store import StoreMissing, immediate, opened, sql_list
 from crashcourse.validate import check_text
 from crashcourse.workers.options import argument_parser, check_installed, refuse
 from crashcourse.workers.shop_worker import FINAL, NothingToClaim, patiently
@@ -173,17 +181,34 @@ def open_work(conn) -> int:
                         f" {sql_list(claims.OPEN)}").fetchone()[0]
 
 
+def backend_of(conn) -> int | None:
+    """The server process serving ``conn`` (None for a SQLite file): the
+    parent finds this worker's connection on the server by it."""
+    if store.dialect(conn) != "postgres":
+        return None
+    return conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+
+
 def work(conn, args) -> dict:
     """The ``work`` mode above; how many pieces this worker finished."""
     if args.start_on_go:
         wait_for_parent("ready")
     finished, deadline = [], time.monotonic() + args.patience
-    held = (lambda name: name == "before_receipt" and not finished
-            and wait_for_parent("sent")) if args.hold_after_send else (lambda _: None)
+    backend, current = backend_of(conn), [None]
+
+    def held(name: str) -> None:  # the first order answered, not yet recorded
+        if name != "before_receipt" or finished:
+            return
+        if args.hold_mid_write:  # the row stays locked while we wait
+            with fence.fenced(conn, current[0], "observe"):
+                wait_for_parent("writing", backend=backend)
+        elif args.hold_after_send:
+            wait_for_parent("sent", backend=backend)
+
     with observing(held):
         while True:
-            claim = (orders.claim_recovery(conn, args.owner, ttl=args.ttl)
-                     or claims.claim(conn, args.owner, ttl=args.ttl))
+            claim = current[0] = (orders.claim_recovery(conn, args.owner, ttl=args.ttl)
+                                  or claims.claim(conn, args.owner, ttl=args.ttl))
             if claim is not None:
                 finished.append((claim.id, restock(conn, claim, args.supplier,
                                                    args.wait)))
@@ -194,14 +219,44 @@ def work(conn, args) -> dict:
     return {"finished": finished}
 
 
+def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
+    """MUTANT (``drain --read-first``, chapter 10): the oldest queued turn is
+    chosen by a plain read, before any lock, and the grant under the store's
+    lock does not look again. Two claimers that read the same turn both take
+    it, the second as the next generation. The race's negative control."""
+    row = conn.execute(f"SELECT * FROM work WHERE status = '{claims.READY}'"
+                       " ORDER BY created, id LIMIT 1").fetchone()  # no lock
+    if row is None:
+        return None
+    with immediate(conn):
+        now = store.now(conn)
+        granted = {"work_id": row["id"], "owner": owner, "claimed_at": now,
+                   "expires": now + ttl}
+        granted["generation"] = conn.execute(
+            f"UPDATE work SET status = '{claims.RUNNING}', owner = :owner,"
+            " generation = generation + 1, expires = :expires"
+            " WHERE id = :work_id RETURNING generation", granted).fetchone()[0]
+        conn.execute("INSERT INTO claims (work_id, generation, owner, claimed_at,"
+                     " expires) VALUES (:work_id, :generation, :owner, :claimed_at,"
+                     " :expires)", granted)
+    return claims.Claim(row["id"], row["session"], row["prompt"], row["subject"],
+                        row["role"], owner, granted["generation"], now + ttl,
+                        control.runtime(conn)["epoch"])
+
+
 def drain(conn, args) -> dict:
-    """The ``drain`` mode above; how many turns this worker finished."""
+    """The ``drain`` mode above; how many turns this worker finished, and how
+    many of its finishes the fence refused (none, unless ``--read-first``)."""
+    take = claim_read_first if args.read_first else claims.claim
     wait_for_parent("ready")
-    finished = 0
-    while claim := patiently(lambda: claims.claim(conn, args.owner, ttl=args.ttl)):
-        patiently(lambda: fence.finish(conn, claim, claims.DONE, args.owner))
-        finished += 1
-    return {"finished": finished}
+    finished = stale = 0
+    while claim := patiently(lambda: take(conn, args.owner, ttl=args.ttl)):
+        try:
+            patiently(lambda: fence.finish(conn, claim, claims.DONE, args.owner))
+            finished += 1
+        except fence.StaleClaim:  # the mutant's turn, taken again by another
+            stale += 1
+    return {"finished": finished, "stale": stale}
 
 
 def parse(argv: list[str] | None):
@@ -216,9 +271,13 @@ def parse(argv: list[str] | None):
     parser.add_argument("--wait", type=float, default=0.5, help="request timeout")
     parser.add_argument("--patience", type=float, default=30.0,
                         help="seconds to wait for leases held elsewhere")
-    parser.add_argument("--hold-after-send", action="store_true")
+    held = parser.add_mutually_exclusive_group()
+    held.add_argument("--hold-after-send", action="store_true")
+    held.add_argument("--hold-mid-write", action="store_true")
     parser.add_argument("--start-on-go", action="store_true")
     parser.add_argument("--no-fence", action="store_true", help="the mutant")
+    parser.add_argument("--read-first", action="store_true",
+                        help="drain with the mutant claim (default: off)")
     return parser.parse_args(argv)
 
 

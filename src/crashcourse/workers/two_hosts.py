@@ -155,6 +155,28 @@ class Shop:
             return store.now(conn)
 
 
+def describe(found: dict) -> str:
+    """The rows a partition is read from, one line each: the work, the
+    transcript, the refusals, what the supplier was asked (chapter 10)."""
+    work = found["store"]["work"][0]
+    shown = {k: work[k] for k in ("status", "owner", "generation", "outcome")}
+    lines = [f"work: {shown}"]
+    for line in found["store"]["transcript"]:
+        said = json.loads(line["message"])
+        what = (said.get("text") or said.get("order")
+                or f"{said['quantity']} x {said['sku']}")
+        lines.append(f"transcript, generation {line['generation']}:"
+                     f" {said['kind']}, {what}")
+    for refused in found["store"]["refusals"]:
+        lines.append(f"refused, generation {refused['generation']}:"
+                     f" {refused['action']} ({refused['reason']})")
+    for asked in found["supplier"]["requests"]:
+        who = ("a lookup" if asked["method"] == "GET"
+               else f"an order from generation {asked['generation']}")
+        lines.append(f"supplier: {who} -> {asked['answer']}")
+    return "\n".join(lines)
+
+
 def said(process: subprocess.Popen, word: str,
          timeout: float = DEFAULT_TIMEOUT) -> dict:
     """Wait (bounded) for the line ``word {json}`` from ``process``; its JSON."""
@@ -205,12 +227,13 @@ def go(process: subprocess.Popen) -> None:
 
 
 def partition(shop: Shop, fenced: bool = True) -> dict:
-    """Chapter 10's scene, on a fresh ``shop``: a holder on host a lets its
-    order out and is cut off before it leaves; its lease runs out by the
-    server's clock; a worker on host b takes over and finishes; the link
-    returns, and a's order and late writes arrive. ``fenced=False``: a's
-    late writes skip the fence (and ``shop``'s supplier should run
-    ``--no-fence``). The instants we took, and both workers' ends."""
+    """Chapter 10's scene, on a fresh ``shop``, step by step as the chapter
+    first runs it: a holder on host a lets its order out and is cut off
+    before it leaves; its lease runs out by the server's clock; a worker on
+    host b takes over and finishes; the link returns, and a's order and late
+    writes arrive. ``fenced=False``: a's late writes skip the fence (and
+    ``shop``'s supplier should run ``--no-fence``). The instants we took
+    (this machine's clock), and both workers' ends."""
     mutant = () if fenced else ("--no-fence",)
     a, b = shop.world.hosts["a"], shop.world.hosts["b"]
     with opened(shop.address) as conn:
