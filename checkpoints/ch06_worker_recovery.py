@@ -1,8 +1,8 @@
 """Chapter 06 checkpoint: replace a killed holder and refuse a live stale one.
 
-    python checkpoints/ch06_worker_recovery.py --output PATH [--quick]
+    python checkpoints/ch06_worker_recovery.py --output PATH [--quick] [--seed N]
 
-Four cases, each with a fresh agent database and a fresh supplier process:
+Six cases, each with a fresh agent database and a fresh supplier process:
 
 killed_holder       a child claims with a short lease, stores a signed-off order
                     and waits; a competing claim is refused; SIGKILL (-9); after
@@ -12,10 +12,22 @@ killed_holder       a child claims with a short lease, stores a signed-off order
 live_stale_holder   the same, but the child stays alive; once the replacement has
                     finished, the child tries observe, finish and send with its
                     old claim: all three refused, no stale transcript row.
+frozen_after_admit  the child admits its order (SENDING is recorded) and is
+                    frozen (SIGSTOP) before its request leaves; the replacement
+                    looks the order up, finds nothing, sends it under the SAME
+                    key as generation 2 and finishes; thawed (SIGCONT), the child
+                    sends its request: the supplier refuses generation 1 (412).
+                    One order, from the supplier's rows.
 lost_ack            the supplier commits, the worker is killed before it records
                     the receipt; the replacement looks the operation up before it
                     touches any unrelated work. The supplier's requests are split
                     at the kill: the child's POST before it, only a GET after.
+crash_during_recovery  the child is killed after admitting its order; the
+                    recovery is itself killed, three times: a ``run`` process
+                    at ``after_sending_recorded`` (admitted, unsent), the next
+                    at ``before_receipt`` (sent, receipt unrecorded), the next
+                    at a random instant (``--seed``); a last one runs to the
+                    end. One order at the supplier, sent once, by generation 3.
 fenced_at_supplier  the old holder's request is held in flight; the replacement's
                     generation-2 request is accepted; then the supplier refuses
                     the old one.
@@ -29,6 +41,7 @@ exit 2 for bad arguments or an ``--output`` that exists or cannot be written
 
 from __future__ import annotations
 
+import random
 import sys
 import tempfile
 import time
@@ -67,9 +80,10 @@ class Case:
         self.supplier = start_supplier(self.harness, self.agent.with_name("sup.db"),
                                        *flags)
 
-    def child(self, mode: str, stop_at: str | None = None):
+    def child(self, mode: str, stop_at: str | None = None, owner: str = "child"):
+        named = ["--work", self.work] if mode != "run" else []  # run: any work
         return self.harness.start(
-            [*WORKER, mode, "--db", str(self.agent), "--work", self.work,
+            [*WORKER, mode, "--db", str(self.agent), *named, "--owner", owner,
              "--ttl", str(self.lease), "--wait", str(self.wait),
              "--url", self.supplier.url], stop_at=stop_at)
 
@@ -83,7 +97,8 @@ class Case:
         """Sleep until the durable lease of the current claim has passed."""
         with opened(self.agent) as conn:
             expires = claims.work_row(conn, self.work)["expires"]
-        time.sleep(max(0.0, expires - time.time()) + 0.05)
+        if expires is not None:  # None: finished, nobody holds it
+            time.sleep(max(0.0, expires - time.time()) + 0.05)
 
     def replace(self, model=None) -> dict | None:
         with opened(self.agent) as conn:
@@ -169,6 +184,29 @@ def live_stale_holder(case: Case) -> dict:
     return found
 
 
+def frozen_after_admit(case: Case) -> dict:
+    case.supplier_up()
+    child = case.child("send", stop_at="after_sending_recorded")
+    child.wait_for_boundary(experiment.TIMEOUT)
+    status_when_frozen = case.agent_rows()["orders"][0]["status"]
+    child.freeze()  # SIGSTOP: alive, admitted, its request not yet sent
+    child.release()  # it will read this once thawed
+    case.wait_for_expiry()
+    case.replace()
+    alive_during_replacement = child.alive()
+    posts_before_thaw = len(case.supplier_rows()["requests"])
+    child.thaw()
+    finished = child.finish(experiment.TIMEOUT)
+    found = facts(case) | {"child_exit": finished.returncode,
+                           "agent_order_when_frozen": status_when_frozen,
+                           "child_alive_during_replacement": alive_during_replacement,
+                           "supplier_requests_before_thaw": posts_before_thaw}
+    found["holds"] = (status_when_frozen == orders.SENDING and alive_during_replacement
+                      and common_holds(found, case.lease)
+                      and found["supplier_posts"] == [(2, 201), (1, 412)])
+    return found
+
+
 def lost_ack(case: Case) -> dict:
     case.supplier_up()
     with opened(case.agent) as conn:
@@ -196,6 +234,37 @@ def lost_ack(case: Case) -> dict:
                       and methods[:seen_at_kill] == ["POST"]
                       and methods[seen_at_kill:] == ["GET"]
                       and common_holds(found, case.lease))
+    return found
+
+
+def crash_during_recovery(case: Case, rng: random.Random) -> dict:
+    case.supplier_up()
+    child = case.child("send", stop_at="after_sending_recorded")
+    child.wait_for_boundary(experiment.TIMEOUT)
+    killed = child.kill()  # admitted (SENDING), nothing sent
+    recoveries = []
+    # The recovery itself killed: admitted again but not sent; sent but its
+    # receipt not recorded; then at a random instant of a third one.
+    for n, where in enumerate(("after_sending_recorded", "before_receipt", None)):
+        case.wait_for_expiry()
+        claimed = len(case.agent_rows()["claims"])
+        replacement = case.child("run", stop_at=where, owner=f"recovery-{n}")
+        if where is not None:
+            replacement.wait_for_boundary(experiment.TIMEOUT)
+        else:
+            time.sleep(rng.uniform(0.0, 0.3))
+        ended = not replacement.alive()
+        status = (replacement.finish(experiment.TIMEOUT) if ended
+                  else replacement.kill()).returncode
+        recoveries.append({"killed_at": where or "random instant", "exit": status,
+                           "ran_to_the_end": ended,
+                           "claimed": len(case.agent_rows()["claims"]) > claimed})
+    case.wait_for_expiry()
+    case.replace()  # the last recovery, left to finish
+    found = facts(case) | {"child_exit": killed.returncode, "recoveries": recoveries}
+    found["holds"] = (killed.returncode == -9 and common_holds(found, case.lease)
+                      and [r["exit"] for r in recoveries[:2]] == [-9, -9]
+                      and found["supplier_posts"] == [(3, 201)])
     return found
 
 
@@ -238,8 +307,10 @@ def common_holds(found: dict, lease: float) -> bool:
 def run(args) -> tuple[dict, list[dict]]:
     mode = "quick" if args.quick else "full"
     lease, wait, hold = TIMING[mode]
+    rng = random.Random(args.seed)
     cases = {"killed_holder": killed_holder, "live_stale_holder": live_stale_holder,
-             "lost_ack": lost_ack,
+             "frozen_after_admit": frozen_after_admit, "lost_ack": lost_ack,
+             "crash_during_recovery": lambda case: crash_during_recovery(case, rng),
              "fenced_at_supplier": lambda case: fenced_at_supplier(case, hold)}
     progress, trials = experiment.Progress(len(cases)), []
     with tempfile.TemporaryDirectory(prefix="ch06-") as tmp:
@@ -251,14 +322,15 @@ def run(args) -> tuple[dict, list[dict]]:
             trials.append(progress.report(name, {
                 "case": name, **found,
                 "elapsed_s": round(time.monotonic() - started, 3)}))
-    summary = {"mode": mode, "cases": len(trials), "lease_configured_s": lease,
+    summary = {"mode": mode, "seed": args.seed, "cases": len(trials),
+               "lease_configured_s": lease,
                "held": sum(1 for t in trials if t["holds"])}
     return summary, trials
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = experiment.command_line(
-        __doc__,
+        __doc__, seed=6,
         quick_help="shorter leases and supplier hold, what the test suite runs")
     return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
                            run=run)

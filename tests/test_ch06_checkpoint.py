@@ -21,8 +21,9 @@ def test_checkpoint_holds_and_its_counts_are_its_rows(quick_checkpoint):
     done = quick_checkpoint(SCRIPT.stem)  # --quick, shared (conftest)
     assert done.returncode == 0, done.stderr[-3000:]
     trials = {t["case"]: t for t in done.evidence["trials"]}
-    assert list(trials) == ["killed_holder", "live_stale_holder", "lost_ack",
-                            "fenced_at_supplier"]
+    assert list(trials) == ["killed_holder", "live_stale_holder",
+                            "frozen_after_admit", "lost_ack",
+                            "crash_during_recovery", "fenced_at_supplier"]
     lease = done.evidence["summary"]["lease_configured_s"]
     for trial in trials.values():
         assert trial["holds"], trial["case"]
@@ -30,7 +31,9 @@ def test_checkpoint_holds_and_its_counts_are_its_rows(quick_checkpoint):
         lease_read_from_rows(trial, lease)
     killed_holder(trials["killed_holder"])
     live_stale_holder(trials["live_stale_holder"])
+    frozen_after_admit(trials["frozen_after_admit"])
     lost_ack(trials["lost_ack"])
+    crash_during_recovery(trials["crash_during_recovery"])
     fenced_at_supplier(trials["fenced_at_supplier"])
     output = done.output
     before = output.read_bytes()
@@ -73,6 +76,32 @@ def live_stale_holder(trial):
     transcript = trial["rows"]["agent"]["transcript"]
     assert [t["generation"] for t in transcript if "late" in t["message"]] == []
     assert trial["refused_actions_gen1"] == ["finish", "observe", "send"]
+
+
+def frozen_after_admit(trial):
+    """Frozen after SENDING, thawed after generation 2 finished: its request
+    reaches the supplier second and is refused; one order, generation 2's."""
+    assert trial["agent_order_when_frozen"] == "SENDING"
+    assert trial["child_alive_during_replacement"]
+    assert trial["supplier_requests_before_thaw"] == 2  # generation 2's GET, POST
+    requests = trial["rows"]["supplier"]["requests"]
+    assert [(r["method"], r["generation"], r["answer"]) for r in requests] == [
+        ("GET", None, 404), ("POST", 2, 201), ("POST", 1, 412)]
+    assert [o["generation"] for o in trial["rows"]["supplier"]["orders"]] == [2]
+
+
+def crash_during_recovery(trial):
+    """Two recoveries killed at their boundaries (and one at random): one
+    order, sent once, by the recovery that got as far as the supplier."""
+    killed = [r["killed_at"] for r in trial["recoveries"] if r["exit"] == -9]
+    assert killed[:2] == ["after_sending_recorded", "before_receipt"]
+    claims = trial["rows"]["agent"]["claims"]
+    assert [c["generation"] for c in claims] == list(range(1, len(claims) + 1))
+    assert len(claims) >= 4  # the child, two killed recoveries, the last one
+    requests = trial["rows"]["supplier"]["requests"]
+    assert [(r["method"], r["generation"], r["answer"])
+            for r in requests if r["method"] == "POST"] == [("POST", 3, 201)]
+    assert trial["proposals_after_generation_1"] == 0
 
 
 def lost_ack(trial):
