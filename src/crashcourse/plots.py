@@ -43,9 +43,12 @@ def grouped_bars(
     title: str,
     ylabel: str,
     colours: Mapping[str, str] | None = None,
+    limit: tuple[float, str] | None = None,
 ):
     """Bars per category (x) and series (one colour each): ``counts[series][x]``.
-    Whole numbers are counts: whole-number ticks, and each bar's number."""
+    Whole numbers are counts: whole-number ticks, and each bar's number.
+    ``limit = (value, label)`` draws a dashed line there, and a bar above it
+    is red, whatever its series (chapter 02)."""
     fig, ax = new_figure(max(6.0, 0.9 * len(next(iter(counts.values()), {})) + 2))
     series = list(counts)
     whole = all(float(v).is_integer() for s in series for v in counts[s].values())
@@ -56,6 +59,10 @@ def grouped_bars(
         xs = [j + i * width for j in range(len(categories))]
         ys = [counts[name].get(x, 0) for x in categories]
         bars = ax.bar(xs, ys, width=width, label=name, color=colours.get(name))
+        if limit is not None:
+            for bar, y in zip(bars, ys, strict=True):
+                if y > limit[0]:
+                    bar.set_color(COLOURS["bad"])
         if whole:  # a count of 0 is a number, not a missing bar
             ax.bar_label(bars, fontsize=7, padding=2)
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(categories))],
@@ -64,7 +71,15 @@ def grouped_bars(
         count_ticks(ax.yaxis)
         ax.margins(y=0.12)
     ax.set(ylabel=ylabel, title=title)
-    ax.legend(fontsize=8)
+    if limit is None:
+        ax.legend(fontsize=8)
+    else:  # beside the axes: the bars above the line would be under it
+        handles, _ = ax.get_legend_handles_labels()
+        ax.axhline(limit[0], color="black", linestyle="--", linewidth=1)
+        handles += [_entry(limit[1], "black", "", "--"),
+                    _entry(f"above {limit[1]}", "bad")]
+        ax.legend(handles=handles, fontsize=8, loc="upper left",
+                  bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
 
