@@ -6,9 +6,11 @@ Seven fixed cases, each in a fresh world (the 40 scans on the drive, an
 empty mail provider, the 43-step restock plan, its gate at step 41, stored
 beside the journal), each with real worker processes:
 
-- ``in_band_pause``: the journal worker is held inside step 12, the pause
-  flag is set, the worker goes on: it finishes the step it had begun and
-  stops before step 13 with nothing in doubt.
+- ``in_band_pause``: the journal worker is held inside step 12, admitted
+  (its rename about to leave), the pause flag is set, the worker goes on: it
+  finishes the step it had begun and stops before step 13 with nothing in
+  doubt. (Held before its admission, it would withdraw step 12 instead: the
+  flag refuses an admission, chapter 07.)
 - ``wedged_worker_revoked``: a worker that never reads the flag loops on the
   guarded drive and mail provider. The flag is set (its effects go on); then
   the credential is revoked at the broker (``effects_after_revocation`` must
@@ -133,7 +135,7 @@ def verdict(case: str, checks: dict, **fields) -> dict:
 
 def in_band_pause(harness: Harness, folder: Path, quick: bool) -> dict:
     world = new_world(folder)
-    worker = harness.start(worker_args(world), stop_at="step-12:after_intent")
+    worker = harness.start(worker_args(world), stop_at="step-12:admitted")
     worker.wait_for_boundary(experiment.TIMEOUT)
     with opened(world["journal"]) as conn:
         control.set_paused(conn, True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 
 import pytest
 
@@ -29,6 +30,7 @@ from crashcourse.workers.journal_worker import (
 )
 
 WORKER = ["-m", "crashcourse.workers.journal_worker"]
+STEPS = 43
 SCANS = {f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, 41)}
 
 
@@ -72,8 +74,9 @@ def status(world):
 
 
 def run(world, **options):
-    return journal.run_plan(world["journal"], world["task"], world["plan"],
-                            world["actions"], **options)
+    """A run as the worker makes one: claim the task, run, give the lease back."""
+    return journal.run_task(world["journal"], world["task"], world["plan"],
+                            world["actions"], owner="test", ttl=60, **options)
 
 
 def collide(world, name="invoice-2026-007.pdf"):
@@ -204,22 +207,28 @@ def test_a_passing_gate_is_a_journal_step_like_any_other(world):
 
 
 @sqlite_only
-def test_the_worker_honours_the_flag_at_the_next_step_boundary(world):
-    """A real worker held inside step 12, paused, released: it finishes step
-    12 (already begun) and stops before 13."""
+@pytest.mark.parametrize(("held_at", "renamed"), [("after_intent", 11),
+                                                  ("admitted", 12)])
+def test_the_worker_honours_the_flag_at_the_next_step_boundary(world, held_at,
+                                                               renamed):
+    """A real worker held inside step 12, paused, released. Held after its
+    intent, its admission finds the flag: step 12's intent is withdrawn and
+    nothing more is renamed. Held after its admission, the request is on its
+    way: step 12 is done, its outcome recorded (history, not a new effect),
+    and the run stops before 13. Either way nothing is left in doubt."""
     args = [*WORKER, "--dir", world["dir"], "--task", world["task"]]
     with Harness() as harness:
-        worker = harness.start(args, stop_at="step-12:after_intent")
+        worker = harness.start(args, stop_at=f"step-12:{held_at}")
         worker.wait_for_boundary()
         control.set_paused(world["journal"], True)
         worker.release()
         finished = worker.finish()
     assert finished.returncode == 0, finished.stderr
-    assert json.loads(finished.stdout)[journal.STOPPED] == 13
-    assert status(world).summary() == {"confirmed": 12, "in_doubt": 0,
-                                       "not_started": 31}
+    assert json.loads(finished.stdout)[journal.STOPPED] == renamed + 1
+    assert status(world).summary() == {"confirmed": renamed, "in_doubt": 0,
+                                       "not_started": STEPS - renamed}
     with opened(world["where"]["drive"]) as drive_db:
-        assert count_rows(drive_db, "rename_requests") == 12
+        assert count_rows(drive_db, "rename_requests") == renamed
 
 
 # --- the person's decisions -----------------------------------------------------
@@ -283,9 +292,13 @@ def test_unwind_settles_the_step_in_doubt_with_its_probe(world):
     def dies(args, key):
         raise RuntimeError("killed after the intent, before the rename")
 
+    then = time.time() - 10  # a holder that died ten seconds ago: its lease is over
+    claim = journal.claim_task(world["journal"], world["task"], "dies", ttl=5,
+                               now=then)
     with pytest.raises(RuntimeError):
         journal.run_step(world["journal"], world["task"], world["plan"].steps[5],
-                         journal.Action(dies, rename.probe, rename.restore))
+                         journal.Action(dies, rename.probe, rename.restore), claim,
+                         now=then)
     result = decisions.unwind(world["journal"], world["task"], world["actions"],
                               who="sam")
     assert result == {"restore": [5, 4, 3, 2, 1], "compensation": [],

@@ -3,6 +3,8 @@ defends one guarantee against the one-line bug named in its docstring."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from crashcourse import journal
@@ -26,9 +28,9 @@ def dies_in_step(tmp_path, number: int):
     where = paths(str(tmp_path))
     actions = restock_actions(where["drive"], where["mail"])
     with opened(where["journal"]) as conn:
-        journal.install(conn)
+        claim = journal.claim_task(conn, task, "first", ttl=60)
         for step in plan.steps[:number - 1]:
-            journal.run_step(conn, task, step, actions[step.action])
+            journal.run_step(conn, task, step, actions[step.action], claim)
         step = plan.steps[number - 1]
         real = actions[step.action]
 
@@ -38,8 +40,15 @@ def dies_in_step(tmp_path, number: int):
 
         with pytest.raises(Crash):
             journal.run_step(conn, task, step,
-                             journal.Action(acts_then_dies, real.probe))
+                             journal.Action(acts_then_dies, real.probe), claim)
     return plan, task, where, actions
+
+
+def replacement(conn, task: str) -> dict:
+    """The task claimed an hour on, when the first lease (60 s) is over."""
+    at = time.time() + 3600
+    return {"claim": journal.claim_task(conn, task, "second", ttl=60, now=at),
+            "now": at}
 
 
 def test_an_irreversible_step_in_doubt_is_not_proved_unsent(tmp_path):
@@ -58,7 +67,7 @@ def test_a_gate_in_doubt_is_settled_by_its_probe(tmp_path):
     says (for a gate: checked again and recorded as run, not as found)."""
     plan, task, where, actions = dies_in_step(tmp_path, GATE)
     with opened(where["journal"]) as conn:
-        done = journal.run_plan(conn, task, plan, actions)
+        done = journal.run_plan(conn, task, plan, actions, **replacement(conn, task))
         assert done == {"skip": GATE - 1, "probe": 1, "run": 2}
         assert journal.resolutions(conn, task) == {"run": 42, "probe": 1}
     assert len(mail.messages(where["mail"])) == 2

@@ -2,6 +2,10 @@
 
 A crash is simulated here by an action that raises after (or instead of)
 touching the drive; the real SIGKILL experiments are in test_ch07_campaign.py.
+Every run holds a claim on its task (``journal.claim_task``); a run after a
+simulated crash is a replacement that claims the task once the first lease is
+over, on an injected clock an hour later (``replacement``). Who may write the
+journal, and when a probe may settle a step, is in test_journal_holders.py.
 The journal's rules run on both backends (``store_at``: a SQLite file, a
 PostgreSQL schema, chapter 10); what is about SQLite itself (its trace of
 COMMITs, its virtual-machine count, a read-only file, a writer's file lock),
@@ -9,6 +13,7 @@ the real kills and the checks at the door, on SQLite files.
 """
 
 import sqlite3
+import time
 
 import pytest
 
@@ -54,16 +59,40 @@ def world(tmp_path, backend, store_at):
     with opened(where["journal"]) as jc:
         yield {"journal": jc, "drive": where["drive"], "mail": where["mail"],
                "plan": plan, "task": task, "where": where,
+               "claim": journal.claim_task(jc, task, "first", ttl=60),
                "actions": restock_actions(where["drive"], where["mail"])}
 
 
-def crash_at(world, step: int, act_first: bool):
-    """Run steps 1..step-1, then crash inside step ``step``'s action."""
-    plan, task, actions = world["plan"], world["task"], world["actions"]
+def run(world, *args, claim=None, **options):
+    """``run_plan`` on the world's plan, under the first claim unless told."""
+    return journal.run_plan(world["journal"], world["task"], world["plan"],
+                            *(args or (world["actions"],)),
+                            claim or world["claim"], **options)
+
+
+def step(world, s, action, **options):
+    """``run_step`` under the first claim."""
+    return journal.run_step(world["journal"], world["task"], s, action,
+                            world["claim"], **options)
+
+
+def replacement(world) -> dict:
+    """A later holder: the task claimed an hour on (the first lease, 60 s, is
+    over by then), and ``run_plan``'s options for running under it."""
+    at = time.time() + 3600
+    claim = journal.claim_task(world["journal"], world["task"], "second", ttl=60,
+                               now=at)
+    assert claim is not None and claim.generation == world["claim"].generation + 1
+    return {"claim": claim, "now": at}
+
+
+def crash_at(world, number: int, act_first: bool):
+    """Run steps 1..number-1, then crash inside step ``number``'s action."""
+    plan, actions = world["plan"], world["actions"]
     journal.install(world["journal"])
-    for s in plan.steps[: step - 1]:
-        journal.run_step(world["journal"], task, s, actions[s.action])
-    real = actions[plan.steps[step - 1].action]
+    for s in plan.steps[: number - 1]:
+        step(world, s, actions[s.action])
+    real = actions[plan.steps[number - 1].action]
 
     def dies(args, key):
         if act_first:
@@ -71,8 +100,7 @@ def crash_at(world, step: int, act_first: bool):
         raise Crash
 
     with pytest.raises(Crash):
-        journal.run_step(world["journal"], task, plan.steps[step - 1],
-                         journal.Action(dies, real.probe))
+        step(world, plan.steps[number - 1], journal.Action(dies, real.probe))
 
 
 def status(world):
@@ -103,8 +131,7 @@ def test_the_restock_plan_checks_the_drive_before_it_mails():
 
 
 def test_a_whole_run_confirms_every_step(world):
-    done = journal.run_plan(world["journal"], world["task"], world["plan"],
-                            world["actions"])
+    done = run(world)
     assert done == {"skip": 0, "probe": 0, "run": STEPS}
     assert status(world).summary() == {"confirmed": STEPS, "in_doubt": 0,
                                        "not_started": 0}
@@ -117,9 +144,8 @@ def test_a_whole_run_confirms_every_step(world):
 
 
 def test_a_second_run_skips_everything_and_asks_nobody(world):
-    args = world["journal"], world["task"], world["plan"], world["actions"]
-    journal.run_plan(*args)
-    assert journal.run_plan(*args) == {"skip": STEPS, "probe": 0, "run": 0}
+    run(world)
+    assert run(world) == {"skip": STEPS, "probe": 0, "run": 0}
     with opened(world["drive"]) as drive_db:
         log = drive_db.execute("SELECT count(*) FROM rename_requests").fetchone()
     assert log[0] == 40
@@ -138,8 +164,7 @@ def test_killed_at_step_32_leaves_31_confirmed_1_in_doubt(world):
 
 def test_in_doubt_and_not_done_is_cleared_and_run(world):
     crash_at(world, 5, act_first=False)
-    done = journal.run_plan(world["journal"], world["task"], world["plan"],
-                            world["actions"])
+    done = run(world, **replacement(world))
     assert done == {"skip": 4, "probe": 0, "run": STEPS - 4}
     assert journal.resolutions(world["journal"], world["task"]) == {"run": STEPS,
                                                                   "probe": 0}
@@ -148,8 +173,7 @@ def test_in_doubt_and_not_done_is_cleared_and_run(world):
 
 def test_in_doubt_and_done_is_resolved_by_the_probe_not_repeated(world):
     crash_at(world, MAILS[0], act_first=True)  # the first mail was accepted
-    done = journal.run_plan(world["journal"], world["task"], world["plan"],
-                            world["actions"])
+    done = run(world, **replacement(world))
     assert done == {"skip": MAILS[0] - 1, "probe": 1, "run": 1}
     assert journal.resolutions(world["journal"], world["task"])["probe"] == 1
     assert mail.duplicate_messages(world["mail"]) == 0
@@ -175,8 +199,7 @@ def test_before_state_is_what_the_probe_saw(world):
 
 def test_unknown_action_refused_before_anything_is_written(world):
     with pytest.raises(KeyError, match="send_mail"):
-        journal.run_plan(world["journal"], world["task"], world["plan"],
-                         {"rename": world["actions"]["rename"]})
+        run(world, {"rename": world["actions"]["rename"]})
     assert status(world).count("not_started") == STEPS
 
 
@@ -294,20 +317,38 @@ def test_reads_do_not_wait_for_a_writer_holding_the_lock(world):
 # --- one commit per step (issue 11) ---------------------------------------------
 
 
-def commits_of(conn) -> list:
-    """A list that fills with one entry per COMMIT run on ``conn``."""
+WRITES = ("INSERT", "UPDATE", "DELETE", "CREATE")
+
+
+def commits_of(conn, *, reads: list | None = None) -> list:
+    """A list that fills with one entry per COMMIT run on ``conn`` of a
+    transaction that wrote (an INSERT, UPDATE, DELETE or CREATE since its
+    BEGIN); ``reads`` gets one per COMMIT of a transaction that wrote none."""
+    wrote = [False]
+
+    def trace(sql: str) -> None:
+        verb = sql.split(None, 1)[0].upper() if sql.strip() else ""
+        if verb == "BEGIN":
+            wrote[0] = False
+        elif verb in WRITES:
+            wrote[0] = True
+        elif verb == "COMMIT":
+            (seen if wrote[0] else reads if reads is not None else []).append(sql)
+
     seen = []
-    conn.set_trace_callback(lambda sql: seen.append(sql) if sql == "COMMIT" else None)
+    conn.set_trace_callback(trace)
     return seen
 
 
 @sqlite_only
 def test_a_run_commits_once_per_step(world):
-    commits = commits_of(world["journal"])
-    journal.run_plan(world["journal"], world["task"], world["plan"], world["actions"])
+    reads = []
+    commits = commits_of(world["journal"], reads=reads)
+    run(world)
     world["journal"].set_trace_callback(None)
     # install, one per step (its intent with the previous outcome), the last alone
     assert len(commits) == 1 + STEPS + 1
+    assert len(reads) == STEPS  # the admissions: the write lock, nothing written
     assert status(world).summary() == {"confirmed": STEPS, "in_doubt": 0,
                                        "not_started": 0}
 
@@ -316,9 +357,8 @@ def test_a_run_commits_once_per_step(world):
 def test_a_step_run_alone_still_commits_its_own_outcome(world):
     journal.install(world["journal"])
     commits = commits_of(world["journal"])
-    step = world["plan"].steps[0]
-    assert journal.run_step(world["journal"], world["task"], step,
-                            world["actions"]["rename"]) == journal.RUN
+    assert step(world, world["plan"].steps[0],
+                world["actions"]["rename"]) == journal.RUN
     world["journal"].set_trace_callback(None)
     assert len(commits) == 2
     assert status(world).count("confirmed") == 1
@@ -351,8 +391,7 @@ def watched(world, seen: list, reader) -> dict:
 def test_while_a_step_acts_it_alone_is_in_doubt(world):
     seen = []
     with opened(world["where"]["journal"]) as reader:
-        journal.run_plan(world["journal"], world["task"], world["plan"],
-                         watched(world, seen, reader))
+        run(world, watched(world, seen, reader))
     acting = [(step, confirmed, doubt, last) for when, step, confirmed, doubt, last
               in seen if when == "acting"]
     # while step N acts: N-1 confirmed (it rode with N's intent), N in doubt
@@ -374,7 +413,7 @@ def test_the_held_outcome_is_written_when_the_next_probe_fails(world):
 
     actions = {**world["actions"], "rename": journal.Action(rename.execute, probe)}
     with pytest.raises(Crash):
-        journal.run_plan(world["journal"], world["task"], world["plan"], actions)
+        run(world, actions)
     assert status(world).summary() == {"confirmed": 5, "in_doubt": 0,
                                        "not_started": STEPS - 5}
 
@@ -386,8 +425,7 @@ def test_a_stop_is_asked_with_every_earlier_outcome_in_the_journal(world):
         asked.append(status(world).summary())
         return len(asked) > 12
 
-    done = journal.run_plan(world["journal"], world["task"], world["plan"],
-                            world["actions"], should_stop=stop)
+    done = run(world, should_stop=stop)
     assert done == {"skip": 0, "probe": 0, "run": 12, journal.STOPPED: 13}
     # ask N (before step N acts) sees steps 1..N-1 confirmed
     assert [a["confirmed"] for a in asked] == list(range(13))
@@ -460,18 +498,18 @@ def test_a_real_kill_leaves_the_journal_where_the_boundary_says(tmp_path, point,
     from crashcourse.harness import Harness
 
     task = build_world(str(tmp_path), restock_plan())
-    step, phase = point
+    number, phase = point
+    worker_args = ["-m", "crashcourse.workers.journal_worker", "--dir",
+                   str(tmp_path), "--task", task, "--ttl", "1", "--wait", "0.3"]
     with Harness() as harness:
-        worker = harness.start(["-m", "crashcourse.workers.journal_worker", "--dir",
-                                str(tmp_path), "--task", task],
-                               stop_at=f"step-{step}:{phase}")
+        worker = harness.start(worker_args, stop_at=f"step-{number}:{phase}")
         worker.wait_for_boundary()
         assert worker.kill().returncode == -9
         with opened(paths(str(tmp_path))["journal"]) as conn:
             seen = journal.journal_status(conn, task, restock_plan())
+            journal.wait_out(conn, task)  # the killed holder's lease runs out
         assert (seen.count("confirmed"), seen.count("in_doubt")) == expected
-        resumed = harness.run(["-m", "crashcourse.workers.journal_worker", "--dir",
-                               str(tmp_path), "--task", task])
+        resumed = harness.run(worker_args)
     assert resumed.returncode == 0, resumed.stderr
     with opened(paths(str(tmp_path))["journal"]) as conn:
         assert journal.journal_status(conn, task, restock_plan()).count(
@@ -499,24 +537,22 @@ def test_a_step_the_target_already_shows_done_is_recorded_not_performed(world):
     drive.rename_to(world["drive"], "f001", "invoice-2026-001.pdf")
     journal.install(world["journal"])
     rename, performed = counting(world, "rename")
-    step = world["plan"].steps[0]
-    assert journal.run_step(world["journal"], world["task"], step,
-                            rename) == journal.PROBE
+    first = world["plan"].steps[0]
+    assert step(world, first, rename) == journal.PROBE
     assert performed == []
     [row] = journal.entries(world["journal"], world["task"])
     assert (row["resolved_by"], row["outcome"]) == (
         "probe", {"file_id": "f001", "name": "invoice-2026-001.pdf"})
     assert row["operation_key"] == operation_key(world["task"], 1, "rename",
-                                                 step.args)
+                                                 first.args)
     assert drive.duplicate_requests(world["drive"]) == 0
 
 
 def test_a_mail_the_provider_holds_is_not_sent_again_by_a_forgetful_journal(world):
-    journal.run_plan(world["journal"], world["task"], world["plan"], world["actions"])
+    run(world)
     world["journal"].execute("DELETE FROM journal")  # every row lost, mails out
     send, performed = counting(world, "send_mail")
-    done = journal.run_plan(world["journal"], world["task"], world["plan"],
-                            {**world["actions"], "send_mail": send})
+    done = run(world, {**world["actions"], "send_mail": send})
     # every rename and both mails found at their targets; the gate still runs
     assert done == {"skip": 0, "probe": STEPS - 1, "run": 1}
     assert performed == []
@@ -529,8 +565,7 @@ def test_a_step_found_done_costs_no_extra_commit(world):
     for n in (2, 4, 6):  # each right after a step whose outcome is held
         drive.rename_to(world["drive"], f"f{n:03d}", f"invoice-2026-{n:03d}.pdf")
     commits = commits_of(world["journal"])
-    done = journal.run_plan(world["journal"], world["task"], world["plan"],
-                            world["actions"])
+    done = run(world)
     world["journal"].set_trace_callback(None)
     assert done == {"skip": 0, "probe": 3, "run": STEPS - 3}
     assert len(commits) == 1 + STEPS + 1  # install, one per step, the last alone
@@ -568,19 +603,19 @@ def nothing_done(world, performed: list) -> None:
 
 
 @sqlite_only  # refused before the store is touched: the same on any backend
-@pytest.mark.parametrize(("step", "error"), BAD_STEPS, ids=BAD_STEP_IDS)
-def test_run_step_refuses_a_bad_step_before_anything(world, step, error):
+@pytest.mark.parametrize(("bad", "error"), BAD_STEPS, ids=BAD_STEP_IDS)
+def test_run_step_refuses_a_bad_step_before_anything(world, bad, error):
     journal.install(world["journal"])
     rename, performed = counting(world, "rename")
     asked = []
     probe = journal.Action(rename.execute,
                            lambda args, key: asked.append(key) or (False, {}))
     with pytest.raises(error):
-        journal.run_step(world["journal"], world["task"], step, probe)
+        step(world, bad, probe)
     assert asked == []
     nothing_done(world, performed)
     with pytest.raises(error):
-        journal.check_gate(world["task"], step, probe)
+        journal.check_gate(world["task"], bad, probe)
     assert asked == []
 
 
@@ -590,12 +625,14 @@ def test_run_step_refuses_a_bad_step_before_anything(world, step, error):
 def test_every_entry_refuses_a_blank_task_and_writes_nothing(tmp_path, world, task):
     fresh = tmp_path / "fresh.sqlite"
     rename, performed = counting(world, "rename")
-    step, plan = world["plan"].steps[0], world["plan"]
+    first, plan, claim = world["plan"].steps[0], world["plan"], world["claim"]
     with opened(fresh) as conn:
-        for call in (lambda: journal.run_plan(conn, task, plan, world["actions"]),
-                     lambda: journal.run_step(conn, task, step, rename),
-                     lambda: journal.Pending(conn, task),
-                     lambda: journal.check_gate(task, step, rename),
+        for call in (lambda: journal.run_plan(conn, task, plan, world["actions"],
+                                              claim),
+                     lambda: journal.run_step(conn, task, first, rename, claim),
+                     lambda: journal.Pending(conn, task, claim),
+                     lambda: journal.claim_task(conn, task, "w", ttl=5),
+                     lambda: journal.check_gate(task, first, rename),
                      lambda: journal.confirmed_count(conn, task),
                      lambda: journal.journal_status(conn, task, plan),
                      lambda: journal.entries(conn, task),
@@ -617,17 +654,21 @@ def test_run_plan_refuses_a_bad_step_anywhere_before_the_first_write(world):
     skips = Plan("skips", (good[0], good[2]))  # 1 then 3: not a made plan
     rename, performed = counting(world, "rename")
     commits = commits_of(world["journal"])
+    claim = world["claim"]
     for plan in (nan_last, blank, skips):
         with pytest.raises(ValueError, match="step"):
             journal.run_plan(world["journal"], plan.task, plan,
-                             {"rename": rename, " ": rename})
+                             {"rename": rename, " ": rename}, claim)
     fine = make_plan("fine", good)
     with pytest.raises(TypeError, match="execute and probe"):
         journal.run_plan(world["journal"], fine.task, fine,
-                         {"rename": journal.Action(rename.execute, None)})
+                         {"rename": journal.Action(rename.execute, None)}, claim)
     with pytest.raises(TypeError, match="Plan"):
         journal.run_plan(world["journal"], world["task"], list(good),
-                         {"rename": rename})
+                         {"rename": rename}, claim)
+    with pytest.raises(ValueError, match="not on task"):  # another task's claim
+        journal.run_plan(world["journal"], fine.task, fine, {"rename": rename},
+                         claim)
     world["journal"].set_trace_callback(None)
     assert (performed, commits) == ([], [])
     assert drive.names(world["drive"])["f001"] == "scan-001.pdf"

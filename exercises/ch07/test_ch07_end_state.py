@@ -46,6 +46,7 @@ def test_applying_the_step_twice_leaves_one_suffix(answer, drive_path, tmp_path)
             drive_path, args["file_id"], args["name"]))
     with opened(tmp_path / "journal.sqlite") as conn:
         journal.install(conn)
-        journal.run_step(conn, "t", step, rename)
+        claim = journal.claim_task(conn, "t", "reader", ttl=60)
+        journal.run_step(conn, "t", step, rename, claim)
         rename.execute(step.args, "again")  # a resumed run doing it blind
     assert drive.names(drive_path)["f001"] == "scan-001-signed.pdf"

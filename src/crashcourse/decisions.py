@@ -4,15 +4,21 @@ After a stop or a kill the journal (chapter 07) says where a task stands; a
 person on the rota takes one of three decisions, each kept as a row of
 ``decisions`` (who, when, what the journal showed them):
 
-* ``resume``: first re-run every verification gate of the stored plan against
-  the world as it is NOW (a gate passed hours ago proves nothing today). One
-  fails: ``GateFailed``, nothing written or run. All pass: lift the pause
-  flag and go on through the journal.
-* ``unwind``: walk the journal newest first, a step in doubt settled first by
-  its probe. A completed reversible step goes back to its ``before_state``
-  through its action's ``restore``, under an operation key of its own, intent
-  first; an irreversible one (a mail) cannot be taken back and becomes a
-  COMPENSATION record for a person. An unwound task is never resumed.
+* ``resume``: wait out the lease of a holder that stopped working (the
+  journal runs under a claim, chapter 07; a lease renewed meanwhile means
+  someone is at work: ``journal.TaskHeld``), then re-run every verification
+  gate of the stored plan against the world as it is NOW (a gate passed
+  hours ago proves nothing today). One fails: ``GateFailed``, nothing
+  written or run. All pass: lift the pause flag, claim the task and go on
+  through the journal (``journal.run_task``).
+* ``unwind``: wait out a lease the same way, cancel the task's work so that
+  no claim is granted on it again, then walk the journal newest first, a
+  step in doubt settled first by its probe (once the lease of the claim that
+  wrote it is over). A completed reversible step goes back to its
+  ``before_state`` through its action's ``restore``, under an operation key
+  of its own, intent first; an irreversible one (a mail) cannot be taken
+  back and becomes a COMPENSATION record for a person. An unwound task is
+  never resumed.
 * ``hand_to_daylight``: stay stopped (pause flag set, scheduler stopped) and
   write a hand-over, a markdown file and the decision's row: the step in
   doubt, the irreversible effects already done, the exact resume command.
@@ -125,21 +131,25 @@ def _record(conn: sqlite3.Connection, task: str, decision: str, who: str,
         ).lastrowid
 
 
-def resume(conn: sqlite3.Connection, task: str, actions: dict, *, who: str) -> dict:
-    """Re-run the plan's gates now, then lift the pause and go on (chapter 09).
+def resume(conn: sqlite3.Connection, task: str, actions: dict, *, who: str,
+           owner: str | None = None, ttl: float = journal.DEFAULT_TTL_S) -> dict:
+    """Re-run the plan's gates now, then lift the pause and go on under a
+    claim held by ``owner`` (default ``who``) for ``ttl`` s (chapter 09).
 
-    Returns the gates' observations and ``run_plan``'s counts. A failing gate
-    raises ``GateFailed``; a task already unwound, ``DecisionRefused``: in
-    both cases nothing is written and nothing runs."""
+    Returns the gates' observations and ``run_task``'s counts. A failing gate
+    raises ``GateFailed``; a task already unwound, ``DecisionRefused``; a
+    task another holder is working on, ``journal.TaskHeld``: in each case
+    nothing is written and nothing runs."""
     plan = _checked(conn, task, actions, who)
     if any(row["decision"] == UNWIND for row in history(conn, task)):
         raise DecisionRefused(f"task {task} was unwound; it cannot be resumed")
+    journal.wait_out(conn, task)  # a killed or frozen holder's lease runs out
     gates = {step.number: journal.check_gate(task, step, actions[step.action])
              for step in plan.steps if step.gate}
     _record(conn, task, RESUME, who, {**shown(conn, task, plan),
                                       "gates_passed": sorted(gates)})
     control.set_paused(conn, False)  # the person's decision lifts the stop
-    done = journal.run_plan(conn, task, plan, actions,
+    done = journal.run_task(conn, task, plan, actions, owner=owner or who, ttl=ttl,
                             should_stop=lambda: control.is_paused(conn))
     return {"gates": gates, "done": done}
 
@@ -185,7 +195,9 @@ def unwind(conn: sqlite3.Connection, task: str, actions: dict, *, who: str) -> d
                       and actions[s.action].restore is None})
     if lacking:
         raise ValueError(f"reversible actions without a restore: {lacking}")
+    journal.wait_out(conn, task)  # no holder may act while the task is undone
     _record(conn, task, UNWIND, who, shown(conn, task, plan))
+    journal.cancel_task(conn, task)  # and none is granted the task again
     result = {RESTORE: [], COMPENSATION: [], NOT_PERFORMED: []}
     for row in reversed(journal.entries(conn, task)):
         step = plan.steps[row["step"] - 1]
@@ -193,6 +205,9 @@ def unwind(conn: sqlite3.Connection, task: str, actions: dict, *, who: str) -> d
             continue  # a gate changed nothing
         action = actions[step.action]
         if row["outcome"] is None:  # in doubt: the target says if it happened
+            if not journal.lease_over(conn, task, row["generation"])[0]:
+                raise journal.HolderMayStillAct(  # wait_out saw it over: a clock
+                    f"step {step.number}'s holder may still act on it")
             happened, seen = action.probe(step.args, row["operation_key"])
             if not happened:
                 result[NOT_PERFORMED].append(step.number)

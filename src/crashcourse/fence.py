@@ -212,3 +212,83 @@ def transcript(conn: sqlite3.Connection, work_id: str) -> list[dict]:
         {"id": work_id},
     ).fetchall()
     return [{"generation": r["generation"], **json.loads(r["message"])} for r in rows]
+
+
+# --- the journal's holder (chapter 07, issue 19) ----------------------------------
+
+
+def install_refusals(conn: sqlite3.Connection) -> None:
+    """The claims tables and ``refusals`` alone, without ``transcript``: for a
+    store whose writes are fenced but which keeps no transcript (the
+    journal's file, chapter 07)."""
+    claims.install(conn)
+    ddl = SCHEMA.format(**WORDS[store.dialect(conn)])
+    ensure_schema(conn, next(part for part in ddl.split(";") if "refusals" in part))
+
+
+def assert_holder(conn: sqlite3.Connection, claim: Claim,
+                  now: float | None = None) -> float:
+    """``assert_current`` without the pause flag; the instant it judged at.
+
+    For a write that records what already happened (an action's outcome, a
+    probe's answer, a lease given back): a stop keeps new effects out, and
+    refusing the record of one already taken would only leave it in doubt.
+    Every other check still holds: superseded, expired, another owner, not
+    running. Call it inside the write's own transaction (chapter 07)."""
+    switches = control.runtime(conn)
+    row = conn.execute("SELECT * FROM work WHERE id = :id"
+                       + WORDS[store.dialect(conn)]["lock_row"],
+                       {"id": claim.id}).fetchone()
+    at = store.now(conn, now)  # after the row's lock, as in assert_current
+    history = {"paused": 0, "epoch": switches["epoch"]}  # the flag set aside
+    reason = stale_reason(row, history, claim, at)
+    if reason is not None:
+        raise StaleClaim(reason, claim)
+    return at
+
+
+@contextmanager
+def fenced_record(
+    conn: sqlite3.Connection, claim: Claim, action: str, now: float | None = None
+) -> Iterator[sqlite3.Connection]:
+    """``fenced`` for a record of the past: ``assert_holder`` first, so the
+    pause flag alone does not refuse it (chapter 07)."""
+    try:
+        with immediate(conn, shared=True):
+            assert_holder(conn, claim, now)
+            yield conn
+    except StaleClaim as refused:
+        record_refusal(conn, claim, action, refused.reason)
+        raise
+
+
+def renew_locked(conn: sqlite3.Connection, claim: Claim, ttl: float,
+                 now: float | None = None) -> float:
+    """Inside a fenced write of ``claim``: its lease now ends ``ttl`` s from
+    now, in the work row and in its own ``claims`` row, which is where a later
+    holder reads when this generation's lease is over; the new end (chapter 07)."""
+    expires = store.now(conn, now) + claims.check_lease(claim.owner, ttl)
+    fields = {"id": claim.id, "generation": claim.generation, "expires": expires}
+    conn.execute("UPDATE work SET expires = :expires"
+                 " WHERE id = :id AND generation = :generation", fields)
+    conn.execute("UPDATE claims SET expires = :expires"
+                 " WHERE work_id = :id AND generation = :generation", fields)
+    return expires
+
+
+def release(conn: sqlite3.Connection, claim: Claim, *, done: bool,
+            outcome: str = "", now: float | None = None) -> None:
+    """Give the lease back, fenced as a record (a stop does not refuse it):
+    DONE, or queued again for the next claim. Its ``claims`` row ends now, so
+    nobody waits for a lease whose holder has finished (chapter 07)."""
+    check_text("outcome", outcome, empty_ok=True)
+    with fenced_record(conn, claim, "release", now):
+        at = store.now(conn, now)
+        conn.execute(
+            "UPDATE work SET status = :status, outcome = :outcome, expires = NULL,"
+            " finished = :finished WHERE id = :id",
+            {"status": DONE if done else claims.READY, "outcome": outcome,
+             "finished": at if done else None, "id": claim.id})
+        conn.execute("UPDATE claims SET expires = :at WHERE work_id = :id"
+                     " AND generation = :generation AND expires > :at",
+                     {"at": at, "id": claim.id, "generation": claim.generation})

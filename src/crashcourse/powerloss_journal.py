@@ -17,17 +17,23 @@ At every crash point the image is judged twice:
 * after ``run_plan`` resumed it: the steps performed twice (a second mail
   with the same operation key, a second rename request) and whether the
   plan finished. The probes decide what the journal lost.
+
+The run holds a claim on its task (chapter 07), taken before the recording
+begins, like the stored plan; each image is resumed under a claim taken an
+hour later on an injected clock, when the cut run's lease is long over (a
+power cut leaves no holder alive).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from crashcourse import journal, store
 from crashcourse.plan import Step, load_plan, order_plan, save_plan
 from crashcourse.powerloss import Mode, disk_calls, evidence_points, recording
-from crashcourse.powerloss_images import SYNCED, check_database, explore
+from crashcourse.powerloss_images import SYNCED_ONLY, check_database, explore
 from crashcourse.powerloss_runs import marking
 from crashcourse.services import drive, mail
 from crashcourse.workers.journal_worker import paths, restock_actions
@@ -62,6 +68,7 @@ def journal_run(folder, journal_mode: Mode):
     with store.opened(where["journal"]) as conn:
         task = save_plan(conn, plan)
         journal.install(conn)
+        claim = journal.claim_task(conn, task, "power", ttl=60)
     modes = {os.path.basename(where["journal"]): journal_mode,
              os.path.basename(where["drive"]): SERVICES,
              os.path.basename(where["mail"]): SERVICES}
@@ -72,7 +79,7 @@ def journal_run(folder, journal_mode: Mode):
         conn = store.connect(where["journal"])
         try:
             journal.run_plan(conn, task, plan, restock_actions(where["drive"],
-                                                               where["mail"]))
+                                                               where["mail"]), claim)
             recorder.mark(FINISHED, task)  # its last outcome has committed
         finally:
             conn.close()
@@ -104,7 +111,9 @@ def resume_journal(folder: Path, task: str, actions=restock_actions) -> dict:
                 for e in journal.entries(conn, task)}
         done = [s.number for s in plan.steps if not s.gate and actions[s.action]
                 .probe(s.args, journal.step_key(task, s))[0]]
-        how = journal.run_plan(conn, task, plan, actions)
+        later = time.time() + 3600  # the cut run's lease (60 s) is over
+        claim = journal.claim_task(conn, task, "resume", ttl=60, now=later)
+        how = journal.run_plan(conn, task, plan, actions, claim, now=later)
         status = journal.journal_status(conn, task, plan).summary()
     return {"corrupt": False, "rows": sorted(rows.items()), "done_at_target": done,
             "no_intent_for_done": [n for n in done if n not in rows],
@@ -123,7 +132,7 @@ def lost(recorder, point: int, verdict: dict) -> list[str]:
             + [f"outcome {n}" for n in sorted(outcomes) if n in rows and not rows[n]])
 
 
-def journal_case(folder, journal_mode: Mode, *, model: str = SYNCED,
+def journal_case(folder, journal_mode: Mode, *, model: str = SYNCED_ONLY,
                  actions=restock_actions, **options) -> dict:
     """Experiment 3 for one journal mode and model, counted (chapter 11).
     The run uses the real actions; each image's resume uses ``actions``."""

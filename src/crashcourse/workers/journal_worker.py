@@ -1,32 +1,55 @@
-"""The worker of chapter 07: run a stored plan through the journal.
+"""The worker of chapter 07: run a stored plan through the journal, under a claim.
 
     python -m crashcourse.workers.journal_worker --dir DIR --task TASK \\
-        [--probe correct|filename-only] [--credential TOKEN] [--resume-by WHO]
+        [--probe correct|filename-only] [--ttl S] [--wait S] [--owner NAME] \\
+        [--credential TOKEN] [--resume-by WHO]
 
 ``DIR`` holds three SQLite files: ``journal.sqlite`` (the assistant's own: the
-stored plan and the journal), ``drive.sqlite`` and ``mail.sqlite`` (the
-outside world). The same command starts a run and resumes one: the journal
-decides what is left. Each step announces four boundaries,
-``step-N:before_intent`` ... ``step-N:after_outcome``, where the parent may
-kill it. The plan's gate is checked before its intent: when the drive no
-longer fits the plan the run ends with exit status 3, nothing mailed. Bad
-input (usage, a blank value, a task with no stored plan, a ``DIR`` whose three
-files are not installed stores) ends it at once: exit status 2, one line on
-stderr, nothing created or written.
+stored plan, the journal, and the task's work row with its claims),
+``drive.sqlite`` and ``mail.sqlite`` (the outside world). The same command
+starts a run and resumes one: the journal decides what is left.
+
+The run first claims the task (chapter 05: the task is queued as work in the
+journal's own file, once, and claimed as ``--owner`` for ``--ttl`` seconds,
+default 3). Every journal write is fenced (chapter 06), each intent's commit
+renews the lease, and right before each request leaves, the step is
+admitted: this run still holds the task and the action's declared wait
+(``--wait``, default 1 s, below the lease) fits in what is left of it. Each
+step announces five boundaries where the parent may hold or kill it,
+``step-N:before_intent``, ``after_intent``, ``admitted`` (checked, not yet
+sent), ``after_action`` and ``after_outcome``. The plan's gate is checked
+before its intent.
+
+Exit status, and what the one JSON line on stdout says (graders never read
+it):
+
+0  the plan is finished (now or before), or the pause flag stopped the run
+   at a step boundary with nothing in doubt;
+2  bad input (usage, a blank value, a lease or wait out of range, a task
+   with no stored plan, a ``DIR`` whose three files are not installed
+   stores): one line on stderr, nothing created or written;
+3  refused: a gate failed, a credential was refused, the person's decision
+   was refused, or the task was cancelled (unwound); nothing mailed after it;
+4  held: another holder's lease on the task is live; nothing written;
+5  stale: this run lost the task mid-run (superseded, its lease expired, or
+   a step's declared wait no longer fit in it): it sent nothing after the
+   refusal, and the step it had not recorded stays in doubt for the next
+   holder's probe.
 
 The drive and the mail provider are called by the paths of their files, like
 every service; the journal file is the worker's own, opened once. It imports
 only sqlite3, json and the crashcourse modules the steps need, so a campaign
-of hundreds of kills is not spent starting interpreters. It prints one JSON
-line saying what it did; graders never read it.
+of hundreds of kills is not spent starting interpreters.
 
 Chapter 09: the worker reads the in-band pause flag (``control.is_paused``,
-in the journal file) before every step and ends its run at the next step
-boundary when it is set, with nothing in doubt. ``--credential`` is presented
-to guarded services (a revoked one stops every effect, whatever the worker
-does). ``--resume-by WHO`` is the person's resume (``decisions.resume``): the
-plan's gates are checked again first; a failing gate ends the run with exit
-status 3 and nothing done, as in any run.
+in the journal file) before every step, and the fence reads it in every
+intent's and admission's transaction: the run ends at the next step
+boundary with nothing in doubt. ``--credential`` is presented to guarded
+services (a revoked one stops every effect, whatever the worker does).
+``--resume-by WHO`` is the person's resume (``decisions.resume``): the
+plan's gates are checked again first, the lease of a holder that stopped
+working is waited out, and a failing gate ends the run with exit status 3
+and nothing done, as in any run.
 """
 
 from __future__ import annotations
@@ -35,7 +58,7 @@ import json
 import os
 import sys
 
-from crashcourse import control, decisions, journal
+from crashcourse import claims, control, decisions, journal
 from crashcourse.plan import GateFailed, Plan, UnknownTask, load_plan, save_plan
 from crashcourse.services import drive, mail
 from crashcourse.services.broker import CredentialRefused
@@ -73,12 +96,19 @@ def build_world(directory: str, plan: Plan | None = None, *,
 
 
 def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
-                    *, credential: str | None = None) -> dict:
+                    *, credential: str | None = None,
+                    wait_s: float = journal.DEFAULT_WAIT_S) -> dict:
     """The running example's actions, bound to the two services (chapter 07).
 
     ``drive_path`` and ``mail_path`` are the services' files (their addresses).
-    The gate ``verify_drive`` checks ``drive_fits``. Chapter 09 adds the
-    rename's restore and the ``credential`` presented with every effect.
+    The gate ``verify_drive`` checks ``drive_fits``. A rename carries the
+    step's operation key, which the drive keeps: a second request under it is
+    a replay. The mail provider takes no key; the key travels in the
+    ``X-Operation-Key`` header, where the probe finds it. Each action declares
+    ``wait_s``: a call to a service's file takes milliseconds, unless another
+    writer holds that file (then up to its busy timeout, 5 s, which breaks the
+    declaration). Chapter 09 adds the rename's restore and the ``credential``
+    presented with every effect.
     """
     if probe not in PROBES:
         raise ValueError(f"probe must be one of {PROBES}")
@@ -86,14 +116,14 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
 
     def rename(args: dict, operation_key: str) -> dict:
         return drive.rename_to(drive_path, args["file_id"], args["name"],
-                               credential=credential)
+                               credential=credential, operation_key=operation_key)
 
     def renamed(args: dict, operation_key: str) -> tuple[bool, dict]:
         return by_id(drive_path, args["file_id"], args["name"])
 
     def rename_back(args: dict, before: dict, operation_key: str) -> dict:
         return drive.rename_to(drive_path, args["file_id"], before["name"],
-                               credential=credential)
+                               credential=credential, operation_key=operation_key)
 
     def send(args: dict, operation_key: str) -> dict:
         return mail.submit(mail_path, args["to"], args["subject"], args["body"],
@@ -108,9 +138,9 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
     def verify(args: dict, operation_key: str) -> dict:
         return fits(args, operation_key)[1]  # checked already, before the intent
 
-    return {"rename": journal.Action(rename, renamed, rename_back),
-            "send_mail": journal.Action(send, sent),
-            "verify_drive": journal.Action(verify, fits)}
+    return {"rename": journal.Action(rename, renamed, rename_back, wait_s),
+            "send_mail": journal.Action(send, sent, None, wait_s),
+            "verify_drive": journal.Action(verify, fits, None, wait_s)}
 
 
 def drive_fits(drive_path: str, names: dict[str, str]) -> tuple[bool, dict]:
@@ -125,20 +155,39 @@ def drive_fits(drive_path: str, names: dict[str, str]) -> tuple[bool, dict]:
 
 
 USAGE = ("usage: journal_worker --dir DIR --task TASK [--probe correct|filename-only]"
-         " [--credential TOKEN] [--resume-by WHO]")
-REFUSED = 3  # exit status: a gate failed or a credential was refused
+         " [--ttl S] [--wait S] [--owner NAME] [--credential TOKEN]"
+         " [--resume-by WHO]")
+REFUSED = 3  # exit status: a gate failed, a credential or decision was refused
+HELD = 4  # exit status: another holder's lease is live; nothing written
+STALE = 5  # exit status: the run lost its claim; nothing sent after that
+OWNER = "journal-worker"  # the claim's owner unless --owner says otherwise
 # Exit status 2 (options.BAD_INPUT): bad usage, a blank value, or a DIR whose
 # journal, drive or mail file is not an installed store; one line on stderr.
 
 
-def parse(argv: list[str]) -> dict[str, str]:
-    """``--name value`` pairs, none blank; ValueError, one line, for bad usage
-    or a DIR that is not a directory (``options.text_options``) (chapter 07)."""
+def parse(argv: list[str]) -> dict:
+    """``--name value`` pairs, none blank; ValueError, one line, for bad usage,
+    a lease or wait out of range, or a DIR that is not a directory
+    (``options.text_options``) (chapter 07)."""
     options = text_options(argv, ("dir", "task"),
-                           {"probe": PROBES[0], "credential": None, "resume-by": None},
+                           {"probe": PROBES[0], "credential": None, "resume-by": None,
+                            "ttl": str(journal.DEFAULT_TTL_S),
+                            "wait": str(journal.DEFAULT_WAIT_S), "owner": OWNER},
                            USAGE)
     if options["probe"] not in PROBES:
         raise ValueError(f"--probe must be one of {PROBES}; {USAGE}")
+    for name in ("ttl", "wait"):
+        try:
+            options[name] = float(options[name])
+        except ValueError:
+            raise ValueError(f"--{name} must be a number of seconds") from None
+    try:
+        claims.check_lease(options["owner"], options["ttl"])
+    except (TypeError, ValueError) as bad:
+        raise ValueError(f"--ttl: {bad}") from None
+    if not 0 < options["wait"] < options["ttl"]:  # NaN fails too
+        raise ValueError(f"--wait must be above 0 and below --ttl, got"
+                         f" {options['wait']}")
     if not os.path.isdir(options["dir"]):
         raise ValueError(f"--dir {options['dir']!r} is not a directory")
     return options
@@ -147,7 +196,7 @@ def parse(argv: list[str]) -> dict[str, str]:
 def check_world(where: dict[str, str]) -> None:
     """The journal (with its plan), the drive and the mail provider are
     installed stores; else ``StoreMissing``, nothing created (chapter 07)."""
-    check_installed((where["journal"], ("plans", "journal")),
+    check_installed((where["journal"], ("plans", "journal", "work", "claims")),
                     (where["drive"], drive.TABLES), (where["mail"], mail.TABLES))
 
 
@@ -158,9 +207,9 @@ def resume_command(directory: str, task: str, who: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Load the stored plan and run or resume it through the journal (chapter 07).
-
-    Stops at a step boundary when paused; ``--resume-by`` (chapter 09)."""
+    """Load the stored plan, claim the task and run or resume the plan through
+    the journal (chapter 07). Stops at a step boundary when paused;
+    ``--resume-by`` (chapter 09)."""
     try:
         args = parse(sys.argv[1:] if argv is None else argv)
         where = paths(args["dir"])
@@ -168,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, StoreMissing) as bad:
         return refuse(bad)
     actions = restock_actions(where["drive"], where["mail"], args["probe"],
-                              credential=args.get("credential"))
+                              credential=args.get("credential"),
+                              wait_s=args["wait"])
+    lease = {"owner": args["owner"], "ttl": args["ttl"]}
     with opened(where["journal"]) as conn:
         try:
             plan = load_plan(conn, args["task"])  # a read
@@ -177,15 +228,24 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if "resume-by" in args:
                 done = decisions.resume(conn, args["task"], actions,
-                                        who=args["resume-by"])["done"]
+                                        who=args["resume-by"], **lease)["done"]
             else:
-                done = journal.run_plan(conn, args["task"], plan, actions,
+                done = journal.run_task(conn, args["task"], plan, actions, **lease,
                                         should_stop=lambda: control.is_paused(conn))
-        except (GateFailed, CredentialRefused, decisions.DecisionRefused) as refused:
-            print(json.dumps({"refused": str(refused)}, sort_keys=True))
-            return REFUSED
-    print(json.dumps(done, sort_keys=True))
-    return 0
+        except (GateFailed, CredentialRefused, decisions.DecisionRefused,
+                journal.TaskCancelled) as refused:
+            return said({"refused": str(refused)}, REFUSED)
+        except (journal.TaskHeld, journal.HolderMayStillAct) as held:
+            return said({"held": str(held)}, HELD)
+        except PermissionError as stale:  # fence.StaleClaim, orders.LeaseTooShort
+            return said({"stale": str(stale)}, STALE)
+    return said(done, 0)
+
+
+def said(report: dict, status: int) -> int:
+    """Print the run's one JSON line; its exit status."""
+    print(json.dumps(report, sort_keys=True))
+    return status
 
 
 if __name__ == "__main__":

@@ -1,0 +1,399 @@
+"""Who may write the journal, and when a probe may settle a step (chapter 07,
+issue 19): each test defends one guarantee against the one-line bug named in
+its docstring.
+
+The journal runs under a claim on its task; every write is fenced; the last
+check before a request leaves (``journal.admit``) refuses a holder that no
+longer holds the task, or whose lease cannot cover the action's declared
+wait; a step in doubt is settled by its probe only once the lease of the
+claim that wrote its intent is over. In one process the store's clock is
+injected (``now=``) and a "pause" is a replacement's claim made at a
+boundary (``boundary.observing``); with real processes a worker is held at a
+boundary or frozen (SIGSTOP) while a replacement runs, then let go.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from crashcourse import boundary, claims, control, fence, journal
+from crashcourse.example import restock_plan
+from crashcourse.harness import Harness
+from crashcourse.orders import LeaseTooShort
+from crashcourse.services import drive, mail
+from crashcourse.store import count_rows, opened, table_rows
+from crashcourse.workers.journal_worker import (
+    HELD,
+    STALE,
+    build_world,
+    paths,
+    restock_actions,
+)
+
+PLAN = restock_plan()  # 40 renames, the gate (41), two mails (42, 43)
+STEPS, FIRST_MAIL = len(PLAN.steps), 42
+T = 1_796_000_000.0  # an instant on the injected clock
+WORKER = ["-m", "crashcourse.workers.journal_worker"]
+LEASE = ["--ttl", "1", "--wait", "0.3"]  # short: the tests wait leases out
+
+
+class Crash(Exception):
+    """Stands in for the process dying inside an action."""
+
+
+@pytest.fixture
+def world(tmp_path):
+    task, where = build_world(str(tmp_path), PLAN), paths(str(tmp_path))
+    with opened(where["journal"]) as conn:
+        yield {"conn": conn, "task": task, "where": where, "dir": str(tmp_path),
+               "actions": restock_actions(where["drive"], where["mail"])}
+
+
+def counting(world) -> tuple[dict, list]:
+    """The restock actions, each noting the step it performs."""
+    performed = []
+
+    def wrap(action):
+        def execute(args, key):
+            performed.append(int(key.split("/")[1]))
+            return action.execute(args, key)
+
+        return action._replace(execute=execute)
+
+    return {name: wrap(a) for name, a in world["actions"].items()}, performed
+
+
+def rows(world) -> list[dict]:
+    return journal.entries(world["conn"], world["task"])
+
+
+def renamed(world) -> int:
+    with opened(world["where"]["drive"]) as drive_db:
+        return count_rows(drive_db, "rename_requests")
+
+
+# --- in one process, on an injected clock ----------------------------------------
+
+
+def test_a_superseded_holder_writes_no_intent(world):
+    """Bug: the intent is committed in a plain transaction, not a fenced one:
+    an old holder writes a row a replacement must then settle."""
+    conn, task = world["conn"], world["task"]
+    old = journal.claim_task(conn, task, "old", ttl=60, now=T)
+    new = journal.claim_task(conn, task, "new", ttl=60, now=T + 100)
+    assert (old.generation, new.generation) == (1, 2)
+    actions, performed = counting(world)
+    with pytest.raises(fence.StaleClaim, match="superseded"):
+        journal.run_step(conn, task, PLAN.steps[0], actions["rename"], old, now=T)
+    assert rows(world) == [] and performed == [] and renamed(world) == 0
+    refused = table_rows(conn, "refusals", "seq")
+    assert [(r["generation"], r["action"], r["reason"]) for r in refused] == [
+        (1, "intent", "superseded")]
+
+
+def test_an_intent_records_the_claim_that_wrote_it(world):
+    """Bug: the intent row leaves its generation out, and no later holder can
+    tell whose lease to wait for."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    journal.run_step(conn, task, PLAN.steps[0], world["actions"]["rename"], claim)
+    assert [r["generation"] for r in rows(world)] == [claim.generation]
+
+
+def test_a_step_in_doubt_waits_until_its_holders_lease_is_over(world):
+    """Bug: the probe settles a step in doubt while the lease of the claim
+    that wrote the intent is live, so a holder that may still send is
+    overtaken: here the replacement would run step 5 at T + 30."""
+    conn, task = world["conn"], world["task"]
+    first = journal.claim_task(conn, task, "first", ttl=60, now=T)
+    for step in PLAN.steps[:4]:
+        journal.run_step(conn, task, step, world["actions"]["rename"], first, now=T)
+
+    def dies(args, key):
+        raise Crash  # after the intent and the admission, before the request
+
+    with pytest.raises(Crash):
+        journal.run_step(conn, task, PLAN.steps[4],
+                         world["actions"]["rename"]._replace(execute=dies), first,
+                         now=T)
+    later = journal.claim_task(conn, task, "later", ttl=600, now=T + 100)
+    actions, performed = counting(world)
+    with pytest.raises(journal.HolderMayStillAct, match="generation 1"):
+        journal.run_plan(conn, task, PLAN, actions, later, now=T + 30)
+    assert performed == [] and renamed(world) == 4
+    assert [(r["step"], r["generation"]) for r in rows(world)
+            if r["outcome"] is None] == [(5, 1)]
+    done = journal.run_plan(conn, task, PLAN, actions, later, now=T + 100)
+    assert done == {"skip": 4, "probe": 0, "run": STEPS - 4}
+    assert performed[0] == 5 and drive.duplicate_requests(world["where"]["drive"]) == 0
+
+
+def test_a_holder_paused_after_its_intent_is_refused_at_admission(world):
+    """Bug: no admission check between the intent and the request: a holder
+    whose task was claimed by a replacement while it stood after its intent
+    sends anyway."""
+    conn, task = world["conn"], world["task"]
+    old = journal.claim_task(conn, task, "old", ttl=60, now=T)
+    taken = []
+
+    def meanwhile(name: str) -> None:  # the replacement claims while old waits
+        if name == "step-3:after_intent":
+            with opened(world["where"]["journal"]) as other:
+                taken.append(journal.claim_task(other, task, "new", ttl=60,
+                                                now=T + 100))
+
+    actions, performed = counting(world)
+    with boundary.observing(meanwhile), pytest.raises(fence.StaleClaim,
+                                                      match="superseded"):
+        journal.run_plan(conn, task, PLAN, actions, old, now=T)
+    assert taken[0].generation == 2
+    assert performed == [1, 2]  # step 3 never left
+    assert drive.names(world["where"]["drive"])["f003"] == "scan-003.pdf"
+    assert [r["action"] for r in table_rows(conn, "refusals", "seq")][:1] == [
+        "admit step 3"]
+
+
+def test_a_declared_wait_longer_than_the_lease_left_is_refused(world):
+    """Bug: the admission checks the holder but not that the action's
+    declared wait fits in what is left of the lease (chapter 06's rule)."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
+    actions, performed = counting(world)
+    slow = actions["rename"]._replace(wait_s=90.0)
+    with pytest.raises(LeaseTooShort, match="90.0 s wait"):
+        journal.run_step(conn, task, PLAN.steps[0], slow, claim, now=T)
+    assert performed == []
+    assert [(r["step"], r["outcome"]) for r in rows(world)] == [(1, None)]
+
+
+def test_each_intent_renews_the_lease_in_the_work_and_claims_rows(world):
+    """Bug: the lease is never renewed: a plan longer than one lease loses
+    its claim halfway (or the claims row keeps the first expiry, and a later
+    holder reads the lease as over while its holder still acts)."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
+    journal.run_plan(conn, task, PLAN, world["actions"], claim, now=T + 50)
+    [row] = table_rows(conn, "claims", "generation")
+    assert row["expires"] == journal.holder(conn, task)["expires"] == T + 110
+
+
+def test_a_stop_keeps_new_intents_out_and_lets_the_outcome_in(world):
+    """Bug: the outcome rides on the fenced commit that a pause refuses: the
+    step just performed is left in doubt by the stop."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    rename = world["actions"]["rename"]
+
+    def renames_then_paused(args, key):
+        done = rename.execute(args, key)
+        if args["file_id"] == "f005":  # the person pauses while step 5 acts
+            with opened(world["where"]["journal"]) as other:
+                control.set_paused(other, True)
+        return done
+
+    actions = {**world["actions"],
+               "rename": rename._replace(execute=renames_then_paused)}
+    intents = []
+    conn.set_trace_callback(
+        lambda sql: intents.append(sql) if sql.startswith("INSERT INTO journal")
+        else None)
+    done = journal.run_plan(conn, task, PLAN, actions, claim)  # no should_stop
+    conn.set_trace_callback(None)
+    assert done == {"skip": 0, "probe": 0, "run": 5, journal.STOPPED: 6}
+    assert len(intents) == 5  # step 6's was never written, not written and undone
+    status = journal.journal_status(conn, task, PLAN)
+    assert status.summary() == {"confirmed": 5, "in_doubt": 0,
+                                "not_started": STEPS - 5}
+    assert renamed(world) == 5
+
+
+def test_a_pause_refuses_the_admission_and_withdraws_the_intent(world):
+    """Bug: the admission ignores the pause flag: a step whose intent was
+    committed before a stop still sends after it."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+
+    def pause(name: str) -> None:
+        if name == "step-2:after_intent":
+            with opened(world["where"]["journal"]) as other:
+                control.set_paused(other, True)
+
+    actions, performed = counting(world)
+    with boundary.observing(pause):
+        done = journal.run_plan(conn, task, PLAN, actions, claim)
+    assert done[journal.STOPPED] == 2 and performed == [1]
+    assert journal.journal_status(conn, task, PLAN).summary()["in_doubt"] == 0
+
+
+def test_run_task_gives_the_lease_back_and_a_finished_task_is_done(world):
+    """Bug: a run that ends keeps its lease: the next run (or a person's
+    resume) must wait it out although nobody holds the task."""
+    conn, task = world["conn"], world["task"]
+    stopped = journal.run_task(conn, task, PLAN, world["actions"], owner="a",
+                               ttl=600, should_stop=lambda: renamed(world) >= 3)
+    assert stopped[journal.STOPPED] == 4
+    assert journal.holder(conn, task)["status"] == claims.READY
+    finished = journal.run_task(conn, task, PLAN, world["actions"], owner="b",
+                                ttl=600)
+    assert finished == {"skip": 3, "probe": 0, "run": STEPS - 3}
+    assert journal.holder(conn, task)["status"] == claims.DONE
+    again = journal.run_task(conn, task, PLAN, world["actions"], owner="c", ttl=600)
+    assert again == {"skip": STEPS, "probe": 0, "run": 0}
+    assert [c["owner"] for c in table_rows(conn, "claims", "generation")] == [
+        "a", "b"]  # a finished task is not claimed again
+
+
+# --- real processes: held, frozen, replaced, let go --------------------------------
+
+
+def start(world, harness, stop_at=None, owner="worker", lease=LEASE):
+    return harness.start([*WORKER, "--dir", world["dir"], "--task", world["task"],
+                          *lease, "--owner", owner], stop_at=stop_at)
+
+
+def replace(world, harness) -> object:
+    """Wait out the holder's lease (it is not renewed), then run a
+    replacement to the end."""
+    journal.wait_out(world["conn"], world["task"])
+    return start(world, harness, owner="replacement").finish()
+
+
+def messages_per_step(world) -> dict[int, int]:
+    counts = {}
+    for m in mail.messages(world["where"]["mail"]):
+        step = int(m["operation_key"].split("/")[1])
+        counts[step] = counts.get(step, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("how", ["held", "frozen"])
+def test_a_holder_stopped_after_its_intent_sends_nothing_after_its_replacement(
+        world, how):
+    """Bug: no admission check (or one that ignores the generation): the old
+    holder, let go after its replacement finished, mails the order desk a
+    second time (issue 19's reproduction)."""
+    with Harness() as harness:
+        old = start(world, harness, f"step-{FIRST_MAIL}:after_intent", "old")
+        old.wait_for_boundary()
+        if how == "frozen":
+            old.freeze()  # SIGSTOP: alive, doing nothing
+            old.release()  # read once it runs again
+        new = replace(world, harness)
+        assert new.returncode == 0, new.stderr
+        old.thaw() if how == "frozen" else old.release()
+        late = old.finish()
+    assert late.returncode == STALE and "superseded" in json.loads(late.stdout)["stale"]
+    assert messages_per_step(world) == {42: 1, 43: 1}
+    assert drive.duplicate_requests(world["where"]["drive"]) == 0
+    refused = table_rows(world["conn"], "refusals", "seq")
+    assert (refused[0]["generation"], refused[0]["action"]) == (1, "admit step 42")
+
+
+@pytest.mark.parametrize("step", [7, FIRST_MAIL])
+def test_a_holder_frozen_after_its_admission_sends_late(world, step):
+    """The residual window, measured: frozen between its admission and its
+    request, the old holder sends after its replacement finished. The drive
+    takes the step's operation key, so the late rename is a replay and adds
+    no request; the mail provider takes none, so the order desk gets a second
+    message, found by the key it carries. Bug this catches: the drive's key
+    dropped from the rename (a second request row)."""
+    with Harness() as harness:
+        old = start(world, harness, f"step-{step}:{journal.ADMITTED}", "old")
+        old.wait_for_boundary()
+        old.freeze()
+        old.release()
+        assert replace(world, harness).returncode == 0
+        old.thaw()
+        late = old.finish()
+    assert late.returncode == STALE  # its outcome is refused: superseded
+    assert drive.duplicate_requests(world["where"]["drive"]) == 0
+    twice = {n for n, count in messages_per_step(world).items() if count > 1}
+    assert twice == ({FIRST_MAIL} if step == FIRST_MAIL else set())
+    with opened(world["where"]["drive"]) as drive_db:
+        replays = sum(r["replays"] for r in table_rows(drive_db, "rename_requests",
+                                                       "seq"))
+    assert replays == (1 if step == 7 else 0)
+
+
+def test_a_second_run_while_the_lease_is_live_is_held_and_writes_nothing(world):
+    """Bug: the worker runs without its claim (or ignores a refused one): two
+    live runs write one journal."""
+    with Harness() as harness:
+        first = start(world, harness, "step-3:after_intent", "first",
+                      lease=["--ttl", "60", "--wait", "0.3"])
+        first.wait_for_boundary()
+        before = (rows(world), table_rows(world["conn"], "work", "id"),
+                  table_rows(world["conn"], "claims", "generation"))
+        second = start(world, harness, owner="second").finish()
+        after = (rows(world), table_rows(world["conn"], "work", "id"),
+                 table_rows(world["conn"], "claims", "generation"))
+        first.release()
+        assert first.finish().returncode == 0
+    assert second.returncode == HELD and "held by first" in second.stdout
+    assert after == before
+    assert renamed(world) == 40
+
+
+@pytest.mark.parametrize("flag, value", [("--ttl", "0"), ("--ttl", "nan"),
+                                         ("--ttl", "4000"), ("--ttl", "x"),
+                                         ("--wait", "0"), ("--wait", "1"),
+                                         ("--wait", "-1"), ("--owner", " ")])
+def test_a_bad_lease_is_refused_before_anything(world, flag, value):
+    options = {"--dir": world["dir"], "--task": world["task"], "--ttl": "1",
+               "--wait": "0.3", flag: value}
+    argv = [part for pair in options.items() for part in pair]
+    with Harness() as harness:
+        done = harness.run([*WORKER, *argv])
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert rows(world) == [] and table_rows(world["conn"], "work", "id") == []
+
+
+def test_a_replacement_killed_at_random_instants_still_sends_nothing_twice(world):
+    """Crash during recovery: the first holder stands after the first mail's
+    intent; three replacements in turn are SIGKILLed at random instants of
+    their runs, each lease waited out; a last one finishes; the first is let
+    go. Bug this catches: the admission missing (the first holder mails
+    again); whatever the instants, every mail goes once."""
+    rng = random.Random(19)
+    with Harness() as harness:
+        first = start(world, harness, f"step-{FIRST_MAIL}:after_intent", "first")
+        first.wait_for_boundary()
+        for _ in range(3):
+            journal.wait_out(world["conn"], world["task"])
+            worker = start(world, harness, owner="replacement")
+            time.sleep(rng.uniform(0.05, 0.6))
+            worker.kill(expect_sigkill=False)
+        last = replace(world, harness)
+        first.release()
+        late = first.finish()
+    assert last.returncode == 0, last.stderr
+    assert late.returncode == STALE
+    assert journal.finished(world["conn"], world["task"], PLAN)
+    assert drive.duplicate_requests(world["where"]["drive"]) == 0
+    assert messages_per_step(world) == {42: 1, 43: 1}
+    assert set(drive.names(world["where"]["drive"]).values()) == {
+        f"invoice-2026-{i:03d}.pdf" for i in range(1, 41)}
+
+
+def test_an_unwind_waits_out_the_lease_and_the_task_is_never_claimed_again(world):
+    """Bug: the unwind probes and restores while the killed holder's lease is
+    live (refused here: its holder may still act), or leaves the task
+    claimable, so a plain run after it renames every file again."""
+    from crashcourse import decisions
+
+    with Harness() as harness:
+        worker = start(world, harness, "step-5:after_action")
+        worker.wait_for_boundary()
+        worker.kill()
+        undone = decisions.unwind(world["conn"], world["task"], world["actions"],
+                                  who="night-owner")
+        assert undone["restore"] == [5, 4, 3, 2, 1]
+        after = start(world, harness).finish()
+    assert after.returncode == 3 and "cancelled" in after.stdout
+    assert drive.names(world["where"]["drive"]) == {
+        f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, 41)}
+    assert journal.holder(world["conn"], world["task"])["status"] == claims.CANCELLED
