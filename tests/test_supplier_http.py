@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import select
 import socket
 import subprocess
 import threading
@@ -359,3 +360,115 @@ def test_a_second_request_for_a_key_in_flight_is_409(patient):
     assert orders_for(patient.db, "in-flight") == {"in-flight": 1}
     assert sorted(logged(patient.db, "in-flight")) == [("POST", 1, 201),
                                                       ("POST", 1, 409)]
+
+
+# --- one key, one request: headers and bodies accepted only as sent (issue 23) -
+
+
+def raw_with(headers: list[str], body: bytes = PROPOSAL) -> bytes:
+    """A POST /orders with exactly these token header lines (and the framing)."""
+    lines = ["POST /orders HTTP/1.1", "Host: 127.0.0.1",
+             "Content-Type: application/json", *headers,
+             f"Content-Length: {len(body)}"]
+    return "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body
+
+
+def stored_keys(db) -> list[str]:
+    with opened(db) as conn:
+        return [row[0] for row in conn.execute(
+            "SELECT operation_key FROM orders ORDER BY operation_key")]
+
+
+@pytest.mark.parametrize("headers", [
+    ["Idempotency-Key: twice-a", "Idempotency-Key: twice-b",
+     "X-Work-Id: work-twice", "X-Generation: 1"],
+    ["Idempotency-Key: twice-c", "X-Work-Id: work-1", "X-Work-Id: work-2",
+     "X-Generation: 1"],
+    ["Idempotency-Key: twice-d", "X-Work-Id: work-twice-d", "X-Generation: 1",
+     "X-Generation: 9"],
+    ["Idempotency-Key: fold-a", " fold-b", "X-Work-Id: work-fold",
+     "X-Generation: 1"],  # obs-fold: a header continued on the next line
+], ids=["two-keys", "two-work-ids", "two-generations", "folded-key"])
+def test_a_token_header_sent_twice_or_folded_is_400_and_no_order(quick, headers):
+    before = stored_keys(quick.db)
+    received = talk(quick.url, raw_with(headers))
+    assert statuses(received) == [400]
+    assert stored_keys(quick.db) == before
+
+
+@pytest.mark.parametrize("key", [
+    "has space", "has#hash", "has?query", "nul\x00inside", "tab\tinside",
+    "caf\xe9",
+], ids=["space", "hash", "query", "nul", "tab", "latin-1"])
+def test_a_key_a_get_could_not_name_again_is_refused(quick, key):
+    before = stored_keys(quick.db)
+    received = talk(quick.url, raw_with([f"Idempotency-Key: {key}",
+                                         "X-Work-Id: work-odd", "X-Generation: 1"]))
+    assert statuses(received) == [400]
+    assert stored_keys(quick.db) == before
+
+
+def test_every_stored_key_is_found_again_by_a_get(quick):
+    from crashcourse.services import supplier_client
+
+    key = "restock-0042/3/place_order:v=1@shop+x~y.z_0123456789abcdef"
+    status, _ = supplier_client.place_order(quick.url, key, FLOUR,
+                                            work_id="work-roundtrip", generation=1)
+    assert status == 201
+    assert supplier_client.get_order(quick.url, key)[0] == 200
+
+
+def test_the_same_key_under_another_work_is_a_conflict_not_a_replay(quick):
+    from crashcourse.services import supplier_client
+
+    first = supplier_client.place_order(quick.url, "shared-key", FLOUR,
+                                        work_id="work-first", generation=1)
+    other = supplier_client.place_order(quick.url, "shared-key", FLOUR,
+                                        work_id="work-other", generation=5)
+    assert (first[0], other[0]) == (201, 422)
+    with opened(quick.db) as conn:
+        fenced = [row[0] for row in conn.execute(
+            "SELECT work_id FROM fences WHERE work_id = 'work-other'")]
+    assert fenced == []  # the refused request raised no fence for other work
+
+
+@pytest.mark.parametrize("body", [
+    PROPOSAL.decode().encode("utf-16"),
+    b"\xef\xbb\xbf" + PROPOSAL,  # a UTF-8 byte order mark
+    b'{"sku": "flour", "quantity": 6.0, "unit_cents": 2150}',
+    b'{"sku": "flour", "quantity": true, "unit_cents": 2150}',
+], ids=["utf-16", "bom", "float-quantity", "bool-quantity"])
+def test_only_the_json_the_client_sends_is_accepted(quick, body):
+    key = f"body-{abs(hash(body)) % 10**8}"
+    received = talk(quick.url, raw_post(key, body))
+    assert statuses(received) == [400]
+    assert orders_for(quick.db, key) == {key: 0}
+
+
+def test_a_body_trickled_inside_the_socket_timeout_is_cut_at_the_deadline(quick):
+    """The quick supplier drops a caller silent for 1 s; one sending a byte
+    every 0.5 s is never silent that long, yet its request must end within
+    the same second: 408 while the caller is still trickling, no order."""
+    key = "trickle"
+    head = raw_post(key)[:-len(PROPOSAL)]
+    with socket.create_connection(address(quick.url), timeout=WAIT_S) as sock:
+        sock.sendall(head)
+        started, answered_at = time.monotonic(), None
+        for byte in PROPOSAL[:12]:  # 6 s of trickle if nobody stops it
+            if select.select([sock], [], [], 0.5)[0]:
+                answered_at = time.monotonic() - started
+                break
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:  # the supplier already answered and closed
+                break
+        sock.settimeout(WAIT_S)
+        received = b""
+        try:
+            while chunk := sock.recv(65536):
+                received += chunk
+        except OSError:
+            pass
+    assert statuses(received) == [408]
+    assert answered_at is not None and answered_at < 3.0, answered_at
+    assert orders_for(quick.db, key) == {key: 0}

@@ -175,7 +175,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def post(self) -> tuple[int, dict] | None:
         """``POST /orders`` or ``/orders/{key}/release`` (chapters 06, 08)."""
-        body = read_exactly(self.rfile, body_length(self.headers))
+        body = read_exactly(self.rfile, body_length(self.headers),
+                            self.connection, self.timeout)
         order_key = self.released_order()
         if self.path != ORDERS and order_key is None:
             raise Refused("no such resource", 404, "not_found")

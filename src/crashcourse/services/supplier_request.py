@@ -7,13 +7,18 @@ understands. Nothing is decided from a refused request: no order, no fence.
 * The framing: one decimal ``Content-Length`` of at most ``MAX_BODY`` bytes,
   no ``Transfer-Encoding``. A missing length is 411, an invalid one 400 and a
   longer one 413, all before a byte of the body is read.
-* The token: ``Idempotency-Key`` and ``X-Work-Id`` (non-blank, at most
-  ``MAX_KEY`` characters) and ``X-Generation`` (ASCII digits, 1 to 2**63 - 1,
-  the largest INTEGER SQLite stores).
-* The proposal: exactly sku (text), quantity and unit_cents (positive ints,
-  bounded).
+* The token: ``Idempotency-Key`` and ``X-Work-Id``, each sent ONCE, of 1 to
+  ``MAX_KEY`` characters from ``KEY_CHARS`` (letters, digits and ``._~:@+=/-``:
+  a key the supplier stores is one a ``GET /orders/{key}`` can name, and no
+  control character, space, ``#`` or ``?`` ever reaches the store), and
+  ``X-Generation``, sent once (ASCII digits, 1 to 2**63 - 1, the largest
+  INTEGER SQLite stores). A header folded over two lines is refused too.
+* The proposal: UTF-8 JSON with exactly sku (text), quantity and unit_cents
+  (positive ints, bounded): the bytes the client sends, nothing a lenient
+  decoder would guess (UTF-16, a BOM).
 * Exactly the declared bytes are read (``read_exactly``): a body cut short is
-  400, one that stalls past the socket timeout 408.
+  400; one that stalls past the socket timeout, or is still arriving when the
+  request's whole deadline has passed (a byte now and then), 408.
 * ``InFlight``: a second request for a key being decided is 409, ask again.
 * ``drain``: after an error answer the connection closes; what the caller
   still sends is read and dropped (bounded) so the close does not reset the
@@ -23,6 +28,7 @@ understands. Nothing is decided from a refused request: no order, no fence.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -33,6 +39,8 @@ LIMITS = {"quantity": 10_000, "unit_cents": 10**9}
 MAX_BODY = 16 * 1024  # a proposal is under 200 bytes: more is a mistake or a probe
 MAX_KEY = 200  # characters in an operation key or a work id
 MAX_GENERATION = 2**63 - 1
+KEY_CHARS = re.compile(r"[A-Za-z0-9._~:@+=/-]+")  # round-trips in a URL path
+TOKEN_HEADERS = ("Idempotency-Key", "X-Work-Id", "X-Generation")
 LINGER_S, LINGER_BYTES = 1.0, 1 << 20  # drained after an error answer, at most
 
 
@@ -57,8 +65,22 @@ def is_decimal(text: str) -> bool:
 
 
 def usable_key(value: str | None) -> str | None:
-    """A header value that can name something: non-blank, bounded (chapter 06)."""
-    return value if value and value.strip() and len(value) <= MAX_KEY else None
+    """A value that can name something: 1 to ``MAX_KEY`` characters of
+    ``KEY_CHARS``, so a GET can name it again (chapter 06)."""
+    if value is None or len(value) > MAX_KEY or not KEY_CHARS.fullmatch(value):
+        return None
+    return value
+
+
+def single_token_headers(headers) -> None:
+    """Each token header at most once, never folded over two lines: the first
+    of two keys silently winning is how two requests become one (ch. 06)."""
+    for name in TOKEN_HEADERS:
+        values = headers.get_all(name) or []
+        if len(values) > 1:
+            raise Refused(f"{name} must be sent once, got {len(values)}")
+        if values and any(char in values[0] for char in "\r\n"):
+            raise Refused(f"{name} must be one line (no folded header)")
 
 
 def body_length(headers) -> int:
@@ -81,18 +103,36 @@ def no_body(headers) -> None:
         raise Refused("a GET carries no body")
 
 
-def read_exactly(rfile, length: int) -> bytes:
-    """Exactly ``length`` bytes from ``rfile``, or Refused (chapter 06)."""
-    body = b""
-    while len(body) < length:
-        try:
-            chunk = rfile.read(length - len(body))
-        except TimeoutError:  # the socket timeout: the caller stalled
-            raise Refused(f"body stalled after {len(body)} of {length} bytes",
-                          408, "timeout") from None
-        if not chunk:  # the caller closed before it sent what it declared
-            raise Refused(f"body ended after {len(body)} of {length} bytes")
-        body += chunk
+def read_exactly(rfile, length: int, connection: socket.socket | None = None,
+                 deadline_s: float | None = None) -> bytes:
+    """Exactly ``length`` bytes from ``rfile``, or Refused (chapter 06).
+
+    With ``connection`` and ``deadline_s``, the whole body must arrive within
+    ``deadline_s``: each wait is cut to what is left, so a caller trickling a
+    byte just inside the socket timeout cannot hold a thread for ever."""
+    paced = connection is not None and deadline_s is not None
+    body, ends = b"", time.monotonic() + (deadline_s or 0.0)
+    before = connection.gettimeout() if paced else None
+    try:
+        while len(body) < length:
+            try:
+                if paced:  # one receive at a time, each cut to what is left
+                    left = ends - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError
+                    connection.settimeout(left)
+                    chunk = rfile.read1(length - len(body))
+                else:
+                    chunk = rfile.read(length - len(body))
+            except TimeoutError:  # the socket timeout or the deadline: stalled
+                raise Refused(f"body stalled after {len(body)} of {length} bytes",
+                              408, "timeout") from None
+            if not chunk:  # the caller closed before it sent what it declared
+                raise Refused(f"body ended after {len(body)} of {length} bytes")
+            body += chunk
+    finally:
+        if paced:
+            connection.settimeout(before)
     return body
 
 
@@ -139,6 +179,8 @@ def named_token(headers) -> tuple[str | None, str | None, int | None]:
     """Idempotency-Key, X-Work-Id, X-Generation: each if usable, else None.
 
     A refused request is logged with what it named (chapter 06)."""
+    if any(len(headers.get_all(name) or []) > 1 for name in TOKEN_HEADERS):
+        return None, None, None  # which of two keys? neither is logged
     generation = headers.get("X-Generation", "")
     generation = int(generation) if is_decimal(generation) else 0
     return (usable_key(headers.get("Idempotency-Key")),
@@ -147,20 +189,24 @@ def named_token(headers) -> tuple[str | None, str | None, int | None]:
 
 
 def parse_token(headers) -> tuple[str, str, int]:
-    """Idempotency-Key, X-Work-Id and X-Generation, all usable (chapter 06)."""
+    """Idempotency-Key, X-Work-Id and X-Generation, each once and usable
+    (chapter 06)."""
+    single_token_headers(headers)
     token = named_token(headers)
     if None in token:
-        raise Refused(f"Idempotency-Key and X-Work-Id (1 to {MAX_KEY} characters)"
-                      f" and X-Generation (1 to {MAX_GENERATION}) required")
+        raise Refused(f"Idempotency-Key and X-Work-Id (1 to {MAX_KEY} of"
+                      f" {KEY_CHARS.pattern}) and X-Generation (1 to"
+                      f" {MAX_GENERATION}) required")
     return token
 
 
 def parse_proposal(body: bytes) -> dict:
-    """Exactly sku (text), quantity and unit_cents (positive, bounded) (chapter 06)."""
+    """Exactly sku (text), quantity and unit_cents (positive, bounded), as
+    UTF-8 JSON (chapter 06)."""
     try:
-        proposal = json.loads(body)
-    except (ValueError, RecursionError):  # garbled, or nested past the stack
-        raise Refused("body is not JSON") from None
+        proposal = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):  # not UTF-8, garbled, or too deep
+        raise Refused("body is not UTF-8 JSON") from None
     if not isinstance(proposal, dict) or set(proposal) != set(FIELDS):
         raise Refused(f"body must have exactly {sorted(FIELDS)}")
     for name, kind in FIELDS.items():

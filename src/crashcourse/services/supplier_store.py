@@ -91,7 +91,8 @@ def place(conn, operation_key: str, work: str, generation: int, proposal: dict):
     """Conflict, replay, or a new order; a replay or a new order raises this
     work's fence, so a newer holder's replay also shuts the older out (ch. 06)."""
     row = find_order(conn, operation_key)
-    if row is not None and row["proposal"] != canonical(proposal):
+    if row is not None and (row["proposal"] != canonical(proposal)
+                            or row["work_id"] != work):  # one key, one request
         return 422, {"error": "conflict", "operation_key": operation_key}
     if row is None:
         serial = conn.execute("SELECT count(*) FROM orders").fetchone()[0] + 1
