@@ -8,7 +8,7 @@ from crashcourse import claims, fence, orders
 from crashcourse.example import ScriptedModel
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
-from crashcourse.store import opened
+from crashcourse.store import connect, opened, sql_list
 
 SENT = orders.Proposal("flour-25kg", 6, 2150)
 UNSENT = orders.Proposal("rye-10kg", 2, 1800)
@@ -34,26 +34,31 @@ def signed_off(conn, claim, proposal):
     return operation_key
 
 
-@pytest.fixture
-def shop(tmp_path, supplier):
+def holding_four_orders(conn, origin, supplier):
     """A claimed request: one order accepted by the supplier but not yet
     recorded (SENDING), one accepted whose answer was lost (UNKNOWN), one
     admitted that never arrived (SENDING), one signed off and never sent."""
+    orders.install(conn)
+    claims.enqueue(conn, origin, "counter", "Restock flour")
+    claim = claims.claim(conn, "worker-a", ttl=60)
+    sent, answer_lost, lost, unsent = (
+        signed_off(conn, claim, p)
+        for p in (SENT, ANSWER_LOST, NEVER_ARRIVED, UNSENT))
+    for operation_key in (sent, answer_lost, lost):
+        orders.admit(conn, claim, operation_key, wait_s=5)
+    for operation_key, proposal in ((sent, SENT), (answer_lost, ANSWER_LOST)):
+        status, _ = orders.post(supplier.url, operation_key, claim, proposal, 5)
+        assert status == 201
+    orders.record(conn, answer_lost, orders.UNKNOWN)  # the reply never came
+    return claim, {"sent": sent, "answer_lost": answer_lost, "lost": lost,
+                   "unsent": unsent}
+
+
+@pytest.fixture
+def shop(tmp_path, supplier):
     with opened(tmp_path / "shop.db") as conn:
-        orders.install(conn)
-        claims.enqueue(conn, f"phone:{tmp_path.name}", "counter", "Restock flour")
-        claim = claims.claim(conn, "worker-a", ttl=60)
-        sent, answer_lost, lost, unsent = (
-            signed_off(conn, claim, p)
-            for p in (SENT, ANSWER_LOST, NEVER_ARRIVED, UNSENT))
-        for operation_key in (sent, answer_lost, lost):
-            orders.admit(conn, claim, operation_key, wait_s=5)
-        for operation_key, proposal in ((sent, SENT), (answer_lost, ANSWER_LOST)):
-            status, _ = orders.post(supplier.url, operation_key, claim, proposal, 5)
-            assert status == 201
-        orders.record(conn, answer_lost, orders.UNKNOWN)  # the reply never came
-        yield conn, claim, {"sent": sent, "answer_lost": answer_lost, "lost": lost,
-                            "unsent": unsent}
+        claim, ops = holding_four_orders(conn, f"phone:{tmp_path.name}", supplier)
+        yield conn, claim, ops
 
 
 def status_of(conn, operation_key):
@@ -121,3 +126,65 @@ def test_a_crash_inside_the_cancel_leaves_all_of_it_or_none(mod, shop, supplier,
     cancelled = claims.work_row(conn, claim.id)["status"] == claims.CANCELLED
     revoked = status_of(conn, ops["unsent"])["status"] == orders.REVOKED
     assert cancelled == revoked
+
+
+def statements_of(mod, folder, supplier) -> int:
+    with opened(folder / "probe.db") as conn:
+        claim, _ = holding_four_orders(conn, f"phone:{folder.name}-probe", supplier)
+        seen = []
+        conn.set_trace_callback(seen.append)
+        mod.cancel_and_settle(conn, claim.id, supplier.url)
+        conn.set_trace_callback(None)
+    return len(seen)
+
+
+def cancel_with_the_holder_at(mod, path, origin, supplier, boundary) -> dict:
+    """Your cancel; just before its ``boundary``-th statement the holder admits
+    its signed-off order from another connection (it may be refused)."""
+    with opened(path) as conn:
+        claim, ops = holding_four_orders(conn, origin, supplier)
+        ran = {"count": 0, "admitted": None}
+
+        def before(sql: str) -> None:
+            ran["count"] += 1
+            if ran["count"] != boundary:
+                return
+            holder = connect(path, busy_timeout_ms=50)
+            try:
+                orders.admit(holder, claim, ops["unsent"], wait_s=5)
+                ran["admitted"] = True
+            except (PermissionError, sqlite3.OperationalError):
+                ran["admitted"] = False  # stale, revoked, or locked out
+            finally:
+                holder.close()
+
+        conn.set_trace_callback(before)
+        try:
+            ran["report"] = mod.cancel_and_settle(conn, claim.id, supplier.url)
+        finally:
+            conn.set_trace_callback(None)
+        ran["uncertain"] = {row["operation_key"] for row in conn.execute(
+            "SELECT operation_key FROM orders WHERE work_id = :work"
+            f" AND status IN {sql_list(orders.UNCERTAIN)}", {"work": claim.id})}
+        ran["unsent"] = status_of(conn, ops["unsent"])["status"]
+    return ran
+
+
+def test_the_holder_letting_an_order_out_at_any_statement_is_looked_up(
+        mod, tmp_path, supplier):
+    """The holder, still thinking, admits its signed-off order (SENDING: its
+    request is on its way) just before each statement of your cancel in turn.
+    Admitted before the cancel committed, the order may be at the supplier:
+    it must be among the orders you looked up. Admitted after, it is refused,
+    and the order is revoked. Either way nothing is left uncertain unasked."""
+    count = statements_of(mod, tmp_path, supplier)
+    assert count >= 3
+    for boundary in range(1, count + 1):
+        ran = cancel_with_the_holder_at(mod, tmp_path / f"at-{boundary}.db",
+                                        f"phone:{tmp_path.name}-{boundary}",
+                                        supplier, boundary)
+        assert ran["uncertain"] <= set(ran["report"]["looked_up"]), boundary
+        if ran["admitted"]:
+            assert ran["unsent"] in orders.UNCERTAIN, boundary
+        else:
+            assert ran["unsent"] == orders.REVOKED, boundary

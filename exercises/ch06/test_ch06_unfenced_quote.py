@@ -1,16 +1,13 @@
 """Grades exercise 06.2 (unfenced_quote.py): a stale holder's quote."""
 
-import re
 import sqlite3
 
 import pytest
 
-from crashcourse import claims, fence
+from crashcourse import claims, control, fence
 from crashcourse.store import connect, opened
 
 T0 = 1_700_000_000.0  # in the past: the real clock is later
-WRITES_QUOTES = re.compile(r"\s*(INSERT|UPDATE|REPLACE)\b.*?\bquotes\b",
-                           re.IGNORECASE | re.DOTALL)
 
 
 @pytest.fixture
@@ -75,34 +72,109 @@ def test_the_current_holder_replaces_its_own_quote(mod, replaced):
     assert refusals(conn) == []
 
 
-def test_no_replacement_fits_between_the_check_and_the_write(mod, replaced,
-                                                            tmp_path):
-    """Just before the quote is written, a replacement tries to claim the work
-    from another connection. Under the fence's write lock it cannot (it gives
-    up after a short wait); if the check already let go of the lock, it takes
-    over and the quote must not carry the superseded generation."""
+# --- a holder that stopped being current, each way it can -------------------
+
+
+def superseded(conn, claim):
+    conn.execute("UPDATE work SET expires = :past WHERE id = :id",
+                 {"past": T0, "id": claim.id})
+    claims.claim(conn, "worker-c", ttl=3600, work_id=claim.id)
+
+
+def lapsed(conn, claim):  # the lease ran out; nobody came after it
+    conn.execute("UPDATE work SET expires = :past WHERE id = :id",
+                 {"past": T0, "id": claim.id})
+
+
+def finished(conn, claim):
+    fence.finish(conn, claim, claims.DONE, "ordered")
+
+
+def cancelled(conn, claim):
+    fence.cancel(conn, claim.id)
+
+
+def paused(conn, claim):
+    control.set_paused(conn, True)
+
+
+@pytest.mark.parametrize("stale", [superseded, lapsed, finished, cancelled, paused],
+                         ids=lambda f: f.__name__)
+def test_a_holder_that_stopped_being_current_changes_no_quote(mod, replaced, stale):
     conn, _, current = replaced
-    attempts = []
+    mod.record_quote(conn, current, "flour-25kg", 2150)
+    stale(conn, current)
+    with pytest.raises(fence.StaleClaim):
+        mod.record_quote(conn, current, "flour-25kg", 1990)
+    with pytest.raises(fence.StaleClaim):
+        mod.record_quote(conn, current, "rye-10kg", 1800)
+    assert quotes(conn) == [("flour-25kg", 2150, 2)]
+    assert [(g, action) for g, action, _ in refusals(conn)] == [(2, "quote")] * 2
 
-    def replacement_tries_to_claim(sql: str) -> None:
-        if attempts or not WRITES_QUOTES.match(sql):
-            return
-        rival = connect(tmp_path / "shop.db", busy_timeout_ms=200)
-        try:
-            attempts.append(claims.claim(rival, "worker-c", ttl=60,
-                                         now=current.expires + 1, work_id=current.id))
-        except sqlite3.OperationalError:  # locked: the fenced write holds the lock
-            attempts.append(None)
-        finally:
-            rival.close()
 
-    conn.set_trace_callback(replacement_tries_to_claim)
-    try:
+# --- a replacement's claim before every statement of the write --------------
+
+
+def writes_of(mod, tmp_path) -> int:
+    """How many statements the current holder's quote runs."""
+    with opened(tmp_path / "probe.db") as conn:
+        mod.install(conn)
+        claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+        current = claims.claim(conn, "worker-b", ttl=3600)
+        seen = []
+        conn.set_trace_callback(seen.append)
         mod.record_quote(conn, current, "flour-25kg", 2150)
-    except fence.StaleClaim:
-        pass  # refused: the rows are checked below either way
-    finally:
         conn.set_trace_callback(None)
-    assert len(attempts) == 1  # the quote was about to be written once
-    if attempts[0] is not None:  # the replacement got in before the write
-        assert quotes(conn) == []
+    return len(seen)
+
+
+def quote_with_a_rival_at(mod, path, boundary: int) -> dict:
+    """The current holder writes its quote; just before its ``boundary``-th
+    statement a replacement tries to claim the work from another connection
+    (a lapsed lease by the replacement's clock). Under the fence's write lock
+    it cannot (it gives up after a short wait); otherwise it takes over."""
+    with opened(path) as conn:
+        mod.install(conn)
+        claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+        current = claims.claim(conn, "worker-b", ttl=3600)
+        ran = {"count": 0, "replaced": None}
+
+        def before(sql: str) -> None:
+            ran["count"] += 1
+            if ran["count"] != boundary:
+                return
+            rival = connect(path, busy_timeout_ms=50)
+            try:
+                ran["replaced"] = claims.claim(rival, "worker-c", ttl=60,
+                                               now=current.expires + 1,
+                                               work_id=current.id)
+            except sqlite3.OperationalError:  # locked: the fenced write holds it
+                ran["replaced"] = None
+            finally:
+                rival.close()
+
+        conn.set_trace_callback(before)
+        try:
+            mod.record_quote(conn, current, "flour-25kg", 2150)
+            ran["refused"] = False
+        except fence.StaleClaim:
+            ran["refused"] = True
+        finally:
+            conn.set_trace_callback(None)
+        ran["quotes"] = quotes(conn)
+    return ran
+
+
+def test_no_replacement_fits_between_the_check_and_the_write(mod, tmp_path):
+    """A replacement tries to claim the work just before each statement of the
+    current holder's quote in turn. Wherever it gets in, the quote must not
+    land under the generation it superseded; where it cannot get in, the
+    quote is written."""
+    count = writes_of(mod, tmp_path)
+    assert count >= 2
+    for boundary in range(1, count + 1):
+        ran = quote_with_a_rival_at(mod, tmp_path / f"at-{boundary}.db", boundary)
+        if ran["replaced"] is not None:  # the replacement got in first
+            assert ran["refused"] and ran["quotes"] == [], boundary
+        else:
+            assert ran["quotes"] == [("flour-25kg", 2150, 1)], boundary

@@ -1,0 +1,69 @@
+"""WRONG ANSWER to exercise 06.2 (chapter 06): a fence that compares only the
+generation.
+
+The mistake: the fence is written by hand, in the write's own transaction
+(right), but it asks one question: is the row's generation still mine? That
+catches a replacement and an operator's cancel, which both move the
+generation on. It lets through a holder whose lease ran out with nobody after
+it, a holder that already finished its work, and any holder while the
+runtime is paused: none of those changes the generation. Caught by
+``test_a_holder_that_stopped_being_current_changes_no_quote`` (``lapsed``,
+``finished``, ``paused``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from crashcourse import fence
+from crashcourse.claims import Claim
+from crashcourse.store import ensure_schema, immediate
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS quotes (
+    work_id    TEXT NOT NULL REFERENCES work (id),
+    sku        TEXT NOT NULL,
+    unit_cents INTEGER NOT NULL CHECK (unit_cents > 0),
+    generation INTEGER NOT NULL,   -- the claim that wrote this quote
+    PRIMARY KEY (work_id, sku)
+)
+"""
+
+UPSERT = ("INSERT INTO quotes (work_id, sku, unit_cents, generation)"
+          " VALUES (:work_id, :sku, :unit_cents, :generation)"
+          " ON CONFLICT (work_id, sku) DO UPDATE"
+          " SET unit_cents = :unit_cents, generation = :generation")
+
+
+def install(conn: sqlite3.Connection) -> None:
+    """Given: the claims and fence tables plus ``quotes``."""
+    fence.install(conn)
+    ensure_schema(conn, SCHEMA)
+
+
+def params(claim: Claim, sku: str, unit_cents: int) -> dict:
+    return {"work_id": claim.id, "sku": sku, "unit_cents": unit_cents,
+            "generation": claim.generation}
+
+
+def record_quote_unfenced(
+    conn: sqlite3.Connection, claim: Claim, sku: str, unit_cents: int
+) -> None:
+    """The broken copy: nobody asks whether ``claim`` is still the live claim."""
+    conn.execute(UPSERT, params(claim, sku, unit_cents))
+
+
+def record_quote(
+    conn: sqlite3.Connection, claim: Claim, sku: str, unit_cents: int
+) -> None:
+    """The generation compared and the quote written under one write lock."""
+    try:
+        with immediate(conn):
+            row = conn.execute("SELECT generation FROM work WHERE id = :id",
+                               {"id": claim.id}).fetchone()
+            if row is None or row["generation"] != claim.generation:
+                raise fence.StaleClaim("superseded", claim)
+            conn.execute(UPSERT, params(claim, sku, unit_cents))
+    except fence.StaleClaim as refused:
+        fence.record_refusal(conn, claim, "quote", refused.reason)
+        raise
