@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashcourse.effects import EffectConflict
+from crashcourse.harness import Harness
 from crashcourse.store import count_rows, opened
 
 NOTE = {"sku": "oat-milk", "quantity": 24}
@@ -183,3 +184,41 @@ def test_a_payload_is_the_same_as_json_whatever_its_key_order(mod, db, first,
             with pytest.raises(EffectConflict):
                 mod.apply_checked(conn, key, rebuilt, post)
     assert post.calls == 1
+
+
+CHILD = """
+import importlib.util, sys
+from crashcourse.boundary import boundary
+from crashcourse.store import opened
+
+spec = importlib.util.spec_from_file_location("answer", sys.argv[1])
+answer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(answer)
+
+
+def post_then_hold(conn):
+    conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
+    boundary("inside_mutation")  # the parent kills the process here
+    return {"note": "never returned"}
+
+
+with opened(sys.argv[2]) as conn:
+    answer.apply_checked(conn, "k-9", {"sku": "oat-milk", "quantity": 24},
+                         post_then_hold)
+"""
+
+
+def test_a_kill_inside_the_mutation_leaves_nothing_and_the_rerun_applies(mod, db):
+    """A real process running your function is SIGKILLed while its mutation
+    has written and not returned: the key must be free again, and a
+    replacement applies the note once."""
+    with Harness() as harness:
+        running = harness.start(["-c", CHILD, mod.__file__, str(db)],
+                                stop_at="inside_mutation")
+        running.wait_for_boundary(timeout=30)
+        running.kill()
+    with opened(db) as conn:
+        assert (count_rows(conn, "requests"), count_rows(conn, "notes")) == (0, 0)
+        post = Poster()
+        assert mod.apply_checked(conn, "k-9", NOTE, post) == ("applied", {"note": 1})
+        assert (count_rows(conn, "requests"), count_rows(conn, "notes")) == (1, 1)
