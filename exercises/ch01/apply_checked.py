@@ -52,7 +52,7 @@ def apply_checked(
     payload: Any,
     mutate: Callable[[sqlite3.Connection], Any],
 ) -> tuple[str, Any]:
-    """Run ``mutate(conn)`` at most once per ``key``, and keep its answer.
+    """Commit ``mutate(conn)``'s writes at most once per ``key``; keep its answer.
 
     * First use of ``key``: run ``mutate`` in ONE transaction with the
       ``requests`` row for ``key`` and ``payload``.

@@ -51,7 +51,7 @@ def apply_checked(
     payload: Any,
     mutate: Callable[[sqlite3.Connection], Any],
 ) -> tuple[str, Any]:
-    """Run ``mutate(conn)`` at most once per ``key``, and keep its answer."""
+    """Commit ``mutate(conn)``'s writes at most once per ``key``; keep its answer."""
     check_text("operation key", key)  # ValueError before anything is written
     offered = canonical(payload)  # one spelling per value: sorted keys
     refusal = None
