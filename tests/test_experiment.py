@@ -4,6 +4,7 @@ progress lines and its sequence (refuse, run, record, judge)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import experiment, harness
+from crashcourse import evidence, experiment, harness
 
 ROOT = Path(__file__).resolve().parent.parent
 CH07 = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"
@@ -231,3 +232,75 @@ def test_a_real_checkpoint_refuses_an_unwritable_output_at_once(tmp_path):
     assert done.returncode == experiment.REFUSED, done.stderr
     assert len(done.stderr.splitlines()) == 1 and "[1/" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+# Issue 23: evidence is never lost to an odd or full output path.
+
+
+def test_a_dangling_symlink_as_output_is_refused_before_any_trial(tmp_path, capsys):
+    output = tmp_path / "evidence.json"
+    output.symlink_to(tmp_path / "elsewhere" / "evidence.json")
+    code, _, calls = run_main(tmp_path, [{"holds": True}])
+    assert (code, calls) == (experiment.REFUSED, [])
+    said = capsys.readouterr().err
+    assert len(said.splitlines()) == 1 and "symlink" in said
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_disk_that_fills_while_writing_leaves_no_file_and_one_line(
+        tmp_path, capsys, monkeypatch):
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(evidence.os, "fsync", full)
+    code, output, calls = run_main(tmp_path, [{"holds": True}])
+    assert code == experiment.FAILED and len(calls) == 1
+    assert not output.exists()
+    assert [p.name for p in tmp_path.iterdir()] == []  # no partial file either
+    said = capsys.readouterr().err
+    assert len(said.splitlines()) == 1 and "No space left" in said
+    monkeypatch.undo()
+    code, output, _ = run_main(tmp_path, [{"holds": True}])  # the next run: fine
+    assert code == 0 and json.loads(output.read_text())["trials"] == [{"holds": True}]
+
+
+def test_trials_the_machine_stopped_are_recorded_with_the_error(tmp_path, capsys):
+    output = tmp_path / "evidence.json"
+
+    def run(args):
+        raise OSError(errno.ENOSPC, "No space left on device", "/tmp/trial")
+
+    code = experiment.main(["--output", str(output)], parser=parser(),
+                           schema="crashcourse.test/1", script=__file__, run=run)
+    assert code == experiment.FAILED
+    document = json.loads(output.read_text())
+    assert document["trials"] == []
+    assert "No space left" in document["summary"]["error"]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def real_full_folder(tmp_path) -> Path | None:
+    """A 64 KiB tmpfs mounted under ``tmp_path`` (root only), or None."""
+    folder = tmp_path / "full"
+    folder.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                           str(folder)], capture_output=True)
+    return folder if made.returncode == 0 else None
+
+
+def test_a_really_full_filesystem_leaves_no_partial_evidence(tmp_path, capsys):
+    folder = real_full_folder(tmp_path)
+    if folder is None:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        (folder / "filler").write_bytes(b"x" * 60_000)
+        output = folder / "evidence.json"
+        big = [{"holds": True, "note": "y" * 200} for _ in range(100)]
+        code = experiment.main(["--output", str(output)], parser=parser(),
+                               schema="crashcourse.test/1", script=__file__,
+                               run=lambda args: ({}, big))
+        assert code == experiment.FAILED
+        assert sorted(p.name for p in folder.iterdir()) == ["filler"]
+        assert "No space left" in capsys.readouterr().err
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)

@@ -2,14 +2,18 @@
 
 A checkpoint script ends by writing one JSON document. Every field in it is
 computed from what happened: file hashes are hashed, versions are asked of the
-interpreter, counts are read from durable rows. ``write_exclusive`` opens the
-path with ``"x"``: an existing file is refused and left exactly as it was.
+interpreter, counts are read from durable rows. ``write_exclusive`` writes a
+temporary file beside the path, syncs it, and links it into place only if
+nothing is there: an existing file (or a symlink, even a dangling one) is
+refused and left exactly as it was, and a write that fails (a full disk)
+leaves no file at all, so the next run is not refused by a half-written one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import sqlite3
 import sys
@@ -63,10 +67,13 @@ def manifest(script: str | Path | None = None, argv: list[str] | None = None) ->
 
 
 def refuse_existing(path: str | Path) -> Path:
-    """Fail early (before any experiment runs) if ``path`` already exists."""
+    """Fail early (before any experiment runs) if ``path`` already exists, as
+    a file, a folder or a symlink (a dangling one too: writing through it
+    would put the evidence somewhere else)."""
     path = Path(path)
-    if path.exists():
-        raise EvidenceExists(f"{path} exists; evidence is never overwritten")
+    if os.path.lexists(path):
+        what = "is a symlink" if path.is_symlink() else "exists"
+        raise EvidenceExists(f"{path} {what}; evidence is never overwritten")
     return path
 
 
@@ -95,6 +102,8 @@ def attempt(identity: dict, run: Callable[..., dict], *args: object) -> dict:
         return run(*args)
     except (TimeoutError, BoundaryNotReached) as error:  # BoundaryTimeout included
         return {**identity, "error": f"{type(error).__name__}: {error}", "holds": False}
+    except OSError as error:  # the machine refused (a full disk, no permission)
+        return {**identity, "error": f"{type(error).__name__}: {error}", "holds": False}
 
 
 def record(
@@ -118,16 +127,36 @@ def record(
 
 
 def write_exclusive(path: str | Path, document: dict[str, object]) -> Path:
-    """Write ``document`` as JSON to a NEW file; an existing one is refused."""
+    """Write ``document`` as JSON to a NEW file at ``path``, whole or not at all.
+
+    The text goes to a temporary file in the same folder, is synced, then
+    linked to ``path``, which fails if anything is there (``EvidenceExists``,
+    nothing changed). Any failure on the way (``OSError``: a full disk)
+    removes the temporary file: no partial evidence is ever left."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    refuse_existing(path)
+    handle, temporary = tempfile_beside(path)
     try:
-        with path.open("x", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.link(temporary, path)  # never replaces: the exclusive step
     except FileExistsError:
         raise EvidenceExists(f"{path} exists; evidence is never overwritten") from None
+    finally:
+        os.unlink(temporary)
     return path
+
+
+def tempfile_beside(path: Path) -> tuple[int, str]:
+    """An open, new, empty file in ``path``'s folder (so a link can move it)."""
+    import tempfile
+
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial",
+                            dir=path.parent)
 
 
 def new_run_path(directory: str | Path, stem: str) -> Path:

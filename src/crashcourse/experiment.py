@@ -161,7 +161,13 @@ def main(
         print(f"refused: {why}", file=sys.stderr, flush=True)
         return REFUSED
     started = time.monotonic()
-    summary, trials, *extra = run(args)
+    try:
+        summary, trials, *extra = run(args)
+    except OSError as refused:  # the machine stopped the run: a full TMPDIR...
+        summary, trials, extra = {"error": f"{type(refused).__name__}: "
+                                           f"{refused}"}, [], []
+        print(f"the trials could not run: {summary['error']}", file=sys.stderr,
+              flush=True)
     summary = {**summary, "elapsed_s": round(time.monotonic() - started, 3),
                "quick": args.quick}
     ran = None if argv is None else [str(script), *argv]
@@ -171,6 +177,10 @@ def main(
     except evidence.EvidenceExists as refused:  # appeared while the trials ran
         print(f"refused: {refused}", file=sys.stderr)
         return REFUSED
+    except OSError as lost:  # nothing was left at --output
+        print(f"no evidence written to {args.output}: {lost.strerror or lost};"
+              f" {len(trials)} trials ran", file=sys.stderr, flush=True)
+        return FAILED
     held = sum(trial.get("holds") is True for trial in trials)
     print(f"{held}/{len(trials)} trials hold -> {args.output}",
           file=sys.stderr, flush=True)
