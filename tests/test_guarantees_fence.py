@@ -14,9 +14,13 @@ real supplier. A fresh claim makes the same write, as the control.
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crashcourse import claims, control, fence, orders
 from crashcourse.example import FLOUR, ScriptedModel
@@ -201,6 +205,44 @@ def test_the_lease_ends_at_its_expiry_not_after(conn):
     assert every_row(conn) == before
     fence.observe(conn, claim, {"text": "in time"}, now=claim.expires - 0.001)
     assert fence.transcript(conn, claim.id) == [{"generation": 1, "text": "in time"}]
+
+
+T0 = 1_800_000_000.0
+OFFSETS = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 1.5]),  # x the lease
+                    st.floats(min_value=0.0, max_value=2.0))
+
+
+@settings(max_examples=80, deadline=None)
+@given(ttl=st.one_of(st.sampled_from([0.5, 30.0, 3600.0]),
+                     st.floats(min_value=0.01, max_value=3600.0)),
+       rival_at=OFFSETS, write_at=OFFSETS,
+       skew=st.one_of(st.sampled_from([-90.0, 0.0, 90.0]),
+                      st.floats(min_value=-120.0, max_value=120.0)))
+def test_under_two_clocks_only_the_live_claim_writes(ttl, rival_at, write_at, skew):
+    """Bug: the lease is judged by the writer's clock (or ends after its
+    expiry), so a holder whose clock says "still mine" writes over a
+    replacement whose clock ran ahead. A holds the work from T0 for ``ttl``;
+    a rival tries to claim at ``rival_at`` x ttl on A's clock, its own clock
+    off by ``skew`` s; then A writes at ``write_at`` x ttl on its own clock
+    (1.0: exactly the lease's end). A's write lands only if the rival got
+    nothing and A's lease has not ended by A's clock."""
+    with tempfile.TemporaryDirectory() as folder, \
+            opened(Path(folder) / "agent.db") as conn:
+        fence.install(conn)
+        work = claims.enqueue(conn, "phone:clocks", "counter", "restock flour")
+        held = claims.claim(conn, "a", ttl=ttl, now=T0)
+        rival_now = T0 + rival_at * ttl + skew
+        rival = claims.claim(conn, "b", ttl=ttl, now=rival_now)
+        assert (rival is not None) == (rival_now >= held.expires)
+        write_now = T0 + write_at * ttl
+        try:
+            fence.observe(conn, held, {"text": "a"}, now=write_now)
+            landed = True
+        except fence.StaleClaim as stale:
+            landed = False
+            assert stale.reason == ("superseded" if rival else "lease expired")
+        assert landed == (rival is None and write_now < held.expires)
+        assert len(fence.transcript(conn, work)) == int(landed)
 
 
 def test_work_that_is_not_running_refuses_even_under_a_live_lease(conn):
