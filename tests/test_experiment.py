@@ -304,3 +304,17 @@ def test_a_really_full_filesystem_leaves_no_partial_evidence(tmp_path, capsys):
         assert "No space left" in capsys.readouterr().err
     finally:
         subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--output"], ["--output", "x.json", "--trials", "0"],
+    ["--output", "x.json", "--quick", "--trials", "3"],
+    ["--output", "x.json", "--seed", "+3"], ["--output", "x.json", "--seed", "٣"],
+    ["--output", "x.json", "--trials", "1_0"], ["--output", "x.json", "--what"],
+])
+def test_a_checkpoint_refuses_bad_arguments_in_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as refused:
+        parser(count="trials", default=2, seed=7).parse_args(argv)
+    assert refused.value.code == experiment.REFUSED
+    said = capsys.readouterr().err
+    assert len(said.splitlines()) == 1 and "error:" in said and "usage" not in said

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TextIO
 
 from crashcourse import evidence, harness
+from crashcourse.workers.options import argument_parser, whole_number
 
 TIMEOUT = harness.DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
 MAX_TRIALS = 10_000  # trials (or repetitions) in one run; more is a typo
@@ -45,7 +46,7 @@ def parse_count(text: str) -> int:
     """The type of ``--repetitions`` and ``--trials``: a whole number from 1 to
     ``MAX_TRIALS``, with one message for every refusal (chapter 02)."""
     try:
-        value = int(text)
+        value = whole_number(text)
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_TRIALS:
@@ -70,9 +71,8 @@ def command_line(
     ``"repetitions"`` or ``"trials"`` (with its ``default``), or None for a
     checkpoint of fixed cases; ``--quick`` and the count exclude each other.
     ``seed`` adds ``--seed N`` with that default."""
-    parser = argparse.ArgumentParser(
-        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argument_parser(  # its errors: one line, exit 2
+        doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--output", required=True, type=Path, metavar="PATH",
         help="new JSON evidence file in an existing, writable directory; an "
@@ -90,7 +90,7 @@ def command_line(
         )
     if seed is not None:
         parser.add_argument(
-            "--seed", type=int, default=seed, metavar="N",
+            "--seed", type=whole_number, default=seed, metavar="N",
             help="seed of the random draw: the same seed, the same trials "
             "(default: %(default)s)",
         )

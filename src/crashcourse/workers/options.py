@@ -139,9 +139,10 @@ def check_installed(*stores: tuple[str, tuple[str, ...]], record: bool = True
             pass
 
 
-def argument_parser(description: str, epilog: str | None = None):
+def argument_parser(description: str, epilog: str | None = None, **settings):
     """An ``argparse`` parser whose errors are one line and ``BAD_INPUT``
-    (argparse's own print the usage first, over several lines) (chapter 00)."""
+    (argparse's own print the usage first, over several lines); ``settings``
+    go to ``ArgumentParser`` (chapter 00). The checkpoints use it too."""
     import argparse  # here: only a run that needs help or an error pays for it
 
     class OneLineErrors(argparse.ArgumentParser):
@@ -149,7 +150,17 @@ def argument_parser(description: str, epilog: str | None = None):
             self.exit(BAD_INPUT, f"{self.prog}: error: {' '.join(message.split())}"
                       " (see --help)\n")
 
-    return OneLineErrors(description=description, epilog=epilog)
+    return OneLineErrors(description=description, epilog=epilog, **settings)
+
+
+def whole_number(text: str) -> int:
+    """A command line's whole number, spelled in ASCII digits only: ``int``
+    also takes ``+4000``, ``4_000`` and other scripts' digits, and a count a
+    person did not type exactly is refused, not paid (chapter 00)."""
+    if not (isinstance(text, str) and text.isascii() and text.isdigit()
+            and len(text) <= 19):
+        raise ValueError(f"must be a whole number in ASCII digits, got {text!r}")
+    return int(text)
 
 
 def full_parser(description: str, options: tuple[Option, ...],
