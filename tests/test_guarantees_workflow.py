@@ -3,6 +3,8 @@ defends one guarantee against the one-line bug named in its docstring."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from crashcourse import workflow, workflow_steps
@@ -94,3 +96,149 @@ def test_the_report_of_a_live_workflow_is_not_final(conn):
     assert workflow_steps.final_report(conn, WF)["final"] is False
     workflow.cancel(conn, WF, expected_version=1, who="person")
     assert workflow_steps.final_report(conn, WF)["final"] is True
+
+
+# --- attempts are held, not only versioned (issue 19) --------------------------
+# Every instant is injected: T0 is when the first holder attempts; its lease
+# (LEASE_S) is live before LIVE and over at OVER, on the store's clock.
+T0 = 1_000_000.0
+LIVE, OVER = T0 + 1, T0 + workflow_steps.LEASE_S + 1
+
+
+def attempted(conn, step="reserve", admitted=False) -> int:
+    """A holder starts the workflow and attempts ``step`` at T0; the attempt's
+    version (its fencing token). With ``admitted`` its call was let out."""
+    version = workflow_steps.attempt_step(conn, WF, step, expected_version=start(
+        conn), who="holder", now=T0)
+    if admitted:
+        workflow_steps.admit(conn, WF, step, version=version, wait_s=1, now=T0)
+    return version
+
+
+def first_step(conn, name="reserve") -> dict:
+    return workflow_steps.step_of(conn, WF, name)
+
+
+def test_a_recovery_neither_probes_nor_calls_while_the_lease_is_live(conn):
+    """Bug: ``run_step`` probes a step in doubt whatever its attempt's lease
+    says, so a paused holder and its replacement both call."""
+    version = attempted(conn)
+    asked = []
+    before = workflow_steps.snapshot(conn)
+    with pytest.raises(workflow_steps.AttemptHeld) as held:
+        workflow_steps.run_step(conn, WF, first_step(conn), counting_remote(asked),
+                                version=version, who="recovery", now=LIVE)
+    assert (held.value.who, held.value.version) == ("holder", version)
+    assert held.value.left_s == pytest.approx(workflow_steps.LEASE_S - 1)
+    assert asked == [] and workflow_steps.snapshot(conn) == before
+    # once the lease is over the probe settles it, then the recovery calls
+    workflow_steps.run_step(conn, WF, first_step(conn), counting_remote(asked),
+                            version=version, who="recovery", now=OVER)
+    assert asked == ["probe", "call"]
+
+
+def test_a_holder_paused_after_its_attempt_is_refused_before_its_call(conn):
+    """Bug: ``call_step`` calls without ``admit`` (the version is checked only
+    at the outcome, after the call): a holder frozen after its attempt calls
+    again once its replacement has called."""
+    paused = attempted(conn)
+    step = first_step(conn)
+    asked = []
+    workflow_steps.run_step(conn, WF, step, counting_remote(asked),
+                            version=paused, who="recovery", now=OVER)
+    assert asked == ["probe", "call"]  # the replacement called, once
+    late = []
+    with pytest.raises(workflow_steps.AdmissionRefused) as refused:
+        workflow_steps.call_step(conn, WF, step, counting_remote(late),
+                                 version=paused, who="holder", now=OVER + 1)
+    assert refused.value.reason == workflow.STALE_VERSION
+    assert late == []  # the paused holder called nothing
+
+
+def test_a_call_whose_wait_outlives_the_lease_is_not_let_out(conn):
+    """Bug: ``admit`` checks the version only: a holder paused until its
+    lease nearly ran out still calls, and its call may land after the lease,
+    when a recovery is allowed to call too."""
+    version = attempted(conn)
+    asked = []
+    remote = counting_remote(asked)._replace(wait_s=2)
+    before = workflow_steps.snapshot(conn)["workflow_steps"]
+    with pytest.raises(workflow_steps.AdmissionRefused) as refused:
+        workflow_steps.call_step(conn, WF, first_step(conn), remote, version=version,
+                                 who="holder", now=T0 + workflow_steps.LEASE_S - 1)
+    assert refused.value.reason == workflow_steps.LEASE_TOO_SHORT and asked == []
+    [attempt] = workflow_steps.snapshot(conn)["workflow_steps"]
+    assert attempt["admitted_at"] is None  # and it handed its lease back
+    assert attempt["expires"] == T0 + workflow_steps.LEASE_S - 1 < before[0][
+        "expires"]
+
+
+def test_compensate_leaves_an_admitted_call_in_doubt_while_its_lease_is_live(conn):
+    """Bug: ``compensate`` probes an attempt that may still be in flight and
+    writes a permanent nothing_to_undo for a call its holder then makes."""
+    version = attempted(conn, admitted=True)
+    workflow.cancel(conn, WF, expected_version=version, who="person")
+    asked = []
+    remotes = {step: counting_remote(asked) for step in CHOICES}
+    report = workflow_steps.compensate(conn, WF, remotes, who="person", now=LIVE)
+    assert report["in_doubt"] == ["reserve"] and report["compensations"] == []
+    assert asked == []
+    # after the lease, the probe decides (here: the effect exists: undone)
+    found = {step: counting_remote(asked)._replace(
+        probe=lambda args, key: (True, {"copies": 1})) for step in CHOICES}
+    report = workflow_steps.compensate(conn, WF, found, who="person", now=OVER)
+    assert report["in_doubt"] == [] and report["undone"] == ["reserve"]
+
+
+def test_a_holder_refused_at_its_outcome_hands_its_lease_back(conn):
+    """Bug: a holder whose outcome is refused keeps its lease, and every
+    recovery or compensation waits it out for nothing."""
+    version = attempted(conn)
+    step = first_step(conn)
+    moved = []
+    remote = counting_remote([])._replace(call=lambda args, key, token: (
+        moved.append(workflow.cancel(conn, WF, expected_version=version,
+                                     who="person")) or (RUNNING, {"happened": True})))
+    with pytest.raises(TransitionRefused):  # the cancel came during its call
+        workflow_steps.call_step(conn, WF, step, remote, version=version,
+                                 who="holder", now=LIVE)
+    [attempt] = first_step(conn)["attempts"]
+    assert attempt["admitted_at"] == LIVE and attempt["expires"] == LIVE
+    remotes = {name: counting_remote([])._replace(
+        probe=lambda args, key: (True, {})) for name in CHOICES}
+    report = workflow_steps.compensate(conn, WF, remotes, who="person", now=LIVE)
+    assert report["undone"] == ["reserve"] and report["in_doubt"] == []
+
+
+def test_the_admission_reads_the_version_inside_its_own_write_lock(tmp_path):
+    """Bug: ``admit`` reads the workflow before it takes the write lock: a
+    cancel that commits while the admission waits for that lock is not seen,
+    and the call is let out after the cancel. A second connection holds the
+    lock with its cancel until the admission has asked for it."""
+    path = tmp_path / "workflow.sqlite"
+    with opened(path) as conn:
+        workflow_steps.install(conn)
+        workflow.create(conn, WF, CHOICES, who="planner")
+        version = attempted(conn)
+    asking, outcome = threading.Event(), []
+
+    def admission():  # the holder, on its own connection
+        with opened(path) as holder:
+            holder.set_trace_callback(
+                lambda sql: asking.set() if sql.startswith("BEGIN") else None)
+            try:
+                outcome.append(workflow_steps.admit(holder, WF, "reserve",
+                                                    version=version, wait_s=1,
+                                                    now=LIVE))
+            except workflow_steps.AdmissionRefused as refused:
+                outcome.append(refused.reason)
+
+    with opened(path) as person:
+        person.execute("BEGIN IMMEDIATE")  # the person's cancel, not committed yet
+        workflow.move(person, WF, RUNNING, version, CANCELLED, "person", "cancel")
+        waiting = threading.Thread(target=admission)
+        waiting.start()
+        assert asking.wait(30)  # the admission has asked for the write lock
+        person.execute("COMMIT")
+        waiting.join(30)
+    assert outcome == [workflow.STALE_VERSION]

@@ -227,16 +227,20 @@ def fake_remote(happened: bool, calls: list) -> Remote:
                                             "undo-key", "undone"))
 
 
+T0 = 1_000_000.0  # an injected instant: every lease below is read against it
+LATER = T0 + workflow_steps.LEASE_S + 1  # after any lease taken at T0
+
+
 @pytest.mark.parametrize("happened, calls_expected", [(True, 0), (False, 1)])
 def test_a_step_in_doubt_is_probed_before_any_call(conn, happened, calls_expected):
     version = move(conn, PENDING, 0, RUNNING)
-    version = workflow_steps.attempt_step(conn, WF, "reserve",
+    version = workflow_steps.attempt_step(conn, WF, "reserve", now=T0,
                                           expected_version=version, who="dead")
     calls = []
     step = workflow_steps.progress(conn, WF)[0]
     state, version = workflow_steps.run_step(conn, WF, step,
                                              fake_remote(happened, calls),
-                                             version=version, who="w")
+                                             version=version, who="w", now=LATER)
     assert (state, len(calls)) == (RUNNING, calls_expected)
     assert statuses(conn)["reserve"] == workflow_steps.DONE
     assert ("probed" in workflow_steps.progress(conn, WF)[0]["outcome"]) == happened
@@ -244,14 +248,44 @@ def test_a_step_in_doubt_is_probed_before_any_call(conn, happened, calls_expecte
         assert calls == [(WF, version - 1)]  # the attempt's version is the token
 
 
-def cancelled_with_three_kinds_of_step(conn) -> None:
+def test_an_attempt_carries_its_lease_and_its_admission(conn):
+    version = workflow_steps.attempt_step(conn, WF, "reserve", now=T0, lease_s=8,
+                                          expected_version=move(conn, PENDING, 0,
+                                                                RUNNING), who="w")
+    [held] = workflow_steps.progress(conn, WF)[0]["attempts"]
+    assert held == {"version": version, "who": "w", "expires": T0 + 8,
+                    "admitted_at": None}
+    assert workflow_steps.admit(conn, WF, "reserve", version=version, wait_s=2,
+                                now=T0 + 1) == T0 + 1
+    [held] = workflow_steps.progress(conn, WF)[0]["attempts"]
+    assert held["admitted_at"] == T0 + 1
+    workflow_steps.record_outcome(conn, WF, "reserve", {"happened": True},
+                                  expected_version=version, who="w")
+    assert workflow_steps.progress(conn, WF)[0]["attempts"] == []  # settled
+
+
+@pytest.mark.parametrize("lease_s", [0, -1, float("inf"), float("nan"), True, "8"])
+def test_a_lease_is_seconds_above_zero(conn, lease_s):
+    version = move(conn, PENDING, 0, RUNNING)
+    before = rows(conn)
+    with pytest.raises(ValueError, match="lease_s"):
+        workflow_steps.attempt_step(conn, WF, "reserve", lease_s=lease_s,
+                                    expected_version=version, who="w")
+    assert rows(conn) == before
+
+
+def cancelled_with_three_kinds_of_step(conn, admitted=True) -> None:
+    """reserve done, charge in doubt (admitted at T0, or not), mail untouched."""
     version = move(conn, PENDING, 0, RUNNING)
     for step, outcome in (("reserve", {"happened": True}), ("charge", None)):
-        version = workflow_steps.attempt_step(conn, WF, step,
+        version = workflow_steps.attempt_step(conn, WF, step, now=T0,
                                               expected_version=version, who="w")
         if outcome:
             version = workflow_steps.record_outcome(
                 conn, WF, step, outcome, expected_version=version, who="w")
+        elif admitted:
+            workflow_steps.admit(conn, WF, step, version=version, wait_s=1,
+                                 now=T0)
     workflow.cancel(conn, WF, expected_version=version, who="person")
 
 
@@ -259,7 +293,7 @@ def cancelled_with_three_kinds_of_step(conn) -> None:
 def test_compensate_settles_each_attempted_step_once(conn, found):
     cancelled_with_three_kinds_of_step(conn)  # reserve done, charge in doubt
     remotes = {step: fake_remote(found, []) for step in CHOICES}
-    report = workflow_steps.compensate(conn, WF, remotes, who="person")
+    report = workflow_steps.compensate(conn, WF, remotes, who="person", now=LATER)
     fate = {c["step"]: c["status"] for c in report["compensations"]}
     assert fate == {"reserve": workflow_steps.UNDONE,
                     "charge": workflow_steps.UNDONE if found
@@ -269,8 +303,20 @@ def test_compensate_settles_each_attempted_step_once(conn, found):
     assert report["not_done"] == (["mail"] if found else ["charge", "mail"])
     assert report["undone"] == report["completed"] and report["in_doubt"] == []
     before = rows(conn)
-    workflow_steps.compensate(conn, WF, remotes, who="person")  # again: no change
-    assert rows(conn) == before
+    workflow_steps.compensate(conn, WF, remotes, who="person", now=LATER)
+    assert rows(conn) == before  # again: no change
+
+
+def test_an_attempt_never_admitted_has_nothing_to_undo_without_asking(conn):
+    """The cancel moved the version: that attempt's call can never be admitted,
+    lease or no lease, so nobody need wait for it or ask the service."""
+    cancelled_with_three_kinds_of_step(conn, admitted=False)
+    asked = []
+    remotes = {step: fake_remote(True, asked) for step in CHOICES}
+    report = workflow_steps.compensate(conn, WF, remotes, who="person", now=T0 + 1)
+    charge = [c for c in report["compensations"] if c["step"] == "charge"]
+    assert [c["status"] for c in charge] == [workflow_steps.NOTHING_TO_UNDO]
+    assert "never admitted" in charge[0]["note"] and report["in_doubt"] == []
 
 
 def test_the_final_report_shows_a_step_in_doubt_before_compensation(conn):

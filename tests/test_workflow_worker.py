@@ -1,5 +1,6 @@
 """The chapter 08 worker as real processes: SIGKILL at every boundary, two
-recovery workers released together, the naive draft, cancellation.
+recovery workers released together, the drafts, cancellation, a holder that
+is paused (held or SIGSTOPped), not dead, and a recovery killed at random.
 
 Every count comes from the services' rows: the supplier's ``requests`` (each
 POST it decided), the payment service's ``payments``, the mail provider's
@@ -8,8 +9,10 @@ POST it decided), the payment service's ``payments``, the mail provider's
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -23,6 +26,10 @@ from crashcourse.workers import workflow_worker
 from crashcourse.workers.workflow_worker import BOUNDARIES, EXIT
 
 RACERS = ("recovery-a", "recovery-b")
+# Every worker's attempts are held this long: more than a call's declared wait
+# (``CALL_WAIT_S``), so a call can be admitted, and short enough that a
+# recovery waiting for a dead holder's lease keeps the tests quick.
+LEASE = str(workflow_worker.CALL_WAIT_S + 2)
 
 
 class World:
@@ -33,10 +40,10 @@ class World:
         self.choices = built["choices"]
         self.url = start_supplier(harness, self.paths["supplier"]).url
 
-    def args(self, who, mode="versioned"):
+    def args(self, who, mode="versioned", *more):
         return ["-m", "crashcourse.workers.workflow_worker", "--dir",
                 self.directory, "--workflow", self.id, "--who", who,
-                "--url", self.url, "--mode", mode]
+                "--url", self.url, "--mode", mode, "--lease", LEASE, *more]
 
     def held(self, who, at, mode="versioned"):
         worker = self.harness.start(self.args(who, mode), stop_at=at)
@@ -263,3 +270,129 @@ def test_the_worker_starts_light():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def supplier_posts(world) -> list[tuple]:
+    """Every POST the supplier decided: (generation, answer), in order."""
+    with opened(world.paths["supplier"]) as conn:
+        return [(r["generation"], r["answer"]) for r in table_rows(conn, "requests")
+                if r["method"] == "POST"]
+
+
+def attempt_of(world, who, step) -> int:
+    """The version of ``who``'s attempt at ``step``, from the history rows."""
+    return next(h["version"] for h in world.history()
+                if h["who"] == who and h["note"] == f"attempt {step}")
+
+
+def paused_then_replaced(world, at, freeze):
+    """worker-1 paused at boundary ``at`` (held there, or SIGSTOPped just
+    after it), a recovery runs to the end meanwhile, then worker-1 goes on.
+    (recovery's exit, worker-1's exit)."""
+    first = world.held("worker-1", at)
+    if freeze:
+        first.freeze()  # stopped by the kernel: the release waits in its pipe
+        first.release()
+    recovery = world.harness.run(world.args("recovery"))
+    first.thaw() if freeze else first.release()
+    return recovery, first.finish()
+
+
+@pytest.mark.parametrize("step", ["reserve", "charge", "mail"])
+def test_a_holder_paused_before_its_admission_calls_nothing(world, step):
+    """Held or frozen between its attempt and its call, worker-1 is refused
+    at the admission: each effect once, and the recovery said it waited."""
+    recovery, first = paused_then_replaced(world, f"before_remote:{step}",
+                                           freeze=step != "charge")
+    assert recovery.returncode == 0, recovery.stderr
+    assert last_json(recovery)["waited_for"] == [
+        {"step": step, "version": attempt_of(world, "worker-1", step),
+         "who": "worker-1"}]
+    assert first.returncode == EXIT["refused"] and "Traceback" not in first.stderr
+    assert world.ops() == Counter(set(world.keys().values()))  # each once
+    assert world.read()["state"] == workflow.APPLIED
+    with opened(world.paths["workflow"]) as conn:
+        held = {r["version"]: r for r in table_rows(conn, "workflow_steps")}
+    assert held[attempt_of(world, "worker-1", step)]["admitted_at"] is None
+
+
+@pytest.mark.parametrize("step", ["reserve", "charge", "mail"])
+def test_a_holder_paused_in_the_residual_window_is_refused_only_where_the_service_can(
+        world, step):
+    """Frozen after its admission, worker-1 sends after the recovery did:
+    the supplier refuses its token (412), the payment service replays its
+    key, and the mail provider, which takes neither, accepts a second message,
+    which the probe then sees by the key header. What no agent-side check
+    can prevent, measured: it is not a guarantee, it is its limit."""
+    recovery, first = paused_then_replaced(world, f"admitted:{step}", freeze=True)
+    assert recovery.returncode == 0 and first.returncode == EXIT["refused"]
+    ops, keys = world.ops(), world.keys()  # records per key, each service's
+    mine = attempt_of(world, "worker-1", step)
+    late = [answer for generation, answer in supplier_posts(world)
+            if generation == mine]
+    assert late == ([412] if step == "reserve" else [])  # refused by the fence
+    made = {"reserve": sum(answer == 201 for _, answer in supplier_posts(world)),
+            "charge": ops[keys["charge"]], "mail": ops[keys["mail"]]}
+    assert made == {"reserve": 1, "charge": 1, "mail": 2 if step == "mail" else 1}
+    remotes = workflow_worker.restock_remotes(world.paths, world.url)
+    with opened(world.paths["workflow"]) as conn:
+        mail_step = workflow_steps.step_of(conn, world.id, "mail")
+    found, seen = remotes["mail"].probe(mail_step["args"], keys["mail"])
+    assert found and seen["copies"] == made["mail"]  # the header shows it
+
+
+def test_the_version_only_draft_lets_a_paused_holder_mail_twice(world):
+    """The negative control of the admission: ``--mode unleased`` (versions,
+    no lease, no admission) probes at once and lets the held call out."""
+    first = world.held("worker-1", "before_remote:mail", mode="unleased")
+    recovery = world.harness.run(world.args("recovery", "unleased"))
+    first.release()
+    assert (recovery.returncode, first.finish().returncode) == (0, EXIT["refused"])
+    mails = Counter(m["operation_key"] for m in mail.messages(world.paths["mail"]))
+    assert mails[world.keys()["mail"]] == 2
+    assert world.report()["in_doubt"] == []  # and the report cannot see it
+
+
+def test_a_recovery_that_cannot_wait_long_enough_exits_held_and_asks_nobody(world):
+    world.held("worker-1", "before_remote:reserve").kill()
+    before = supplier_posts(world), world.history()
+    impatient = world.harness.run(world.args("recovery", "versioned",
+                                             "--patience", "0.5"))
+    assert impatient.returncode == EXIT["held"]
+    assert last_json(impatient)["held"] == {
+        "step": "reserve", "version": attempt_of(world, "worker-1", "reserve"),
+        "who": "worker-1"}
+    with opened(world.paths["supplier"]) as conn:
+        assert table_rows(conn, "requests") == []  # no lookup, no POST
+    assert (supplier_posts(world), world.history()) == before
+
+
+def lease_ends(world) -> float:
+    """The end of the last live lease on a step in doubt (the store's clock)."""
+    with opened(world.paths["workflow"]) as conn:
+        held = [workflow_steps.holder(s["attempts"])["expires"]
+                for s in workflow_steps.progress(conn, world.id)
+                if s["status"] == workflow_steps.IN_DOUBT]
+    return max([time.time(), *held])
+
+
+def test_recovery_killed_at_random_instants_ends_with_each_effect_once(world):
+    """Crash during recovery: worker-1 dies in the residual window of the
+    charge; a recovery dies between the mail's call and its outcome; two
+    more are SIGKILLed at random instants of their runs (waiting out a lease,
+    probing, calling); a last one runs to the end. Dead workers send nothing
+    late, and every step in doubt is asked about before it is called again."""
+    rng = random.Random(8)
+    world.held("worker-1", "admitted:charge").kill()
+    world.held("recovery-0", "after_remote:mail").kill()
+    for number in (1, 2):
+        recovery = world.harness.start(world.args(f"recovery-{number}"))
+        # a random instant near the end of the lease it waits for: its work
+        # after the lease takes tens of milliseconds, the wait seconds
+        time.sleep(max(0.0, lease_ends(world) + rng.uniform(-0.25, 0.1)
+                       - time.time()))
+        recovery.kill(expect_sigkill=False)  # it may have finished first
+    last = world.harness.run(world.args("recovery-last"))
+    assert last.returncode == 0, last.stderr
+    assert world.read()["state"] == workflow.APPLIED
+    assert world.ops() == Counter(set(world.keys().values()))  # each once

@@ -3,21 +3,38 @@
 A step (``run_step``) is one remote call between two version-checked
 transitions of ``crashcourse.workflow``, each with its row here:
 ``attempt_step`` BEFORE the call (of two workers holding one version, only
-one gets past it, so only one calls) and ``record_outcome`` AFTER it, whose
-``happened`` says whether the effect exists. An attempt without an outcome
-is ``in_doubt``: recovery asks the service by the step's operation key
-before it calls again. A cancelled workflow gets ONE ``compensations`` row
-per attempted step (``compensate``): undone, needs a person, cannot be
-undone, or nothing to undo; ``final_report`` reads it all back from rows.
+one gets past it) and ``record_outcome`` AFTER it, whose ``happened`` says
+whether the effect exists. An attempt without an outcome is ``in_doubt``.
+
+An attempt is HELD, not only versioned. Its row carries a lease (``expires``,
+on the store's clock), and the call may leave only through ``admit``: in its
+own transaction, the workflow is still at the attempt's version (nobody moved
+it: no recovery, no cancel) AND the call's declared wait fits in what is left
+of the lease. The admission is stamped on the attempt row (``admitted_at``).
+A holder paused anywhere before ``admit`` is refused there and calls nothing.
+The RESIDUAL WINDOW is the instant between ``admit`` and the request leaving
+the process (boundary ``admitted:<step>``): a holder paused there can still
+send late, and only a service that takes the key or the token refuses it.
+
+Recovery never touches a step in doubt while its attempt's lease is live
+(``AttemptHeld``): expiry is permission to replace, not proof of death
+(chapter 05). After the lease, the probe asks the service by the step's
+operation key before anything is called again. A holder refused at its
+admission or at its outcome hands its lease back (``release_lease``).
+
+A cancelled workflow gets ONE ``compensations`` row per attempted step
+(``compensate``): undone, needs a person, cannot be undone, or nothing to
+undo; ``final_report`` reads it all back from rows.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections import namedtuple
 
-from crashcourse import workflow
+from crashcourse import store, workflow
 from crashcourse.boundary import boundary
 from crashcourse.store import ensure_schema, immediate, sql_list, table_rows
 from crashcourse.validate import canonical, check_text, clock
@@ -29,6 +46,9 @@ NOT_STARTED, IN_DOUBT, DONE, NOT_DONE = "not_started", "in_doubt", "done", "not_
 UNDONE, NEEDS_PERSON = "undone", "needs_person"
 CANNOT_UNDO, NOTHING_TO_UNDO = "cannot_undo", "nothing_to_undo"
 COMPENSATIONS = (UNDONE, NEEDS_PERSON, CANNOT_UNDO, NOTHING_TO_UNDO)
+LEASE_TOO_SHORT = "lease_too_short"  # admit: the declared wait would outlive it
+LEASE_S = 10.0  # an attempt's lease: its call's wait, and time to reach ``admit``
+WAIT_S = 2.0  # a call's declared wait unless its ``Remote`` says otherwise
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS workflow_steps (
@@ -38,8 +58,11 @@ CREATE TABLE IF NOT EXISTS workflow_steps (
     operation_key TEXT NOT NULL,
     phase         TEXT NOT NULL CHECK (phase IN {sql_list((ATTEMPT, OUTCOME))}),
     outcome       TEXT,              -- JSON with "happened", NULL: an attempt
+    expires       REAL,              -- an attempt's lease, on the store's clock
+    admitted_at   REAL,              -- when ``admit`` let its call out, if ever
     PRIMARY KEY (workflow_id, version),
-    FOREIGN KEY (workflow_id, version) REFERENCES workflow_history
+    FOREIGN KEY (workflow_id, version) REFERENCES workflow_history,
+    CHECK ((phase = '{ATTEMPT}') = (expires IS NOT NULL))  -- attempts are held
 );
 CREATE TABLE IF NOT EXISTS compensations (
     workflow_id      TEXT NOT NULL REFERENCES workflows (id),
@@ -57,17 +80,38 @@ CREATE TABLE IF NOT EXISTS compensations (
 TABLES = ("workflows", "workflow_history", "workflow_steps", "compensations")
 
 
-class Remote(namedtuple("_RemoteFields", "call probe undo")):
+class Remote(namedtuple("_RemoteFields", "call probe undo wait_s",
+                        defaults=(WAIT_S,))):
     """How one step reaches its service, and asks it, and undoes it (ch. 08).
 
     ``call(args, operation_key, token) -> (to_state, outcome)``: make the
     remote call; ``token`` is the fencing token (workflow id, version).
-    ``probe(args, operation_key) -> (happened, seen)``: ask the service.
-    ``undo(args, operation_key, token) -> (action, status, compensation_key,
-    note)``: what to do about the effect once the workflow is cancelled.
+    ``probe(args, operation_key) -> (happened, seen)``: ask the service;
+    ``seen["copies"]``, where the service can count them, is how many
+    effects carry the key. ``undo(args, operation_key, token) -> (action,
+    status, compensation_key, note)``: what to do about the effect once the
+    workflow is cancelled. ``wait_s``: the longest the call may take once
+    admitted (its timeouts), which ``admit`` fits into the attempt's lease.
     """
 
     __slots__ = ()
+
+
+class AttemptHeld(Exception):
+    """A step in doubt whose attempt's lease is live: its holder may still
+    make the call, so nobody probes or calls yet (chapter 08). ``step``,
+    ``version`` (the attempt's), ``who`` made it, ``left_s`` of its lease."""
+
+    def __init__(self, step: str, version: int, who: str, left_s: float):
+        super().__init__(f"step {step!r} is held by {who}'s attempt at version"
+                         f" {version} for {left_s:.1f} s more")
+        self.step, self.version, self.who, self.left_s = step, version, who, left_s
+
+
+class AdmissionRefused(workflow.TransitionRefused):
+    """A call ``admit`` did not let out: ``reason`` is ``stale_version``
+    (somebody moved the workflow since the attempt) or ``lease_too_short``
+    (the declared wait does not fit in the lease) (chapter 08)."""
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -77,11 +121,14 @@ def install(conn: sqlite3.Connection) -> None:
 
 
 def attempt_step(conn: sqlite3.Connection, workflow_id: str, step: str, *,
-                 expected_version: int, who: str) -> int:
-    """running -> running with the step's ATTEMPT row, BEFORE its remote call;
-    the new version, which the call carries as its fencing token (ch. 08)."""
+                 expected_version: int, who: str, lease_s: float = LEASE_S,
+                 now: float | None = None) -> int:
+    """running -> running with the step's ATTEMPT row, BEFORE its remote call,
+    held for ``lease_s`` from now by the store's clock; the new version,
+    which the call carries as its fencing token (ch. 08)."""
+    check_seconds("lease_s", lease_s)
     return step_move(conn, workflow_id, step, None, expected_version, who,
-                     workflow.RUNNING)
+                     workflow.RUNNING, lease_s, now)
 
 
 def record_outcome(conn: sqlite3.Connection, workflow_id: str, step: str,
@@ -96,7 +143,7 @@ def record_outcome(conn: sqlite3.Connection, workflow_id: str, step: str,
 
 
 def step_move(conn, workflow_id, step, outcome, expected_version, who,
-              to_state) -> int:
+              to_state, lease_s=None, now=None) -> int:
     """The transition and the step's row in one transaction: an attempt of a
     step not done, or the outcome of one in doubt, else ValueError (ch. 08)."""
     workflow.check_move(workflow.RUNNING, expected_version, to_state, who, None)
@@ -110,46 +157,152 @@ def step_move(conn, workflow_id, step, outcome, expected_version, who,
             raise ValueError(f"step {step!r} is {status['status']}: no {phase} now")
         conn.execute(
             "INSERT INTO workflow_steps (workflow_id, version, step, operation_key,"
-            " phase, outcome) VALUES (:id, :version, :step, :key, :phase, :outcome)",
+            " phase, outcome, expires) VALUES (:id, :version, :step, :key, :phase,"
+            " :outcome, :expires)",
             {"id": workflow_id, "version": version, "step": step, "phase": phase,
              "key": status["operation_key"],
-             "outcome": None if outcome is None else canonical(outcome)})
+             "outcome": None if outcome is None else canonical(outcome),
+             "expires": None if outcome is not None
+             else store.now(conn, now) + lease_s})
     return version
 
 
-def run_step(conn: sqlite3.Connection, workflow_id: str, step: dict,
-             remote: Remote, *, version: int, who: str) -> tuple[str, int]:
-    """One step of ``progress`` that is not done: probe it if in doubt, else
-    attempt, call, record; the (state, version) it left (chapter 08).
+def admit(conn: sqlite3.Connection, workflow_id: str, step: str, *, version: int,
+          wait_s: float, now: float | None = None) -> float:
+    """Let the call of the attempt at ``version`` leave the process, or raise
+    ``AdmissionRefused``; the instant it was admitted (chapter 08).
 
-    Boundaries ``before_remote:<step>`` and ``after_remote:<step>`` surround
-    the call. A refused transition raises ``workflow.TransitionRefused``."""
+    One transaction, right before the call: the workflow is still running at
+    ``version`` (nobody moved it since the attempt: not a recovery, not a
+    cancel) and ``wait_s``, the call's declared wait, fits in what is left of
+    the attempt's lease by the store's clock. The admission is stamped on
+    the attempt row. Between this commit and the request leaving the process
+    is the residual window: no check of ours can see a pause there."""
+    check_seconds("wait_s", wait_s)
+    with immediate(conn):
+        found = workflow.current(workflow.read(conn, workflow_id))
+        if found != {"state": workflow.RUNNING, "version": version}:
+            raise AdmissionRefused(workflow.STALE_VERSION, found)
+        held = attempt_at(conn, workflow_id, version)
+        if held is None or held["step"] != step:
+            raise ValueError(f"version {version} is no attempt at {step!r}")
+        at = store.now(conn, now)  # after the write lock: a wait for it counts
+        if not wait_s < held["expires"] - at:  # the lease's clock, not ours
+            raise AdmissionRefused(LEASE_TOO_SHORT, found)
+        conn.execute("UPDATE workflow_steps SET admitted_at = :at"
+                     " WHERE workflow_id = :id AND version = :version",
+                     {"at": at, "id": workflow_id, "version": version})
+    return at
+
+
+def release_lease(conn: sqlite3.Connection, workflow_id: str, version: int, *,
+                  now: float | None = None) -> bool:
+    """The holder of the attempt at ``version`` will make no call for it any
+    more (it was refused, or its call returned): its lease ends now, so
+    nobody waits for it. Whether a live lease was ended (chapter 08)."""
+    with immediate(conn):
+        at = store.now(conn, now)
+        return conn.execute(
+            "UPDATE workflow_steps SET expires = :at"
+            " WHERE workflow_id = :id"
+            "   AND version = :version"
+            f"  AND phase = '{ATTEMPT}'"
+            "   AND expires > :at",  # a lease already over stays as it was
+            {"at": at, "id": workflow_id, "version": version}).rowcount == 1
+
+
+def run_step(conn: sqlite3.Connection, workflow_id: str, step: dict,
+             remote: Remote, *, version: int, who: str, lease_s: float = LEASE_S,
+             now: float | None = None) -> tuple[str, int]:
+    """One step of ``progress`` that is not done; the (state, version) it
+    left (chapter 08). In doubt: ``AttemptHeld`` while the attempt's lease is
+    live, then the probe. Not found, or not started: attempt, then
+    ``call_step``. A refused write raises ``workflow.TransitionRefused``."""
     name, args, key = step["step"], step["args"], step["operation_key"]
-    if step["status"] == IN_DOUBT:  # the call may have happened: ask first
+    if step["status"] == IN_DOUBT:  # the call may have happened, or may yet
+        held = holder(step["attempts"])
+        left = held["expires"] - store.now(conn, now)
+        if left > 0:  # its holder may be paused, not dead: no probe, no call
+            found = workflow.current(workflow.read(conn, workflow_id))
+            if found["version"] != version:  # we are behind anyway
+                raise workflow.TransitionRefused(workflow.STALE_VERSION, found)
+            raise AttemptHeld(name, held["version"], held["who"], left)
         happened, seen = remote.probe(args, key)
         if happened:
             return workflow.RUNNING, record_outcome(
                 conn, workflow_id, name, {"happened": True, "probed": seen},
                 expected_version=version, who=who)
     version = attempt_step(conn, workflow_id, name, expected_version=version,
-                           who=who)
+                           who=who, lease_s=lease_s, now=now)
     boundary(f"before_remote:{name}")
+    return call_step(conn, workflow_id, step, remote, version=version, who=who,
+                     now=now)
+
+
+def call_step(conn: sqlite3.Connection, workflow_id: str, step: dict,
+              remote: Remote, *, version: int, who: str,
+              now: float | None = None) -> tuple[str, int]:
+    """The call of the attempt at ``version``: admitted, made, recorded; the
+    (state, version) it left. Refused at the admission or at the outcome,
+    the holder hands its lease back and raises (chapter 08).
+
+    Boundaries: ``before_remote:<step>`` (in ``run_step``: attempted, not yet
+    admitted), ``admitted:<step>`` (the residual window) and
+    ``after_remote:<step>`` (called, outcome not written)."""
+    name, args, key = step["step"], step["args"], step["operation_key"]
+    try:
+        admit(conn, workflow_id, name, version=version, wait_s=remote.wait_s,
+              now=now)
+    except AdmissionRefused:
+        release_lease(conn, workflow_id, version, now=now)  # no call, none later
+        raise
+    boundary(f"admitted:{name}")  # the residual window: nothing checks a pause here
     to_state, outcome = remote.call(args, key, (workflow_id, version))
     boundary(f"after_remote:{name}")
-    return to_state, record_outcome(conn, workflow_id, name, outcome,
-                                    expected_version=version, who=who,
-                                    to_state=to_state)
+    try:
+        return to_state, record_outcome(conn, workflow_id, name, outcome,
+                                        expected_version=version, who=who,
+                                        to_state=to_state)
+    except workflow.TransitionRefused:
+        release_lease(conn, workflow_id, version, now=now)  # its call returned
+        raise
+
+
+def attempt_at(conn: sqlite3.Connection, workflow_id: str, version: int
+               ) -> dict | None:
+    """The attempt row written at ``version``, with its ``who``; or None."""
+    row = conn.execute(
+        "SELECT s.step, s.version, s.expires, s.admitted_at, h.who"
+        " FROM workflow_steps AS s JOIN workflow_history AS h"
+        "   USING (workflow_id, version)"
+        " WHERE s.workflow_id = :id"
+        "   AND s.version = :version"
+        f"  AND s.phase = '{ATTEMPT}'",
+        {"id": workflow_id, "version": version}).fetchone()
+    return dict(row) if row else None
 
 
 def progress(conn: sqlite3.Connection, workflow_id: str) -> list[dict]:
     """Each recorded step, in order: ``step``, ``args``, ``operation_key``,
     ``status`` from its last row (not_started, in_doubt, done, not_done: a
-    refusal, which may be attempted again), the last ``outcome``, and its
-    ``compensation`` row or None (chapter 08)."""
+    refusal, which may be attempted again), the last ``outcome``, the
+    ``attempts`` since that outcome ({version, who, expires, admitted_at};
+    only a step in doubt has any) and its ``compensation`` row or None
+    (chapter 08)."""
     chosen = workflow.read(conn, workflow_id)["choices"]
-    last = {row["step"]: row["outcome"] for row in conn.execute(
-        "SELECT step, outcome FROM workflow_steps WHERE workflow_id = :id"
-        " ORDER BY version", {"id": workflow_id})}
+    last, attempts = {}, {}
+    for row in conn.execute(
+            "SELECT s.step, s.outcome, s.phase, s.version, s.expires,"
+            " s.admitted_at, h.who FROM workflow_steps AS s"
+            " JOIN workflow_history AS h USING (workflow_id, version)"
+            " WHERE s.workflow_id = :id ORDER BY s.version", {"id": workflow_id}):
+        last[row["step"]] = row["outcome"]
+        since = attempts.setdefault(row["step"], [])
+        if row["phase"] == OUTCOME:
+            since.clear()  # settled: earlier attempts hold nothing any more
+        else:
+            since.append({name: row[name] for name in (
+                "version", "who", "expires", "admitted_at")})
     made = {row["step"]: dict(row) for row in conn.execute(
         "SELECT * FROM compensations WHERE workflow_id = :id", {"id": workflow_id})}
     steps = []
@@ -159,8 +312,14 @@ def progress(conn: sqlite3.Connection, workflow_id: str) -> list[dict]:
         status = (NOT_STARTED if name not in last else IN_DOUBT if outcome is None
                   else DONE if outcome["happened"] else NOT_DONE)
         steps.append({**choice, "status": status, "outcome": outcome,
+                      "attempts": attempts.get(name, []),
                       "compensation": made.get(name)})
     return steps
+
+
+def holder(attempts: list[dict]) -> dict | None:
+    """Of a step's ``attempts``, the one whose lease ends last (chapter 08)."""
+    return max(attempts, key=lambda held: held["expires"], default=None)
 
 
 def step_of(conn: sqlite3.Connection, workflow_id: str, step: str) -> dict:
@@ -169,6 +328,15 @@ def step_of(conn: sqlite3.Connection, workflow_id: str, step: str) -> dict:
     if not found:
         raise ValueError(f"workflow {workflow_id!r} has no step {step!r}")
     return found[0]
+
+
+def check_seconds(name: str, value: object) -> float:
+    """A duration: a finite number of seconds above 0, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number of seconds > 0,"
+                         f" got {value!r}")
+    return float(value)
 
 
 def record_compensation(conn: sqlite3.Connection, workflow_id: str, step: str, *,
@@ -196,27 +364,47 @@ def record_compensation(conn: sqlite3.Connection, workflow_id: str, step: str, *
 
 
 def compensate(conn: sqlite3.Connection, workflow_id: str, remotes: dict, *,
-               who: str) -> dict:
-    """Settle every attempted step of a cancelled (or failed) workflow once:
-    a step in doubt is probed; an effect that exists gets its ``undo``, one
-    that does not ``nothing_to_undo``. Returns ``final_report`` (chapter 08).
+               who: str, now: float | None = None) -> dict:
+    """Settle every attempted step of a cancelled (or failed) workflow once;
+    returns ``final_report`` (chapter 08). An effect that exists gets its
+    ``undo``. A step in doubt is settled only when no holder can still make
+    its call:
 
-    Run it when no worker can still be between an attempt and its call (it
-    exited, or was killed): a probe cannot see a call not yet made."""
+    * its attempt was never admitted: the workflow has since moved to a
+      final state, so ``admit`` can never let that call out: nothing to undo;
+    * admitted, and its lease is live: its holder may be paused between the
+      admission and the call. It stays IN DOUBT in the report and gets no row
+      (a compensation row is written once, so a guess would be permanent);
+      run ``compensate`` again after the lease;
+    * admitted, lease over: the probe decides.
+
+    What remains is the residual window: a holder paused after its admission
+    for longer than its lease can still send after the probe found nothing,
+    to a service that takes neither the key nor the token. The key header
+    lets a later probe see it (``Remote.probe``'s ``copies``)."""
     seen = workflow.read(conn, workflow_id)
     if seen["state"] not in (workflow.CANCELLED, workflow.FAILED):
         raise ValueError(f"workflow {workflow_id!r} is {seen['state']}: "
                          "only a cancelled or failed one is compensated")
+    at = store.now(conn, now)  # the leases' clock
     for step in progress(conn, workflow_id):
         if step["compensation"] or step["status"] in (NOT_STARTED, NOT_DONE):
             continue  # settled already, or no effect was ever attempted
         remote, args, key = remotes[step["step"]], step["args"], step["operation_key"]
-        if step["status"] == DONE or remote.probe(args, key)[0]:
-            action, status, undo_key, note = remote.undo(
-                args, key, (workflow_id, seen["version"]))
+        admitted = holder([a for a in step["attempts"]
+                            if a["admitted_at"] is not None])
+        if step["status"] == IN_DOUBT and admitted is None:
+            settled = ("none", NOTHING_TO_UNDO, None,
+                       "never admitted: the workflow moved on before its call"
+                       " could leave")
+        elif step["status"] == IN_DOUBT and admitted["expires"] > at:
+            continue  # may be in flight: in doubt until its lease is over
+        elif step["status"] == DONE or remote.probe(args, key)[0]:
+            settled = remote.undo(args, key, (workflow_id, seen["version"]))
         else:
-            action, status, undo_key, note = (
-                "none", NOTHING_TO_UNDO, None, "the service has no such effect")
+            settled = ("none", NOTHING_TO_UNDO, None,
+                       "the service has no such effect after the attempt's lease")
+        action, status, undo_key, note = settled
         record_compensation(conn, workflow_id, step["step"], action=action,
                             status=status, note=note, who=who,
                             compensation_key=undo_key)

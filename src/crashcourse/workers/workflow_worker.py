@@ -1,42 +1,62 @@
 """The worker of chapter 08: run or recover one workflow, step by step.
 
     python -m crashcourse.workers.workflow_worker --dir DIR --workflow ID \\
-        --who NAME --url SUPPLIER_URL [--mode versioned|unversioned]
+        --who NAME --url SUPPLIER_URL [--lease S] [--patience S]
+        [--mode versioned|unversioned|unleased]
 
 ``DIR`` holds the worker's own file and the services' files (``paths``); the
 supplier's is kept by the supplier process at ``SUPPLIER_URL``. One command
 starts and recovers: the rows say what is left, and the choices recorded
 at creation (``build_world``) are all it needs; it never asks the model.
 The steps, bound in ``restock_remotes``: reserve, charge, mail. Boundaries:
-``after_read`` (state and version read, nothing written), then
-``before_remote:<step>`` and ``after_remote:<step>``.
+``after_read`` (state and version read, nothing written), then for each
+step ``before_remote:<step>`` (attempted, not admitted), ``admitted:<step>``
+(the residual window) and ``after_remote:<step>`` (called, no outcome).
+
+Each attempt it makes is held for ``--lease`` seconds (default
+``workflow_steps.LEASE_S``). A step in doubt whose attempt's lease is live
+belongs to a holder that may be paused, not dead: the worker waits for the
+lease to end if that takes at most ``--patience`` seconds (default
+``PATIENCE_S``), and says whom it waited for (``waited_for``); else it exits
+4 without probing or calling.
 
 Exit status (``EXIT``; one JSON line on stdout, graders read rows): 0 it did
 what it could (``state``: applied, waiting_for_approval, failed, cancelled);
-3 refused: a worker or a person moved the workflow first; 2 bad input (usage,
-a blank value, an unknown workflow, a file in DIR not installed): one line on
-stderr, nothing written. ``--mode unversioned`` is the DRAFT (``run_naive``).
+3 refused: a worker or a person moved the workflow first, or the admission
+refused the call (``refused``); 4 held: an earlier attempt's lease outlasts
+the patience (``held``); 2 bad input (usage, a blank value, an unknown
+workflow, a file in DIR not installed): one line on stderr, nothing written.
+``--mode unversioned`` and ``--mode unleased`` are DRAFTS (``run_naive``,
+``run_step_unleased``), kept to be caught.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
+import time
 
 from crashcourse import authority, workflow, workflow_steps
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
 from crashcourse.services import mail, payments, supplier_client, supplier_store
-from crashcourse.store import StoreMissing, immediate, opened
+from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, immediate, opened
 from crashcourse.workers.options import BAD_INPUT, check_installed, refuse, text_options
 from crashcourse.workflow import APPLIED, PENDING, RUNNING, WAITING
 from crashcourse.workflow_steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
 
-BOUNDARIES = ("after_read", *(f"{where}:{step}" for step in ("reserve", "charge",
-              "mail") for where in ("before_remote", "after_remote")))
-EXIT = {"finished": 0, "usage": BAD_INPUT, "refused": 3}
-MODES = ("versioned", "unversioned")
+STEPS = ("reserve", "charge", "mail")
+BOUNDARIES = ("after_read", *(f"{where}:{step}" for step in STEPS
+              for where in ("before_remote", "admitted", "after_remote")))
+EXIT = {"finished": 0, "usage": BAD_INPUT, "refused": 3, "held": 4}
+MODES = ("versioned", "unversioned", "unleased")
+PATIENCE_S = 30.0  # the longest a recovery waits for an earlier attempt's lease
+# Each call's declared wait: how long it may still take effect once admitted.
+# The supplier's client gives up after this; the payment service and the mail
+# provider wait this long at most for their file's write lock.
+CALL_WAIT_S = DEFAULT_BUSY_TIMEOUT_MS / 1000
 
 
 def paths(directory: str) -> dict[str, str]:
@@ -85,7 +105,8 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
 
     def reserve(args, key, token):
         status, body = supplier_client.place_order(
-            url, key, args, work_id=token[0], generation=token[1])
+            url, key, args, work_id=token[0], generation=token[1],
+            wait_s=CALL_WAIT_S)
         if status in (200, 201):
             return RUNNING, {"happened": True, "receipt": body["receipt"]}
         return workflow.FAILED, {"happened": False, "answer": status, **body}
@@ -94,7 +115,7 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
         status, body = supplier_client.get_order(url, key)
         if status not in (200, 404):
             raise OSError(f"the supplier answered a lookup with {status}")
-        return status == 200, body
+        return status == 200, {**body, "copies": int(status == 200)}
 
     def release(args, key, token):
         own = operation_key(token[0], "reserve", "release", {"order": key})
@@ -107,7 +128,9 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
 
     def charge(args, key, token):
         try:
-            answer = payments.issue_payment(where["payments"], key, **args)
+            answer = payments.issue_payment(
+                where["payments"], key, **args,
+                busy_timeout_ms=int(CALL_WAIT_S * 1000))
         except payments.PaymentConflict:
             return workflow.FAILED, {"happened": False, "refused": "conflict"}
         except payments.ApprovalRefused as refused:  # a person must approve
@@ -115,30 +138,37 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
         return RUNNING, {"happened": True, "answer": answer}
 
     def charged(args, key):
-        return bool(found := authority.payment_history(where["payments"], key)), found
+        found = authority.payment_history(where["payments"], key)
+        return found is not None, {**(found or {}), "copies": int(found is not None)}
 
     def send(args, key, token):
         sent = mail.submit(where["mail"], args["to"], args["subject"],
                            args["body"], {mail.KEY_HEADER: key})
         return RUNNING, {"happened": True, "message_id": sent["message_id"]}
 
-    def sent(args, key):
-        return mail.probe_sent(where["mail"], key)
+    def sent(args, key):  # by the key header: the provider keeps no key itself
+        found, seen = mail.probe_sent(where["mail"], key)
+        copies = sum(m["operation_key"] == key for m in mail.messages(where["mail"]))
+        return found, {**seen, "copies": copies}
 
     owed = ("refund_owed", NEEDS_PERSON, None,
             "the payment service has no refund: a person decides")
     unsent = ("cannot_unsend", CANNOT_UNDO, None, "a sent mail cannot be unsent")
-    return {"reserve": Remote(reserve, reserved, release),
-            "charge": Remote(charge, charged, lambda *_: owed),
-            "mail": Remote(send, sent, lambda *_: unsent)}
+    return {"reserve": Remote(reserve, reserved, release, CALL_WAIT_S),
+            "charge": Remote(charge, charged, lambda *_: owed, CALL_WAIT_S),
+            "mail": Remote(send, sent, lambda *_: unsent, CALL_WAIT_S)}
 
 
-def run(conn, workflow_id: str, remotes: dict, *, who: str, model=None) -> dict:
+def run(conn, workflow_id: str, remotes: dict, *, who: str, model=None,
+        lease_s: float = workflow_steps.LEASE_S, patience_s: float = PATIENCE_S,
+        step=workflow_steps.run_step) -> dict:
     """Run or recover one workflow from its rows; what it left (chapter 08).
 
     ``model`` is asked only when no such workflow is recorded yet. Every write
     is a transition checked against the version THIS worker holds: one that
-    was overtaken raises ``workflow.TransitionRefused``."""
+    was overtaken raises ``workflow.TransitionRefused``. A step held by an
+    earlier attempt's live lease is waited for, at most ``patience_s`` in
+    all; beyond that ``workflow_steps.AttemptHeld`` goes to the caller."""
     if model is not None and not conn.execute(
             "SELECT 1 FROM workflows WHERE id = :id", {"id": workflow_id}).fetchone():
         workflow.create(conn, workflow_id, choose(model, workflow_id), who=who)
@@ -150,19 +180,51 @@ def run(conn, workflow_id: str, remotes: dict, *, who: str, model=None) -> dict:
                                       expected_version=version, to_state=RUNNING,
                                       who=who, note="run")
         state = RUNNING
+    waited, deadline = [], time.monotonic() + patience_s
     while state == RUNNING and (todo := [
             s for s in workflow_steps.progress(conn, workflow_id)
             if s["status"] != DONE]):
-        state, version = workflow_steps.run_step(
-            conn, workflow_id, todo[0], remotes[todo[0]["step"]], version=version,
-            who=who)
+        try:
+            state, version = step(conn, workflow_id, todo[0],
+                                  remotes[todo[0]["step"]], version=version,
+                                  who=who, lease_s=lease_s)
+        except workflow_steps.AttemptHeld as held:
+            if held.left_s > deadline - time.monotonic():
+                raise  # not within our patience: the caller says so and exits
+            if not waited or waited[-1]["version"] != held.version:
+                waited.append({"step": held.step, "version": held.version,
+                               "who": held.who})
+            time.sleep(held.left_s + 0.01)  # then read the rows again
     if state == RUNNING:  # every step's effect happened
         version = workflow.transition(conn, workflow_id, expected_state=RUNNING,
                                       expected_version=version, to_state=APPLIED,
                                       who=who, note="every step done")
         state = APPLIED
     return {"workflow_id": workflow_id, "who": who, "state": state,
-            "version": version, "transitions": version - seen["version"]}
+            "version": version, "transitions": version - seen["version"],
+            "waited_for": waited}
+
+
+def run_step_unleased(conn, workflow_id: str, step: dict, remote: Remote, *,
+                      version: int, who: str, lease_s: float) -> tuple[str, int]:
+    """DRAFT, the chapter's second failed attempt: versions and no lease. A
+    step in doubt is probed at once, and the call leaves with no admission,
+    so a holder paused after its attempt calls after its replacement did.
+    Never the reference: see ``workflow_steps.run_step`` (chapter 08)."""
+    name, args, key = step["step"], step["args"], step["operation_key"]
+    if step["status"] == workflow_steps.IN_DOUBT and remote.probe(args, key)[0]:
+        return RUNNING, workflow_steps.record_outcome(
+            conn, workflow_id, name, {"happened": True, "probed": True},
+            expected_version=version, who=who)
+    version = workflow_steps.attempt_step(conn, workflow_id, name,
+                                          expected_version=version, who=who,
+                                          lease_s=lease_s)
+    boundary(f"before_remote:{name}")
+    to_state, outcome = remote.call(args, key, (workflow_id, version))
+    boundary(f"after_remote:{name}")  # only here is the version checked again
+    return to_state, workflow_steps.record_outcome(
+        conn, workflow_id, name, outcome, expected_version=version, who=who,
+        to_state=to_state)
 
 
 def run_naive(conn, workflow_id: str, remotes: dict, *, who: str) -> dict:
@@ -208,17 +270,28 @@ def write_naive(conn, workflow_id, to_state, who, step=None, outcome=None) -> No
 
 
 USAGE = ("usage: workflow_worker --dir DIR --workflow ID --who NAME"
-         " --url SUPPLIER_URL [--mode versioned|unversioned]")
+         " --url SUPPLIER_URL [--lease S] [--patience S]"
+         " [--mode versioned|unversioned|unleased]")
 NEEDED = {"workflow": workflow_steps.TABLES, "payments": payments.TABLES,
           "mail": mail.TABLES}  # installed by build_world before any worker
 
 
-def parse(argv: list[str]) -> dict[str, str]:
+def parse(argv: list[str]) -> dict:
     """``--name value`` pairs, none blank, else ValueError (ch. 08)."""
     options = text_options(argv, ("dir", "workflow", "who", "url"),
-                           {"mode": MODES[0]}, USAGE)
+                           {"mode": MODES[0], "lease": None, "patience": None},
+                           USAGE)
     if options["mode"] not in MODES:
         raise ValueError(f"--mode must be one of {MODES}; {USAGE}")
+    for name, default in (("lease", workflow_steps.LEASE_S),
+                          ("patience", PATIENCE_S)):
+        try:
+            seconds = float(options.get(name, default))
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise ValueError(f"--{name} must be seconds above 0; {USAGE}")
+        options[name] = seconds
     return options
 
 
@@ -230,18 +303,27 @@ def main(argv: list[str] | None = None) -> int:
         check_installed(*((where[name], tables) for name, tables in NEEDED.items()))
     except (ValueError, StoreMissing) as bad:
         return refuse(bad)
-    steps = run if args["mode"] == MODES[0] else run_naive
     report = {"workflow_id": args["workflow"], "who": args["who"]}
+    remotes = restock_remotes(where, args["url"])
     with opened(where["workflow"]) as conn:
         try:
-            report = steps(conn, args["workflow"], restock_remotes(where, args["url"]),
-                           who=args["who"])
+            if args["mode"] == "unversioned":
+                report = run_naive(conn, args["workflow"], remotes, who=args["who"])
+            else:
+                report = run(conn, args["workflow"], remotes, who=args["who"],
+                             lease_s=args["lease"], patience_s=args["patience"],
+                             step=workflow_steps.run_step
+                             if args["mode"] == "versioned" else run_step_unleased)
         except workflow.TransitionRefused as refused:
             report |= {"refused": refused.reason, "current": refused.current}
+        except workflow_steps.AttemptHeld as held:
+            report |= {"held": {"step": held.step, "version": held.version,
+                                "who": held.who}}
         except KeyError:  # workflow.read found no such row: nothing written
             return refuse(f"no workflow {args['workflow']!r} in {where['workflow']}")
     print(json.dumps(report, sort_keys=True))
-    return EXIT["refused"] if "refused" in report else EXIT["finished"]
+    return EXIT["refused" if "refused" in report else "held" if "held" in report
+                else "finished"]
 
 
 if __name__ == "__main__":
