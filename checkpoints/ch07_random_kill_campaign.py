@@ -2,12 +2,14 @@
 
     python checkpoints/ch07_random_kill_campaign.py --output PATH \\
         [--trials N | --quick] [--seed N] [--kills K] [--jobs J] \\
-        [--kill-at boundary|instant] [--probe correct|filename-only]
+        [--kill-at boundary|instant] [--stale-holder] \\
+        [--probe correct|filename-only] [--ttl S] [--wait S]
 
 Each trial copies a fresh world (40 scans on the drive, an empty mail
 provider, the 43-step restock plan stored in the journal: 40 renames, the
-gate ``verify_drive`` at step 41, two mails) and starts the worker.
-``--kill-at`` says where it dies:
+gate ``verify_drive`` at step 41, two mails) and starts the worker, which
+claims the task for ``--ttl`` seconds (renewed with every intent; each
+request declares a ``--wait``). ``--kill-at`` says where it dies:
 
 boundary  (the default) at a uniformly random (step, boundary): the worker
           holds at ``step-N:PHASE`` and is SIGKILLed there. Each further kill
@@ -18,24 +20,40 @@ instant   at a uniformly random INSTANT, wherever the worker is: starting up,
           instant is u x SPAN: u is uniform in [0, 1) and drawn from
           ``--seed``; SPAN is the longest of three uninterrupted runs, each
           timed from its start to its exit, ``--jobs`` at a time, just before
-          the trials. Each kill records u, the span, the instant and where the
-          journal stood. Every resumed run draws a new instant; a run that
-          ends before its instant is recorded as such, and then nothing is
-          left to kill.
+          the trials. Every resumed run draws a new instant; a run that ends
+          before its instant is recorded as such, and then nothing is left to
+          kill.
 
-While the worker is down, the supplier files its own document under the name
-the interrupted step gives (after an instant: the step in doubt, or else the
-first step not started). The gate then finds that the plan no longer fits the
-drive and ends the run, exit 3, before any mail. The campaign does what the
-person of chapter 09 would: it gives the supplier's document a name of its
-own and starts the run again. A last process finishes the plan; the mail
-provider delivers.
+A killed worker's lease is never broken: the next process waits until it has
+run out (``journal.wait_out``), as any replacement must. While the worker is
+down, the supplier files its own document under the name the interrupted step
+gives (after an instant: the step in doubt, or else the first step not
+started). The gate then finds that the plan no longer fits the drive and ends
+the run, exit 3, before any mail. The campaign does what the person of
+chapter 09 would: it gives the supplier's document a name of its own and
+starts the run again. A last process finishes the plan; the mail provider
+delivers.
 
 A trial holds when the end state equals an uninterrupted run's, the services'
 own records show no action performed twice, every kill left at most one step
 in doubt (the last row) and no mail that the journal proves unsent, a
 boundary kill left the journal where its point says, and every gate refusal
 found a supplier document under a planned name and left no row for the gate.
+
+``--stale-holder`` runs the case ``live_stale_holder`` instead: the first
+worker is not killed but stopped, alive, at a random step, either after its
+intent or after its admission (``step-N:admitted``, the residual window),
+held at that boundary or frozen there with SIGSTOP. Once its lease has run
+out, replacements start; each of the first ``--kills`` (at most 3: a held
+worker gives up after 30 s) is SIGKILLed at a random instant, u x SPAN x
+(steps left / 43), since a replacement resumes (a crash during recovery); a
+last one finishes the plan; then the first worker is let go. Counted from
+the services' rows: a rename twice (the drive takes the step's operation
+key, so the late request is a replay: must be 0), a mail twice outside the
+residual window (must be 0), and the mail provider's LATE DUPLICATE, which
+only a holder paused in the residual window on a mail step can send, with how
+the probe finds it: by the ``X-Operation-Key`` header it carries. The first
+worker must end refused (exit 5).
 
 With ``--probe filename-only`` the resumed run trusts any file carrying the
 name, and the campaign must find the trials where that lie was believed.
@@ -48,13 +66,16 @@ runs).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import crashcourse
@@ -63,21 +84,113 @@ from crashcourse.example import restock_plan
 from crashcourse.harness import BoundaryNotReached, Harness
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
-from crashcourse.workers.journal_worker import PROBES, REFUSED, build_world, paths
+from crashcourse.workers.journal_worker import (
+    HELD,
+    PROBES,
+    REFUSED,
+    STALE,
+    build_world,
+    paths,
+)
 
-SCHEMA = "crashcourse.ch07.random_kill_campaign/2"
+SCHEMA = "crashcourse.ch07.random_kill_campaign/3"
 QUICK_TRIALS = 4
 KILL_AT = ("boundary", "instant")
 PLAN = restock_plan()
 GATE = next(step.number for step in PLAN.steps if step.gate)
 MAILS = sum(step.irreversible for step in PLAN.steps)
+MAIL_STEPS = tuple(step.number for step in PLAN.steps if step.irreversible)
+RENAME_STEPS = tuple(s.number for s in PLAN.steps if s.action == "rename")
 PLANNED_NAMES = {s.args["name"] for s in PLAN.steps if s.action == "rename"}
 SPAN_RUNS = 3  # uninterrupted runs timed for --kill-at instant: the longest is SPAN
 # Where the journal stood at a kill, read from its rows (the chapter's figure).
 STOOD = ("no row yet", "a step in doubt", "between steps", "every step confirmed")
+# Where a live stale holder stops: after its intent (the admission will refuse
+# it), or after its admission (the residual window); and how it is stopped.
+PAUSES = ("after_intent", journal.ADMITTED)
+STOPS = ("held", "frozen")
+MAX_STALE_KILLS = 3  # a held worker gives up after boundary.HOLD_SECONDS (30 s)
+LEASE_RETRIES = 3  # a run that lost its lease under load is started again
 SRC = str(Path(crashcourse.__file__).resolve().parent.parent)
 # -S skips site-packages: the worker needs only the stdlib and src/ (PYTHONPATH)
 WORKER = ["-S", "-m", "crashcourse.workers.journal_worker"]
+
+
+# --- kill plans: what a trial will do, drawn from the seed before it runs ---------
+
+
+@dataclass(frozen=True)
+class BoundaryKill:
+    """SIGKILL at ``step-N:boundary``."""
+
+    step: int
+    boundary: str
+
+    def planned(self, span_s: float | None) -> dict:
+        return {"step": self.step, "boundary": self.boundary}
+
+    def said(self, span_s: float | None) -> str:
+        return f"step {self.step} {self.boundary}"
+
+
+@dataclass(frozen=True)
+class InstantKill:
+    """SIGKILL ``fraction`` x SPAN seconds after the worker was started."""
+
+    fraction: float
+
+    def planned(self, span_s: float | None) -> dict:
+        return {"fraction": round(self.fraction, 6),
+                "planned_s": round(self.fraction * span_s, 4)}
+
+    def said(self, span_s: float | None) -> str:
+        return f"{self.fraction * span_s:.3f} s"
+
+
+@dataclass(frozen=True)
+class StaleHolder:
+    """A first worker stopped alive at ``step-N:pause`` (``held`` at the
+    boundary or ``frozen`` there), replacements killed at ``kills``, a last
+    one finishing, then the first let go."""
+
+    step: int
+    pause: str
+    stop: str
+    kills: tuple[InstantKill, ...]
+
+    def planned(self, span_s: float | None) -> dict:
+        return {"step": self.step, "pause": self.pause, "stop": self.stop,
+                # the instant's span depends on the steps left at its start
+                "replacement_kills": [round(k.fraction, 6) for k in self.kills]}
+
+    def said(self, span_s: float | None) -> str:
+        return f"{self.stop} at step-{self.step}:{self.pause}"
+
+    @property
+    def late_mail(self) -> int:
+        """The duplicates no check on the agent's side can prevent: a holder
+        paused in the residual window on a step whose service takes no key."""
+        return int(self.pause == journal.ADMITTED and self.step in MAIL_STEPS)
+
+
+@dataclass
+class World:
+    """The template world every trial copies, and how its workers run."""
+
+    template: str
+    task: str
+    kill_at: str
+    lease: tuple[str, ...]  # the workers' --ttl and --wait
+    probe: str = "correct"
+    reference: dict | None = None
+    span_s: float | None = None
+
+    def args(self, directory: str, owner: str = "worker") -> list[str]:
+        return [*WORKER, "--dir", directory, "--task", self.task, "--probe",
+                self.probe, *self.lease, "--owner", owner]
+
+
+# --- what the rows say -------------------------------------------------------------
 
 
 def end_state(directory: str) -> dict:
@@ -125,6 +238,13 @@ def expected_position(step: int, phase: str) -> dict:
     return {"confirmed": step - 1, "in_doubt": 1}
 
 
+def settled(directory: str, task: str) -> None:
+    """Wait until no lease on the task is live: a killed worker's runs out
+    on its own, and a replacement may only claim after it (chapter 05)."""
+    with opened(paths(directory)["journal"]) as conn:
+        journal.wait_out(conn, task, timeout=experiment.TIMEOUT)
+
+
 def inject_collision(directory: str, step: int | None) -> dict | None:
     """The supplier files its own document under the interrupted step's name
     (again, when two instants interrupted the same step)."""
@@ -155,16 +275,23 @@ def gate_refusal(directory: str, task: str) -> dict:
 
 
 def answered(launch, directory: str, task: str) -> tuple:
-    """``launch()``; after a gate refusal, the person's answer and one more
-    ``launch()``. Returns its result and the refusals (at most two)."""
-    result, refused = launch()
-    if not refused:
-        return result, []
-    refusals = [gate_refusal(directory, task)]
-    result, refused = launch()
-    if refused:  # moving the documents did not help: recorded, and judged
-        refusals.append(gate_refusal(directory, task))
-    return result, refusals
+    """``launch()`` (it returns its result and the worker's exit status, or
+    None while it runs); after a gate refusal, the person's answer and one
+    more ``launch()``. A worker that lost its lease under load (exit 5) or
+    found one live (exit 4) is started again once the lease is over.
+    Returns the last result, the refusals (at most two) and those restarts."""
+    refusals, restarts = [], 0
+    while True:
+        settled(directory, task)
+        result, status = launch()
+        if status == REFUSED and len(refusals) < 2:
+            refusals.append(gate_refusal(directory, task))
+            if len(refusals) == 1:
+                continue  # moving the documents did not help: recorded, judged
+        elif status in (HELD, STALE) and restarts < LEASE_RETRIES:
+            restarts += 1
+            continue
+        return result, refusals, restarts
 
 
 def look_around(directory: str, task: str, returncode: int) -> dict:
@@ -183,37 +310,45 @@ def look_around(directory: str, task: str, returncode: int) -> dict:
             }}
 
 
-def kill_at_boundary(harness, args, directory: str, task: str, step: int,
-                     phase: str) -> dict:
-    """Start (or resume) the worker, SIGKILL it at (step, phase), look around."""
+# --- the kills ---------------------------------------------------------------------
+
+
+def kill_at_boundary(harness, world: World, directory: str, kill: BoundaryKill
+                     ) -> dict:
+    """Start (or resume) the worker, SIGKILL it at (step, boundary), look around."""
+    task = world.task
+
     def launch():
-        worker = harness.start(args, stop_at=f"step-{step}:{phase}")
+        worker = harness.start(world.args(directory),
+                               stop_at=f"step-{kill.step}:{kill.boundary}")
         try:
             worker.wait_for_boundary(timeout=experiment.TIMEOUT)
         except BoundaryNotReached:
-            if worker.process.returncode != REFUSED:
+            if worker.process.returncode not in (REFUSED, HELD, STALE):
                 raise
-            return None, True  # the gate refused on the way to the boundary
-        return worker, False
+            return None, worker.process.returncode  # e.g. the gate refused first
+        return worker, None
 
-    worker, refusals = answered(launch, directory, task)
+    worker, refusals, restarts = answered(launch, directory, task)
     if worker is None:
-        raise BoundaryNotReached(f"the gate refused twice before step-{step}:{phase}")
+        raise BoundaryNotReached(f"no run reached step-{kill.step}:{kill.boundary}")
     killed = worker.kill()
     seen = look_around(directory, task, killed.returncode)
-    want = expected_position(step, phase)
+    want = expected_position(kill.step, kill.boundary)
     seen["checks"] |= {
         "killed_by_sigkill": killed.returncode == -9,
         "journal_where_killed": all(seen["journal"][k] == v for k, v in want.items()),
     }
-    return {"step": step, "boundary": phase, **seen, "gate_refusals": refusals,
-            "injected": inject_collision(directory, step)}
+    return {"step": kill.step, "boundary": kill.boundary, **seen,
+            "gate_refusals": refusals, "lease_restarts": restarts,
+            "injected": inject_collision(directory, kill.step)}
 
 
 def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
-                    span: float) -> dict:
-    """Start (or resume) the worker and SIGKILL its group ``fraction * span``
-    seconds after it was started, wherever it is, unless it ended first."""
+                    span: float, inject: bool = True) -> dict:
+    """Start (or resume) the worker ``args`` and SIGKILL its group ``fraction
+    * span`` seconds after it was started, wherever it is, unless it ended
+    first; then (``inject``) the supplier's collision."""
     planned = fraction * span
 
     def launch():
@@ -225,20 +360,22 @@ def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
             pass  # still running at the instant: the usual case
         at = time.monotonic() - worker.started
         finished = worker.kill(expect_sigkill=False)  # SIGKILL unless it ended
-        return (finished, at), finished.returncode == REFUSED
+        return (finished, at), finished.returncode
 
-    (finished, at), refusals = answered(launch, directory, task)
+    (finished, at), refusals, restarts = answered(launch, directory, task)
     seen = look_around(directory, task, finished.returncode)
     done = seen["journal"]["confirmed"] == len(PLAN.steps)
     seen["checks"]["killed_or_ran_to_the_end"] = (
         finished.returncode == -9 or (finished.returncode == 0 and done))
     doubt, last = seen["journal"]["in_doubt_steps"], seen["journal"]["last_row"]
     step = doubt[0] if doubt else last + 1 if last < len(PLAN.steps) else None
-    injected = inject_collision(directory, step) if finished.returncode == -9 else None
+    killed = finished.returncode == -9
+    injected = inject_collision(directory, step) if killed and inject else None
     return {"fraction": round(fraction, 6), "span_s": round(span, 4),
             "planned_s": round(planned, 4), "at_s": round(at, 4),
-            "interrupted_step": step if finished.returncode == -9 else None,
-            **seen, "gate_refusals": refusals, "injected": injected}
+            "interrupted_step": step if killed else None,
+            **seen, "gate_refusals": refusals, "lease_restarts": restarts,
+            "injected": injected}
 
 
 def copy_world(template: str, directory: str) -> None:
@@ -248,35 +385,34 @@ def copy_world(template: str, directory: str) -> None:
         shutil.copyfile(source, target)
 
 
-def run_trial(number: int, points: list, probe: str, world: dict) -> dict:
+def run_trial(number: int, points: list, world: World) -> dict:
     """Kill at each point in turn, resume to the end, check from durable rows."""
     with (tempfile.TemporaryDirectory() as directory,
           Harness(env={"PYTHONPATH": SRC}) as harness):
-        copy_world(world["template"], directory)
-        task = world["task"]
-        args = [*WORKER, "--dir", directory, "--task", task, "--probe", probe]
-        kills = []
+        copy_world(world.template, directory)
+        task, kills = world.task, []
         for point in points:
-            if world["kill_at"] == "boundary":
-                kills.append(kill_at_boundary(harness, args, directory, task, *point))
+            if isinstance(point, BoundaryKill):
+                kills.append(kill_at_boundary(harness, world, directory, point))
                 continue
-            kills.append(kill_at_instant(harness, args, directory, task, point,
-                                         world["span_s"]))
+            kills.append(kill_at_instant(harness, world.args(directory), directory,
+                                         task, point.fraction, world.span_s))
             if kills[-1]["returncode"] != -9:
                 break  # the run ended before its instant: nothing is left to kill
 
         def finish():
-            done = harness.run(args, timeout=experiment.TIMEOUT)
-            return done, done.returncode == REFUSED
+            done = harness.run(world.args(directory), timeout=experiment.TIMEOUT)
+            return done, done.returncode
 
-        resumed, refusals = answered(finish, directory, task)
+        resumed, refusals, restarts = answered(finish, directory, task)
         final = end_state(directory)
         after = journal_view(directory, task)
     return judge(number, kills, resumed.returncode, refusals, final, after,
-                 world["reference"])
+                 world.reference, restarts)
 
 
-def judge(number, kills, resumed_rc, refusals, final, after, reference) -> dict:
+def judge(number, kills, resumed_rc, refusals, final, after, reference,
+          restarts=0) -> dict:
     """Each check as a named boolean; the trial holds when all are true."""
     checks = {name: all(k["checks"][name] for k in kills)
               for name in kills[0]["checks"]}
@@ -292,19 +428,134 @@ def judge(number, kills, resumed_rc, refusals, final, after, reference) -> dict:
     }
     differs = sorted(fid for fid, name in reference["files"].items()
                      if final["state"]["files"].get(fid) != name)
-    return {"trial": number, "holds": all(checks.values()), "checks": checks,
-            "kills": kills, "resume_gate_refusals": refusals,
+    return {"trial": number, "case": "killed_holder", "holds": all(checks.values()),
+            "checks": checks, "kills": kills, "resume_gate_refusals": refusals,
             "resumed_returncode": resumed_rc, "journal_after": after,
+            "lease_restarts": restarts + sum(k["lease_restarts"] for k in kills),
             "duplicates": final["duplicates"], "files_differing": differs}
 
 
-def uninterrupted_run(template: str) -> dict:
+# --- the live stale holder ----------------------------------------------------------
+
+
+def stale_holder_trial(number: int, plan: StaleHolder, world: World) -> dict:
+    """The first worker stopped alive at its pause, replacements killed at
+    instants, a last one finishing, the first let go; judged from the rows."""
+    with (tempfile.TemporaryDirectory() as directory,
+          Harness(env={"PYTHONPATH": SRC}) as harness):
+        copy_world(world.template, directory)
+        task = world.task
+        holder = harness.start(world.args(directory, "holder"),
+                               stop_at=f"step-{plan.step}:{plan.pause}")
+        holder.wait_for_boundary(timeout=experiment.TIMEOUT)
+        at_pause = journal_view(directory, task)
+        if plan.stop == "frozen":
+            holder.freeze()  # SIGSTOP: alive, its lease running out
+            holder.release()  # read once it runs again
+        kills = []
+        for kill in plan.kills:  # each waits out the lease before it starts
+            kills.append(kill_at_instant(
+                harness, world.args(directory, "replacement"), directory, task,
+                kill.fraction, resumed_span(world, directory), inject=False))
+            if kills[-1]["returncode"] != -9:
+                break
+
+        def finish():
+            done = harness.run(world.args(directory, "replacement"),
+                               timeout=experiment.TIMEOUT)
+            return done, done.returncode
+
+        resumed, _, restarts = answered(finish, directory, task)
+        holder.thaw() if plan.stop == "frozen" else holder.release()
+        late = holder.finish(experiment.TIMEOUT)
+        where = paths(directory)
+        final, after = end_state(directory), journal_view(directory, task)
+        messages = mail.messages(where["mail"])
+        with opened(where["drive"]) as drive_db:
+            replays = drive_db.execute(
+                "SELECT coalesce(sum(replays), 0) FROM rename_requests").fetchone()[0]
+    return judge_stale(number, plan, world.reference, {
+        "at_pause": at_pause, "kills": kills, "resumed_returncode": resumed.returncode,
+        "holder_returncode": late.returncode, "lease_restarts": restarts,
+        "final": final, "journal_after": after, "messages": messages,
+        "renames_replayed": replays, "span_s": world.span_s})
+
+
+def resumed_span(world: World, directory: str) -> float:
+    """The span a replacement's instant is drawn in: SPAN scaled to the steps
+    it has left, since a resumed run does only those."""
+    left = len(PLAN.steps) - journal_view(directory, world.task)["confirmed"]
+    return world.span_s * max(left, 1) / len(PLAN.steps)
+
+
+def found_by_key(messages: list[dict]) -> list[int]:
+    """The steps whose operation key, searched in the provider's
+    ``X-Operation-Key`` column as the probe searches it, finds more than one
+    message: how a late duplicate is detected."""
+    keys = Counter(m["operation_key"] for m in messages if m["operation_key"])
+    return sorted(int(key.split("/")[1]) for key, n in keys.items() if n > 1)
+
+
+def first_per_key(messages: list) -> list:
+    """The provider's messages, the first under each operation key only."""
+    seen, kept = set(), []
+    for message in messages:
+        if message[2] not in seen:
+            seen.add(message[2])
+            kept.append(message)
+    return kept
+
+
+def judge_stale(number: int, plan: StaleHolder, reference: dict, seen: dict) -> dict:
+    """Each check as a named boolean, from the rows ``seen`` holds."""
+    kills, final = seen["kills"], seen["final"]
+    twice = found_by_key(seen["messages"])
+    late = final["duplicates"]["mails"] if plan.late_mail else 0
+    replay_expected = int(plan.pause == journal.ADMITTED
+                          and plan.step in RENAME_STEPS)
+    checks = {name: all(k["checks"][name] for k in kills)
+              for name in (kills[0]["checks"] if kills else {})}
+    state = final["state"]
+    checks |= {
+        "holder_stopped_after_its_intent":
+            seen["at_pause"]["in_doubt_steps"] == [plan.step],
+        "replacement_finished": seen["resumed_returncode"] == 0
+        and seen["journal_after"]["confirmed"] == len(PLAN.steps),
+        "holder_refused_once_let_go": seen["holder_returncode"] == STALE,
+        "renames_once": final["duplicates"]["renames"] == 0,
+        "mails_once_outside_the_window":
+            final["duplicates"]["mails"] - late == 0,
+        "late_mail_as_predicted": late == plan.late_mail,
+        "late_mail_found_by_its_key": twice == ([plan.step] if late else []),
+        "late_rename_replayed_not_repeated":
+            seen["renames_replayed"] == replay_expected,
+        "end_state_equal": state["files"] == reference["files"]
+        and first_per_key(state["messages"]) == reference["messages"],
+    }
+    return {"trial": number, "case": "live_stale_holder",
+            "holds": all(checks.values()), "checks": checks,
+            "holder": plan.planned(seen["span_s"])
+            | {"returncode": seen["holder_returncode"]},
+            "at_pause": seen["at_pause"], "kills": kills,
+            "resumed_returncode": seen["resumed_returncode"],
+            "journal_after": seen["journal_after"],
+            "lease_restarts": seen["lease_restarts"]
+            + sum(k["lease_restarts"] for k in kills),
+            "duplicates": final["duplicates"], "late_mail_duplicates": late,
+            "late_duplicates_found_by_key": twice,
+            "renames_replayed": seen["renames_replayed"]}
+
+
+# --- the draw, the trials, the summary ------------------------------------------------
+
+
+def uninterrupted_run(world: World) -> dict:
     """One run with no kill, in a worker process too: its end state, and how
     long it lived from the moment it was started to its exit."""
     with (tempfile.TemporaryDirectory() as directory,
           Harness(env={"PYTHONPATH": SRC}) as harness):
-        copy_world(template, directory)
-        worker = harness.start([*WORKER, "--dir", directory, "--task", PLAN.task])
+        copy_world(world.template, directory)
+        worker = harness.start(world.args(directory))
         worker.process.wait(timeout=experiment.TIMEOUT)
         lived = time.monotonic() - worker.started
         done = worker.finish(experiment.TIMEOUT)
@@ -313,7 +564,7 @@ def uninterrupted_run(template: str) -> dict:
         return {"state": end_state(directory)["state"], "lived_s": round(lived, 4)}
 
 
-def kill_points(trials: int, kills: int, seed: int) -> list[list[tuple[int, str]]]:
+def kill_points(trials: int, kills: int, seed: int) -> list[list[BoundaryKill]]:
     """Per trial, ``kills`` (step, boundary) pairs, fixed by ``seed``.
 
     Steps are drawn uniformly without replacement and visited in order (each
@@ -321,7 +572,7 @@ def kill_points(trials: int, kills: int, seed: int) -> list[list[tuple[int, str]
     """
     rng = random.Random(seed)
     numbers = range(1, len(PLAN.steps) + 1)
-    return [[(step, rng.choice(journal.PHASES))
+    return [[BoundaryKill(step, rng.choice(journal.PHASES))
              for step in sorted(rng.sample(numbers, kills))]
             for _ in range(trials)]
 
@@ -333,56 +584,73 @@ def instant_fractions(trials: int, kills: int, seed: int) -> list[list[float]]:
     return [[rng.random() for _ in range(kills)] for _ in range(trials)]
 
 
+def stale_holders(trials: int, kills: int, seed: int) -> list[StaleHolder]:
+    """Per trial, where the first worker stops (a uniform step and pause),
+    how (held or frozen), and ``kills`` instants for its replacements."""
+    rng = random.Random(seed)
+    return [StaleHolder(rng.randint(1, len(PLAN.steps)), rng.choice(PAUSES),
+                        rng.choice(STOPS),
+                        tuple(InstantKill(rng.random()) for _ in range(kills)))
+            for _ in range(trials)]
+
+
 def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int,
-             kill_at: str = "boundary") -> dict:
+             kill_at: str = "boundary", stale: bool = False,
+             lease: tuple[str, ...] = ()) -> dict:
     """Build the template world, time the uninterrupted runs, run every trial."""
     with tempfile.TemporaryDirectory() as template:
-        world = {"template": template, "task": build_world(template, PLAN),
-                 "kill_at": kill_at}
-        runs = SPAN_RUNS if kill_at == "instant" else 1
+        world = World(template, build_world(template, PLAN),
+                      "instant" if stale else kill_at, lease, probe)
+        runs = SPAN_RUNS if world.kill_at == "instant" else 1
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            timed = list(pool.map(uninterrupted_run, [template] * runs))
-        world["reference"] = timed[0]["state"]
-        if any(t["state"] != world["reference"] for t in timed):
+            timed = list(pool.map(uninterrupted_run, [world] * runs))
+        world.reference = timed[0]["state"]
+        if any(t["state"] != world.reference for t in timed):
             raise RuntimeError("two uninterrupted runs ended in different states")
-        if kill_at == "boundary":
+        if world.kill_at == "instant":
+            world.span_s = max(t["lived_s"] for t in timed)
+        if stale:
+            points = stale_holders(trials, kills, seed)
+        elif kill_at == "boundary":
             points = kill_points(trials, kills, seed)
         else:
-            world["span_s"] = max(t["lived_s"] for t in timed)
-            points = instant_fractions(trials, kills, seed)
-        done = run_trials(points, probe, jobs, world)
+            points = [[InstantKill(u) for u in fractions]
+                      for fractions in instant_fractions(trials, kills, seed)]
+        done = run_trials(points, jobs, world)
     return {**done, "uninterrupted_s": [t["lived_s"] for t in timed],
-            "span_s": world.get("span_s")}
-
-
-def planned_kill(point, world: dict) -> dict:
-    """A kill point as the evidence states it, before it is tried."""
-    if world["kill_at"] == "boundary":
-        return {"step": point[0], "boundary": point[1]}
-    return {"fraction": round(point, 6), "planned_s": round(point * world["span_s"], 4)}
+            "span_s": world.span_s}
 
 
 def where(kill: dict) -> str:
-    """A kill point in words, for the progress lines."""
+    """A planned kill in words, for the progress lines."""
+    if "pause" in kill:
+        return f"{kill['stop']} at step-{kill['step']}:{kill['pause']}"
     if "boundary" in kill:
         return f"step {kill['step']} {kill['boundary']}"
     return f"{kill['planned_s']:.3f} s"
 
 
-def run_trials(points, probe: str, jobs: int, world: dict) -> dict:
+def run_trials(points: list, jobs: int, world: World) -> dict:
     progress = experiment.Progress(len(points))
 
     def one(item):
-        number, kills = item
-        plan = [planned_kill(point, world) for point in kills]
-        result = evidence.attempt({"trial": number, "planned_kills": plan},
-                                  run_trial, number, kills, probe, world)
+        number, point = item
+        if isinstance(point, StaleHolder):
+            plan = [point.planned(world.span_s)]
+            result = evidence.attempt({"trial": number, "planned_kills": plan},
+                                      stale_holder_trial, number, point, world)
+        else:
+            plan = [kill.planned(world.span_s) for kill in point]
+            result = evidence.attempt({"trial": number, "planned_kills": plan},
+                                      run_trial, number, point, world)
         said = ", ".join(where(kill) for kill in plan)
-        return progress.report(f"trial {number} killed at {said}", result)
+        return progress.report(f"trial {number} killed at {said}"
+                               if "pause" not in plan[0]
+                               else f"trial {number}: holder {said}", result)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(one, enumerate(points, start=1)))
-    return {"reference": world["reference"], "trials": results}
+    return {"reference": world.reference, "trials": results}
 
 
 def summarize(results: list[dict], kill_at: str = "boundary") -> dict:
@@ -404,7 +672,8 @@ def summarize(results: list[dict], kill_at: str = "boundary") -> dict:
         "resolved_by_probe": sum(r["journal_after"]["resolved_by"]["probe"]
                                  for r in finished),
         "gate_refusals": sum(len(k["gate_refusals"]) for k in tried)
-        + sum(len(r["resume_gate_refusals"]) for r in finished),
+        + sum(len(r.get("resume_gate_refusals", ())) for r in finished),
+        "lease_restarts": sum(r["lease_restarts"] for r in finished),
         "max_in_doubt_at_kill": max((k["journal"]["in_doubt"] for k in kills),
                                     default=None),
         "kills_by_journal_state": {state: sum(k["journal_stood"] == state
@@ -414,6 +683,24 @@ def summarize(results: list[dict], kill_at: str = "boundary") -> dict:
         summary["kills_by_boundary"] = {
             phase: sum(k["boundary"] == phase for k in kills)
             for phase in journal.PHASES}
+    stale = [r for r in finished if r.get("case") == "live_stale_holder"]
+    if stale:
+        late = sum(r["late_mail_duplicates"] for r in stale)
+        summary |= {
+            "case": "live_stale_holder",
+            "effects_twice": sum(r["duplicates"]["renames"] for r in stale)
+            + sum(r["duplicates"]["mails"] for r in stale) - late,
+            "late_mail_duplicates": late,
+            "late_duplicates_found_by_key": sum(
+                len(r["late_duplicates_found_by_key"]) for r in stale),
+            "late_renames_replayed": sum(r["renames_replayed"] for r in stale),
+            "holder_returncodes": dict(sorted(Counter(
+                str(r["holder"]["returncode"]) for r in stale).items())),
+            "holders_by_pause": {pause: sum(r["holder"]["pause"] == pause
+                                            for r in stale) for pause in PAUSES},
+            "holders_by_stop": {stop: sum(r["holder"]["stop"] == stop
+                                          for r in stale) for stop in STOPS},
+        }
     return summary
 
 
@@ -426,26 +713,45 @@ def kills_per_trial(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """The type of ``--ttl`` and ``--wait``: finite seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 60):
+        raise argparse.ArgumentTypeError(f"must be seconds in (0, 60], got {text!r}")
+    return value
+
+
 def run(args) -> tuple[dict, list[dict], dict]:
     trials, kills = (QUICK_TRIALS, 2) if args.quick else (args.trials, args.kills)
-    done = campaign(trials, kills, args.seed, args.probe, args.jobs, args.kill_at)
-    summary = summarize(done["trials"], args.kill_at)
-    if args.kill_at == "instant":
+    lease = ("--ttl", str(args.ttl), "--wait", str(args.wait))
+    done = campaign(trials, kills, args.seed, args.probe, args.jobs, args.kill_at,
+                    args.stale_holder, lease)
+    kill_at = "instant" if args.stale_holder else args.kill_at
+    summary = summarize(done["trials"], kill_at)
+    if kill_at == "instant":
         summary |= {"span_s": done["span_s"],
                     "uninterrupted_s": done["uninterrupted_s"]}
     for number in summary["failed_trials"]:
         bad = done["trials"][number - 1]
         failing = bad.get("error") or ", ".join(
             name for name, ok in bad["checks"].items() if not ok)
-        said = ", ".join(where(k) for k in bad.get("kills", bad.get("planned_kills")))
-        print(f"FAILED trial {number} (killed at {said}): {failing}", file=sys.stderr)
+        plan = bad.get("planned_kills") or [bad.get("holder")] if "holder" in bad \
+            else bad.get("planned_kills") or bad["kills"]
+        said = ", ".join(where(k) for k in plan)
+        how = "holder" if "pause" in plan[0] else "killed at"
+        print(f"FAILED trial {number} ({how} {said}): {failing}", file=sys.stderr)
     parameters = {"trials": trials, "kills": kills, "seed": args.seed,
-                  "kill_at": args.kill_at, "probe": args.probe, "jobs": args.jobs}
+                  "kill_at": kill_at, "stale_holder": args.stale_holder,
+                  "probe": args.probe, "jobs": args.jobs, "ttl": args.ttl,
+                  "wait": args.wait}
     return summary, done["trials"], {"parameters": parameters,
                                      "reference": done["reference"]}
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line():
     parser = experiment.command_line(
         __doc__, count="trials", default=200, seed=7,
         count_help="trials, each a fresh world killed at random points",
@@ -456,11 +762,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-at", choices=KILL_AT, default="boundary",
                         help="boundary: at a random step's boundary; instant: at a "
                         "random instant of the run (default: %(default)s)")
+    parser.add_argument("--stale-holder", action="store_true",
+                        help="the case live_stale_holder: the first worker stopped "
+                        "alive after its intent or admission, replacements killed "
+                        f"at instants (--kills, at most {MAX_STALE_KILLS}), then "
+                        "let go (default: killed holders only)")
     parser.add_argument("--probe", choices=PROBES, default="correct",
                         help="how a resumed run checks a step in doubt; "
                         "filename-only is the mutant (default: %(default)s)")
     parser.add_argument("--jobs", type=experiment.parse_count, default=2,
                         metavar="J", help="trials at a time (default: %(default)s)")
+    parser.add_argument("--ttl", type=seconds, default=1.0, metavar="S",
+                        help="the workers' lease, renewed with every intent; a "
+                        "killed worker's runs out before a replacement starts "
+                        "(default: %(default)s)")
+    parser.add_argument("--wait", type=seconds, default=0.25, metavar="S",
+                        help="each request's declared wait, below --ttl "
+                        "(default: %(default)s)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = command_line()
+    args = parser.parse_args(argv)  # the cross-checks, before anything runs
+    if args.wait >= args.ttl:
+        parser.error(f"--wait ({args.wait}) must be below --ttl ({args.ttl})")
+    if args.stale_holder and not args.quick and args.kills > MAX_STALE_KILLS:
+        parser.error(f"--stale-holder kills at most {MAX_STALE_KILLS} replacements"
+                     " per trial (a held worker gives up after 30 s)")
     return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
                            run=run)
 

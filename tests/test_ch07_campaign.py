@@ -1,12 +1,14 @@
 """The chapter 07 random-kill campaign, run for real: 200 SIGKILLs and a mutant,
-then kills at random instants.
+then kills at random instants, then live stale holders.
 
 25 trials of 8 kills each: every resumed run is killed again later in the
 plan, so 200 kills cost 225 worker starts instead of 400. The evidence is
 checked against itself (aggregates re-summed from the per-trial records) and
 against the plan (where each kill must have left the journal). The instant
 mode is checked against its seed (the fractions drawn), its measured span,
-and both ends of the timer: a kill at once and one that comes too late.
+and both ends of the timer: a kill at once and one that comes too late. The
+live stale holder is checked against its draw: which trials must show the mail
+provider's late duplicate, and the drive's replay, is known before they run.
 """
 
 import importlib.util
@@ -32,6 +34,7 @@ MAILS = tuple(s.number for s in PLAN.steps if s.irreversible)  # (42, 43)
 def load_campaign():
     spec = importlib.util.spec_from_file_location("ch07_campaign", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -146,12 +149,12 @@ def test_an_existing_output_is_refused_before_anything_runs(tmp_path):
 def test_a_trial_the_harness_cannot_finish_fails_the_campaign(monkeypatch):
     module = load_campaign()
 
-    def stuck(number, kills, probe, world):
+    def stuck(number, kills, world):
         raise BoundaryTimeout("worker did not reach 'step-3:after_intent' within 60 s")
 
     monkeypatch.setattr(module, "run_trial", stuck)
-    run = module.run_trials([[(3, "after_intent")]], "correct", 1,
-                            {"reference": {}, "kill_at": "boundary"})
+    world = module.World("unused", "task", "boundary", (), reference={})
+    run = module.run_trials([[module.BoundaryKill(3, "after_intent")]], 1, world)
     summary = module.summarize(run["trials"])
     assert summary["failed_trials"] == summary["unfinished_trials"] == [1]
     assert summary["held"] == summary["kills"] == 0
@@ -206,7 +209,8 @@ def test_instant_kills_are_seeded_drawn_within_the_measured_span_and_hold(tmp_pa
 def instant_world(tmp_path):
     module = load_campaign()
     task = build_world(str(tmp_path), PLAN)
-    args = [*module.WORKER, "--dir", str(tmp_path), "--task", task]
+    args = [*module.WORKER, "--dir", str(tmp_path), "--task", task, "--ttl", "1",
+            "--wait", "0.25"]
     with Harness(env={"PYTHONPATH": module.SRC}) as harness:
         yield module, harness, args, str(tmp_path), task
 
@@ -230,4 +234,38 @@ def test_an_instant_after_the_run_ends_kills_nothing(instant_world):
 def test_the_kill_mode_is_one_of_two(tmp_path):
     done = campaign(tmp_path / "never.json", "--kill-at", "sometimes")
     assert done.returncode == 2 and "--kill-at" in done.stderr
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_live_stale_holders_send_nothing_twice_but_in_the_residual_window(tmp_path):
+    """The first worker stopped alive (held or frozen) after its intent or its
+    admission, two replacements killed at instants, a third finishing, the
+    first let go. Seed 2's draw holds every kind: after an intent (refused at
+    its admission), admitted on a rename (the drive replays it) and admitted
+    on the last mail (the provider gets it twice)."""
+    output = tmp_path / "stale.json"
+    done = campaign(output, "--stale-holder", "--trials", "4", "--kills", "2",
+                    "--seed", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    evidence = json.loads(output.read_text())
+    summary, trials = evidence["summary"], evidence["trials"]
+    drawn = load_campaign().stale_holders(4, 2, 2)
+    assert [(t["holder"]["step"], t["holder"]["pause"], t["holder"]["stop"])
+            for t in trials] == [(d.step, d.pause, d.stop) for d in drawn]
+    window = [d.step for d in drawn if d.pause == "admitted" and d.step in MAILS]
+    replayed = [d for d in drawn if d.pause == "admitted" and d.step < GATE]
+    assert window and replayed and {d.stop for d in drawn} == {"held", "frozen"}
+    assert summary["case"] == "live_stale_holder" and summary["held"] == 4
+    assert summary["effects_twice"] == 0
+    assert summary["late_mail_duplicates"] == len(window)
+    assert [step for t in trials for step in t["late_duplicates_found_by_key"]] \
+        == window
+    assert summary["late_renames_replayed"] == len(replayed)
+    assert summary["holder_returncodes"] == {"5": 4}  # each refused once let go
+    assert summary["kills"] > 0 and summary["max_in_doubt_at_kill"] == 1
+
+
+def test_stale_holders_take_at_most_three_replacement_kills(tmp_path):
+    done = campaign(tmp_path / "never.json", "--stale-holder", "--kills", "4")
+    assert done.returncode == 2 and "at most 3" in done.stderr
     assert not (tmp_path / "never.json").exists()
