@@ -9,9 +9,11 @@ the stores the worker was pointed at."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -78,16 +80,22 @@ PAYMENT_CASES = [
     ("--state", "{tmp}"), ("--state", ""), ("--state", "{tmp}/payments.sqlite"),
     ("--payments", "{tmp}/absent.sqlite"),
     ("--payments", "{tmp}/empty.sqlite"), ("--payments", ""),
+    # issue 23: amounts spelled in ways int() accepts and a person did not type
+    ("--amount", "+4000"), ("--amount", "4_000"), ("--amount", " 4000"),
+    ("--amount", "\u0664\u0660\u0660\u0660"),  # Arabic-Indic digits
+    # a state that is not a file the worker could keep
+    ("--state", "/dev/null"), ("--state", "/dev/full"), ("--state", "{tmp}/fifo"),
 ]
 
 
 @pytest.fixture
 def service(tmp_path):
-    """An installed, approved payment service and a 0-byte file beside it."""
+    """An installed, approved payment service, a 0-byte file and a FIFO."""
     db = tmp_path / "payments.sqlite"
     payments.install(db)
     payments.approve(db, "SUP-1", 4000, "USD")
     (tmp_path / "empty.sqlite").touch()
+    os.mkfifo(tmp_path / "fifo")
     return db
 
 
@@ -125,6 +133,7 @@ def test_the_unchanged_payment_command_pays(tmp_path, service, worker, extra):
 
 
 RESTOCK_CASES = [
+    ("--quantity", "+2"), ("--quantity", "1_0"), ("--db", "/dev/null"),
     ("--quantity", "0"), ("--quantity", "-1"), ("--quantity", str(2**63)),
     ("--quantity", str(2**64)), ("--quantity", "1.5"), ("--quantity", "abc"),
     ("--task", ""), ("--task", " "), ("--sku", ""), ("--sku", "\t"),
@@ -356,3 +365,63 @@ def test_shop_worker_with_nothing_to_claim_says_so_with_its_own_status(tmp_path,
                                          "--url", "http://127.0.0.1:9"])
     assert done.returncode == shop_worker.NOTHING_TO_CLAIM == 3, done.stderr
     assert done.stderr.splitlines() == ["nothing to claim"]
+
+
+# --- what the machine refuses: one line, never a traceback (issue 23) ---------
+
+
+@contextmanager
+def tiny_mount(folder: Path, size: str, *flags: str):
+    """A tmpfs of ``size`` on ``folder`` for the block (root only; else skip),
+    unmounted however the block ends."""
+    folder.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join((f"size={size}",
+                                                                   *flags)),
+                           "tmpfs", str(folder)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    with tiny_mount(tmp_path / "ro", "1m", "ro") as folder:
+        yield folder
+
+
+@pytest.mark.parametrize("worker", ["pay_invoice", "charge"])
+def test_a_state_on_a_read_only_mount_is_refused_up_front(tmp_path, service,
+                                                           read_only, worker):
+    argv = payment_argv(tmp_path, service) + (
+        ["--key", "k-1"] if worker == "charge" else [])
+    line = refused(tmp_path, worker, with_option(argv, "--state",
+                                                 str(read_only / "worker.sqlite")))
+    assert "cannot be written" in line
+    assert payments.snapshot(service)["payments"] == []
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 256 KiB tmpfs with 200 KiB of it taken."""
+    with tiny_mount(tmp_path / "full", "256k") as folder:
+        (folder / "filler").write_bytes(b"x" * 200 * 1024)
+        yield folder
+
+
+def test_a_disk_that_fills_mid_run_ends_the_worker_in_one_line(tmp_path, full_disk):
+    argv = ["--db", str(full_disk / "shop.sqlite"), "--task", "t", "--sku",
+            "oat-milk", "--quantity", "2", "--text", "n" * 100_000]
+    done = subprocess.run([sys.executable, "-m", "crashcourse.workers.restock_note",
+                           *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == options.IO_ERROR, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    assert "full" in done.stderr
+
+
+@pytest.mark.parametrize("worker", [pay_invoice, charge, restock_note],
+                         ids=lambda w: w.__name__)
+def test_the_machine_refusal_status_is_documented(worker):
+    assert "74" in worker.__doc__

@@ -47,12 +47,18 @@ def check_flag(name: str, value: object) -> bool:
 
 
 def check_place(name: str, path: object) -> str:
-    """Where a new file may be made: a non-blank path that is not a directory,
-    in a directory that exists. Looks, and creates nothing (chapter 00)."""
+    """Where a worker may keep its own file: a non-blank path that is a
+    regular file or nothing yet (not a directory, a device such as /dev/null
+    or /dev/full, a FIFO), in an existing directory this process may write
+    (a read-only mount is refused). Looks, and creates nothing (chapter 00)."""
     check_text(name, path)
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path) or not os.path.isdir(folder):
         raise ValueError(f"{name} {path!r} is not a file in an existing directory")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"{name} {path!r} is not a regular file")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{name} {path!r}: its directory cannot be written")
     return path
 
 

@@ -13,9 +13,9 @@ transaction, after the INSERT and before the COMMIT), ``after_payment`` and
 It prints one JSON line saying what it did and exits by ``paying.EXITS``: 0
 (committed or replayed), 2 (bad input, a blank ``--key`` included, or a
 ``--payments`` file that is not an installed service: one line on stderr,
-nothing created), 3 (refused, with the reason), 4 (key conflict) or 5
-(service busy). Graders read the payment service's file, never this line or
-the exit status.
+nothing created), 3 (refused, with the reason), 4 (key conflict), 5
+(service busy) or 74 (the machine refused a file mid-run: one line).
+Graders read the payment service's file, never this line or the exit status.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def parse(argv: list[str] | None = None):
                          payment_command.EPILOG)
 
 
+@options.one_line_errors
 def main(argv: list[str] | None = None) -> int:
     return payment_command.run(parse(argv), pay)
 

@@ -21,7 +21,7 @@ from crashcourse.boundary import boundary
 from crashcourse.services import payments
 from crashcourse.store import StoreMissing, immediate, opened
 from crashcourse.workers import charge, paying, payment_command
-from crashcourse.workers.options import refuse
+from crashcourse.workers.options import one_line_errors, refuse
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ def issue_payment_read_first(path: str | Path, key: str, order_id: str,
     return "committed"
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """``charge``, paying through ``issue_payment_read_first`` (chapter 04)."""
     args = charge.parse(argv)

@@ -13,6 +13,12 @@ Bad input is refused the same way by every worker (issue 14): ONE line on
 stderr, ``prog: error: why``, no traceback, exit status ``BAD_INPUT`` (2, the
 status argparse uses), and nothing written: a worker checks its arguments and
 the services it needs before it opens its own file.
+
+What the machine refuses once the run has begun (a disk that fills, a file
+that cannot be opened or written) ends it the same way: one line, exit status
+``IO_ERROR`` (74, ``EX_IOERR`` of sysexits.h), never a traceback
+(``one_line_errors``). Whatever committed before stays committed, as after a
+kill; a rerun resumes from the durable rows.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from crashcourse.validate import check_text
 
 REQUIRED = object()  # an option with this default must be given
 BAD_INPUT = 2  # every worker's exit status for bad input, as argparse's own
+IO_ERROR = 74  # ... for a file the machine would not open or write (EX_IOERR)
 
 
 class Option:
@@ -101,6 +108,23 @@ def refuse(reason: object, prog: str | None = None) -> int:
     print(f"{prog}: error: {' '.join(str(reason).split())}", file=sys.stderr,
           flush=True)
     return BAD_INPUT
+
+
+def one_line_errors(main):
+    """``main`` with what the machine refuses mid-run (``OSError``, or an
+    ``sqlite3.Error``: a full disk, a read-only mount, a file that is not a
+    database) said on ONE line and ended with ``IO_ERROR`` (chapter 00)."""
+    import sqlite3  # every worker has loaded it already
+
+    def guarded(argv: list[str] | None = None) -> int:
+        try:
+            return main(argv)
+        except (OSError, sqlite3.Error) as refused:
+            refuse(f"the machine refused: {type(refused).__name__}: {refused}")
+            return IO_ERROR
+
+    guarded.__doc__, guarded.__name__ = main.__doc__, main.__name__
+    return guarded
 
 
 def text_options(argv: list[str], required: tuple[str, ...],

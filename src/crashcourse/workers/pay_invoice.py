@@ -16,7 +16,8 @@ a ``--payments`` (or ``--notify``) file that is not an installed service: one
 line on stderr, no traceback, nothing created; 3 refused (approval or
 budget); 4 the key is bound to another action; 5 the payment service stayed
 locked past ``--busy-timeout-ms``: nothing was charged and a rerun with the
-same key is safe.
+same key is safe; 74 the machine refused a file mid-run (a full disk, a
+read-only mount): one line on stderr, and what committed before stays.
 
 Both variants first read their own checkpoint (``pay_task``): the checkpoint
 is written only after the service answered, so a checkpoint proves the charge
@@ -103,6 +104,7 @@ def parse(argv: list[str] | None = None):
                          payment_command.EPILOG)
 
 
+@options.one_line_errors
 def main(argv: list[str] | None = None) -> int:
     return payment_command.run(parse(argv), pay_task)
 

@@ -32,7 +32,12 @@ from crashcourse.validate import (
     check_text,
 )
 from crashcourse.workers import paying
-from crashcourse.workers.options import Option, check_installed, refuse
+from crashcourse.workers.options import (
+    Option,
+    check_installed,
+    refuse,
+    whole_number,
+)
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints
@@ -45,17 +50,18 @@ OPTIONS = (
     Option("--state", "the worker's own SQLite file (its checkpoint)"),
     Option("--task", "the workflow's task id"),
     Option("--order", "the supplier order to pay"),
-    Option("--amount", "integer cents, 1 to 10**12", type=int),
+    Option("--amount", "integer cents, 1 to 10**12", type=whole_number),
     Option("--currency", "three upper-case letters, e.g. USD"),
     Option("--busy-timeout-ms",
            "how long to wait for a locked payment service (then exit 5)",
-           type=int, default=payments.DEFAULT_BUSY_TIMEOUT_MS),
+           type=whole_number, default=payments.DEFAULT_BUSY_TIMEOUT_MS),
 )
 
 EPILOG = ("exit status: 0 paid (or found paid); 2 bad input or a payment "
           "service that is not installed (one line on stderr, nothing written); "
           "3 refused (approval or budget); 4 the key is bound to another action; "
-          "5 the payment service stayed locked")
+          "5 the payment service stayed locked; 74 the machine refused a file "
+          "mid-run (a full disk, a read-only mount): one line")
 
 
 def check(args: SimpleNamespace) -> None:

@@ -20,7 +20,8 @@ The worker prints one JSON line saying what it did; graders read the rows.
 Exit status: 0 posted (or found posted); 2 bad input (a blank task or item, a
 quantity that is not a whole number from 1 to 10**6, a ``--db`` with no
 directory): one line on stderr, no traceback, no file created; 4 the same
-task already posted another note, nothing written (``CONFLICT_EXIT``).
+task already posted another note, nothing written (``CONFLICT_EXIT``); 74
+the machine refused a file mid-run (a full disk, a read-only mount): one line.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ OPTIONS = (
     options.Option("--db", "the shop's SQLite file"),
     options.Option("--task", "the workflow's task id"),
     options.Option("--sku", "the item to restock"),
-    options.Option("--quantity", "units, a whole number from 1 to 10**6", type=int),
+    options.Option("--quantity", "units, a whole number from 1 to 10**6",
+                   type=options.whole_number),
     options.Option("--text", "the note's wording", default=""),
     options.Option("--mode", "keyed: the reference; naive: the chapter 01 draft",
                    choices=("keyed", "naive"), default="keyed"),
@@ -163,7 +165,8 @@ OPTIONS = (
 
 
 EPILOG = ("exit status: 0 posted (or found posted); 2 bad input (one line on "
-          "stderr, no file created); 4 the task already posted another note")
+          "stderr, no file created); 4 the task already posted another note; "
+          "74 the machine refused a file mid-run (one line)")
 
 
 def parse(argv: list[str] | None = None) -> SimpleNamespace:
@@ -171,6 +174,7 @@ def parse(argv: list[str] | None = None) -> SimpleNamespace:
     return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv, EPILOG)
 
 
+@options.one_line_errors
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     try:
