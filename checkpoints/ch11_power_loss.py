@@ -10,19 +10,27 @@ the disk is rebuilt as a power cut there could leave it, under two models:
 ``synced_only`` (only writes a later fsync of their file covered survive) and
 ``unsynced_subsets`` (the writes since each file's last fsync survive in any
 subset of 512-byte sectors: every subset when there are few, else a seeded
-sample, "none" and "all" always among them). Each image is opened with the
-standard ``sqlite3``, checked with ``PRAGMA integrity_check`` and read.
+sample of ``budget`` images: "none", "all", in-order prefixes and random
+subsets; each trial says at how many points it sampled). Each image is
+opened with the standard ``sqlite3``, checked with ``PRAGMA integrity_check``
+and read, and opened once more, on a copy, by the runtime's own
+``store.opened`` (``refused``: ``StoreDamaged`` or ``StoreMissing``).
+
+A file's mode is FORCED (the question is what each level does), except in
+``as_shipped``, where each file is opened at the level the runtime asks for:
+the services FULL (``record=True``), the worker's file NORMAL.
 
 Cases:
 
-- ``service``: the payment service, a connection held open as a server
-  holds it, making N payments in WAL+FULL, WAL+NORMAL, DELETE+FULL,
+- ``service``: the payment service, a second idle connection held open as a
+  server's would be, making N payments in WAL+FULL, WAL+NORMAL, DELETE+FULL,
   DELETE+EXTRA and WAL+OFF. A payment is acknowledged once ``issue_payment``
   returned before the crash point; ``acknowledged_lost`` counts the images
   missing one, ``corrupt`` the images that fail the check.
-- ``service_per_call``: WAL+NORMAL with no connection held open, as the
-  book's service is called: the last connection to close checkpoints, and
-  that checkpoint syncs.
+- ``service_per_call``: WAL+NORMAL with no connection held open: the last
+  connection to close checkpoints, and that checkpoint syncs.
+- ``as_shipped``: the service, and the pay-then-checkpoint run, at the
+  levels the runtime's code asks for.
 - ``pay_then_checkpoint``: the worker pays, then checkpoints in its own
   file; every image is resumed (tasks without a checkpoint pay again under
   their derived key) and the payments counted: ``double_charges``, and
@@ -33,15 +41,23 @@ Cases:
   counts images missing an intent or outcome the journal had committed
   before the crash point; ``no_intent_for_done`` the images where a step's
   target shows it done and the journal has no intent for it (the probe
-  decides); ``double_charges`` the steps performed twice after the resume.
+  decides); ``double_charges`` the steps performed twice after the resume,
+  ``twice_without_doubt`` the images where a step ran twice that the
+  journal, as the cut left it, did not hold in doubt.
+- ``journal_blind``: the journal in NORMAL resumed with a mail probe that
+  never finds the mail (``powerloss_journal.blind_mail_actions``): the
+  negative control, where the lost intent lets the mail go twice.
 
 What must hold (``EXPECTED``): WAL+FULL and DELETE+EXTRA lose no
 acknowledged payment and no image is corrupt; WAL+NORMAL and DELETE+FULL
 are SHOWN losing acknowledged payments, never corrupt; WAL+OFF loses them;
-the service in FULL with the worker in NORMAL charges nothing twice and loses
-nothing acknowledged; the service in NORMAL shows the payment that vanished;
-the journal in NORMAL loses committed intents of steps already done, in FULL
-none, and in both nothing is performed twice.
+the runtime as shipped loses nothing and charges nothing twice; the service
+in FULL with the worker in NORMAL charges nothing twice and loses nothing
+acknowledged; the service in NORMAL shows the payment that vanished; the
+journal in NORMAL loses committed intents of steps already done, in FULL
+none, and with its probes nothing is performed twice; with a blind probe
+something is. In every trial the runtime refuses no sound image and trusts
+no damaged one.
 ``cost`` (beside the trials) is the price: microseconds per payment commit,
 FULL against NORMAL, interleaved rounds on this machine's disk, medians.
 Exit 0 only when every trial holds; 2 for bad usage or an existing --output.
@@ -56,16 +72,18 @@ from pathlib import Path
 import apsw
 
 from crashcourse import experiment
-from crashcourse.powerloss import Mode, service_case
-from crashcourse.powerloss_images import SCRATCH, SUBSETS, SYNCED
-from crashcourse.powerloss_journal import journal_case
+from crashcourse.powerloss import AS_OPENED, Mode, service_case
+from crashcourse.powerloss_images import SCRATCH, SYNCED_ONLY, UNSYNCED_SUBSETS
+from crashcourse.powerloss_journal import blind_mail_actions, journal_case
 from crashcourse.powerloss_runs import commit_cost, pay_then_checkpoint_case
 
-SCHEMA = "crashcourse.ch11.power_loss/1"
+SCHEMA = "crashcourse.ch11.power_loss/2"
 FULL, NORMAL = Mode("WAL", "FULL"), Mode("WAL", "NORMAL")
+AS_SHIPPED = Mode("WAL", AS_OPENED)
 SERVICE_MODES = (FULL, NORMAL, Mode("DELETE", "FULL"), Mode("DELETE", "EXTRA"),
                  Mode("WAL", "OFF"))
 NONE, SOME, ANY = "none", "some", "any"  # what a count must be
+SOUND = {"refused_sound": NONE, "trusted_corrupt": NONE}  # every trial
 EXPECTED = {  # case, mode -> the counts that must be none or some
     ("service", "WAL+FULL"): {"acknowledged_lost": NONE, "corrupt": NONE},
     ("service", "WAL+NORMAL"): {"acknowledged_lost": SOME, "corrupt": NONE},
@@ -74,6 +92,10 @@ EXPECTED = {  # case, mode -> the counts that must be none or some
     ("service", "WAL+OFF"): {"acknowledged_lost": SOME, "corrupt": ANY},
     ("service_per_call", "WAL+NORMAL"): {"acknowledged_lost": NONE,
                                          "corrupt": NONE},
+    ("as_shipped", "WAL+as opened"): {"acknowledged_lost": NONE, "corrupt": NONE},
+    ("as_shipped", "service WAL+as opened, worker WAL+as opened"): {
+        "acknowledged_lost": NONE, "double_charges": NONE,
+        "unpaid_after_resume": NONE, "corrupt": NONE},
     ("pay_then_checkpoint", "service WAL+FULL, worker WAL+NORMAL"): {
         "acknowledged_lost": NONE, "double_charges": NONE,
         "unpaid_after_resume": NONE, "corrupt": NONE},
@@ -86,33 +108,48 @@ EXPECTED = {  # case, mode -> the counts that must be none or some
     ("journal", "journal WAL+FULL, services WAL+FULL"): {
         "acknowledged_lost": NONE, "no_intent_for_done": NONE,
         "double_charges": NONE, "unfinished": NONE, "corrupt": NONE},
+    ("journal_blind", "journal WAL+NORMAL, services WAL+FULL"): {
+        "double_charges": SOME, "twice_without_doubt": SOME, "corrupt": NONE},
 }
+# What the runtime, as shipped, asked for each file
+ASKED = {"payments.sqlite": ["FULL"], "worker.sqlite": ["NORMAL"]}
 
 
 def judged(case: str, found: dict) -> dict:
-    """The trial: its counts, and a check per expectation of ``EXPECTED``."""
-    want = EXPECTED[(case, found["mode"])]
+    """The trial: its counts, and a check per expectation of ``EXPECTED``
+    (and, as shipped, that the runtime asked for the levels of ``ASKED``)."""
+    want = EXPECTED[(case, found["mode"])] | SOUND
     checks = {f"{name}_{rule}": (found[name] == 0 if rule == NONE else found[name] > 0)
               for name, rule in want.items() if rule != ANY}
+    if case == "as_shipped":
+        checks["asked_as_the_runtime_opens"] = all(
+            ASKED[name] == levels for name, levels in found["asked"].items())
     return {"case": case, **found, "expected": want, "checks": checks,
             "holds": all(checks.values())}
 
 
 def plans(quick: bool, seed: int) -> list[tuple]:
     """(case, runner, args, options) of every trial, in order."""
-    models = (SYNCED, SUBSETS)
+    models = (SYNCED_ONLY, UNSYNCED_SUBSETS)
     payments, pairs = (2, 2) if quick else (5, 4)
     sampled = {"budget": 6 if quick else 24, "seed": seed}
+    paired = {**sampled, "budget": 4 if quick else 12}
     plan = [("service", service_case, (mode, payments), {"model": m, **sampled})
             for mode in SERVICE_MODES for m in models]
     plan.append(("service_per_call", service_case, (NORMAL, payments),
-                 {"model": SYNCED, "held_open": False}))
+                 {"model": SYNCED_ONLY, "held_open": False}))
+    plan += [("as_shipped", service_case, (AS_SHIPPED, payments),
+              {"model": m, **sampled}) for m in models]
+    plan += [("as_shipped", pay_then_checkpoint_case, (AS_SHIPPED, AS_SHIPPED, pairs),
+              {"model": m, **paired}) for m in ((SYNCED_ONLY,) if quick else models)]
     plan += [("pay_then_checkpoint", pay_then_checkpoint_case, (s, w, pairs),
-              {"model": m, **sampled, "budget": 4 if quick else 12})
+              {"model": m, **paired})
              for s, w in ((FULL, NORMAL), (NORMAL, FULL)) for m in models]
     plan += [("journal", journal_case, (mode,),
               {"model": m, "seed": seed, "budget": 6})
-             for mode in (NORMAL, FULL) for m in ((SYNCED,) if quick else models)]
+             for mode in (NORMAL, FULL) for m in ((SYNCED_ONLY,) if quick else models)]
+    plan.append(("journal_blind", journal_case, (NORMAL,),
+                 {"model": SYNCED_ONLY, "actions": blind_mail_actions}))
     return plan
 
 
@@ -132,7 +169,7 @@ def run(args) -> tuple[dict, list[dict], dict]:
         cost = commit_cost(directory, commits=10 if args.quick else 40,
                            rounds=3 if args.quick else 7)
     lost = {t["mode"]: t["acknowledged_lost"] for t in trials
-            if t["case"] == "service" and t["model"] == SYNCED}
+            if t["case"] == "service" and t["model"] == SYNCED_ONLY}
     summary = {"trials": len(trials), "held": sum(t["holds"] for t in trials),
                "crash_points": sum(t["crash_points"] for t in trials),
                "images": sum(t["images"] for t in trials),

@@ -41,7 +41,8 @@ def test_every_trial_ran_holds_and_says_what_it_counted(trials):
     assert [(t["mode"], t["model"]) for t in trials if t["case"] == "service"] == [
         (mode, model) for mode in SERVICE_MODES for model in MODELS]
     assert {t["case"] for t in trials} == {
-        "service", "service_per_call", "pay_then_checkpoint", "journal"}
+        "service", "service_per_call", "as_shipped", "pay_then_checkpoint",
+        "journal", "journal_blind"}
     for trial in trials:
         assert FIELDS <= set(trial), trial["case"]
         assert trial["holds"] is True and all(trial["checks"].values())
@@ -66,7 +67,7 @@ def recounted(trial: dict) -> dict:
 
 def test_every_payment_count_is_its_points(trials):
     for trial in trials:
-        if trial["case"] == "journal":
+        if trial["case"].startswith("journal"):
             continue
         assert [p["point"] for p in trial["points"]] == list(
             range(trial["crash_points"]))
@@ -76,7 +77,7 @@ def test_every_payment_count_is_its_points(trials):
 
 
 def test_every_journal_loss_is_a_commit_made_before_its_point(trials):
-    for trial in (t for t in trials if t["case"] == "journal"):
+    for trial in (t for t in trials if t["case"].startswith("journal")):
         lost = 0
         for point in trial["points"]:
             made = point["acknowledged"]
@@ -132,3 +133,38 @@ def test_the_cost_sits_beside_what_each_level_loses(ch11):
     assert evidence["summary"]["us_per_commit"] == {
         level: c["us_per_commit"] for level, c in cost.items()}
     assert evidence["apsw"]["sqlite"].count(".") == 2
+
+
+def test_the_runtime_as_shipped_asks_full_for_the_service_and_loses_nothing(trials):
+    shipped = [t for t in trials if t["case"] == "as_shipped"]
+    assert len(shipped) >= 3
+    for trial in shipped:
+        assert trial["asked"]["payments.sqlite"] == ["FULL"]
+        assert trial["asked"].get("worker.sqlite", ["NORMAL"]) == ["NORMAL"]
+        assert recounted(trial)["acknowledged_lost"] == 0
+        assert trial["double_charges"] == trial["corrupt"] == 0
+
+
+def test_the_runtime_refuses_what_is_damaged_and_nothing_else(trials):
+    """Counted again from each image's verdict: the runtime's own open
+    (``refused``) against the judge's integrity check (``corrupt``)."""
+    torn = 0
+    for trial in trials:
+        for point in trial["points"]:
+            for seen in point["verdicts"]:
+                verdict = seen["verdict"]
+                assert (verdict["refused"] is not None) is verdict["corrupt"], (
+                    trial["case"], trial["mode"], point["point"])
+                torn += seen["images"] * verdict["corrupt"]
+    assert torn > 0  # WAL+OFF tore some: the check had something to refuse
+
+
+def test_a_blind_probe_sends_twice_what_the_journal_no_longer_held(trials):
+    [blind] = [t for t in trials if t["case"] == "journal_blind"]
+    silent = sum(seen["images"] for point in blind["points"]
+                 for seen in point["verdicts"]
+                 if not seen["verdict"]["corrupt"]
+                 and seen["verdict"]["twice_not_in_doubt"])
+    assert silent == blind["twice_without_doubt"] > 0
+    seeing = find(trials, "journal", "journal WAL+NORMAL, services WAL+FULL")
+    assert seeing["double_charges"] == seeing["twice_without_doubt"] == 0

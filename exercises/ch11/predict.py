@@ -22,7 +22,7 @@ from crashcourse.powerloss_vfs import MARK, SYNC, WRITE  # noqa: F401  (the kind
 def lost_at(events: list, point: int) -> list[str]:
     """The operation keys of the acknowledged payments that a power cut at
     crash point ``point`` takes away, in the order they were acknowledged,
-    when only synced writes survive (model A, ``synced_only``).
+    when only synced writes survive (the synced-only model).
 
     The service runs in WAL mode, in any ``synchronous`` level: decide from
     the events, not from the level.

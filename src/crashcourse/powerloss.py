@@ -16,13 +16,23 @@ opened with the standard ``sqlite3``.
 ``service_run`` is experiment 1: the payment service making N payments in one
 journal mode and ``synchronous`` level; ``tally`` counts, over every crash
 image, the acknowledged payments lost (a payment is acknowledged once
-``issue_payment`` returned, before the crash point) and the corrupt images.
+``issue_payment`` returned, before the crash point), the corrupt images, and
+how the runtime's own open treats each image (``store.StoreDamaged`` for a
+damaged one: never trusted, never a sound one refused).
+
+A file's ``Mode`` forces its level whatever the code asks (the question is
+what each level does); ``Mode(journal, AS_OPENED)`` keeps the level the code
+asked ``store.connect`` for, so the runtime runs as shipped: its services at
+FULL (``record=True``), a worker's own file at NORMAL. ``Recorder.asked``
+notes, per file, the level the code asked for.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections import namedtuple
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,16 +41,19 @@ from pathlib import Path
 import apsw
 
 from crashcourse import store
-from crashcourse.powerloss_images import SYNCED, check_database, explore
-from crashcourse.powerloss_vfs import Connection, Recorder, RecordingVFS
+from crashcourse.powerloss_images import SYNCED_ONLY, check_database, explore
+from crashcourse.powerloss_vfs import MARK, Connection, Recorder, RecordingVFS
 from crashcourse.services import payments
 
 ACK = "ack"  # the mark of a payment whose commit returned to its caller
 
 
+AS_OPENED = "as opened"  # a Mode's level: the one the code asked store.connect for
+
+
 class Mode(namedtuple("_ModeFields", "journal synchronous")):
     """A journal mode and a ``synchronous`` level, e.g. ``Mode("WAL", "FULL")``
-    (chapter 11). ``str(mode)`` is ``"WAL+FULL"``."""
+    (chapter 11), or ``AS_OPENED``. ``str(mode)`` is ``"WAL+FULL"``."""
 
     __slots__ = ()
 
@@ -78,8 +91,11 @@ def recording(folder: str | os.PathLike, modes: dict[str, Mode], *,
         if os.path.realpath(os.path.dirname(os.path.abspath(path))) != folder \
                 or name not in modes:
             return None
-        return open_recorded(path, modes[name], busy_timeout_ms, require,
-                             autocheckpoint)
+        recorder.asked.setdefault(name, set()).add(synchronous)
+        mode = modes[name]
+        if mode.synchronous == AS_OPENED:
+            mode = Mode(mode.journal, synchronous)
+        return open_recorded(path, mode, busy_timeout_ms, require, autocheckpoint)
 
     try:
         with store.opening_with(connector):
@@ -118,6 +134,13 @@ def set_up_service(folder: Path, count: int) -> Path:
     return service
 
 
+def returned_at(recorder: Recorder, label: str = ACK) -> list[int]:
+    """The crash points just after each ``label`` mark: for ``ack``, just
+    after each payment returned to its caller (chapter 11)."""
+    return [i for i, event in enumerate(recorder.events, start=1)
+            if event.kind == MARK and event.name == label]
+
+
 def payment_key(i: int) -> str:
     """Experiment 1's operation key of payment ``i`` (chapter 11)."""
     return f"power-{i}"
@@ -128,22 +151,26 @@ def service_run(folder: str | os.PathLike, mode: Mode, count: int, *,
     """Experiment 1: the payment service makes ``count`` payments in ``mode``,
     recorded; each is marked ``ack`` once ``issue_payment`` returned (ch. 11).
 
-    ``held_open``: the service keeps a connection open for the whole run, as
-    a server does. Without it each call's connection is the last one closed,
-    and SQLite checkpoints (with syncs) at every close."""
+    ``held_open``: a second connection, which does nothing, stays open for
+    the whole run, as a dashboard's or a server's would. ``issue_payment``
+    opens and closes its own connection per call either way; without the idle
+    one, each call's is the last to close, and SQLite checkpoints (with a
+    sync) at every last close."""
     folder = Path(folder)
     service = set_up_service(folder, count)
     with recording(folder, {service.name: mode},
                    autocheckpoint=autocheckpoint) as recorder:
-        server = store.connect(service) if held_open else None
+        # opened as the service opens its file: it never writes
+        idle = (store.connect(service, require=payments.TABLES, record=True)
+                if held_open else None)
         try:
             for i in range(count):
                 payments.issue_payment(service, payment_key(i), f"order-{i}",
                                        ORDER_CENTS, CURRENCY)
                 recorder.mark(ACK, payment_key(i))
         finally:
-            if server is not None:
-                server.close()
+            if idle is not None:
+                idle.close()
     return recorder
 
 
@@ -155,26 +182,53 @@ def paid_keys(conn: sqlite3.Connection) -> dict:
     return {"paid": paid, "double_charges": len(paid) - orders.fetchone()[0]}
 
 
+def runtime_opens(folder: Path, name: str, tables: tuple[str, ...],
+                  record: bool = True) -> str | None:
+    """Would the runtime open this image's ``name``, as the cut left it? None
+    if it would; else the error its own open raises (``StoreDamaged``,
+    ``StoreMissing``). Tried on a copy: opening recovers a log (chapter 11)."""
+    with tempfile.TemporaryDirectory(dir=folder.parent) as scratch:
+        copy = Path(scratch) / "image"
+        shutil.copytree(folder, copy)
+        try:
+            with store.opened(copy / name, require=tables, record=record):
+                return None
+        except store.StoreMissing as refused:  # StoreDamaged is one
+            return type(refused).__name__
+
+
 def judge_service(folder: Path) -> dict:
-    """Experiment 1's judgement of one image: intact? which payments? (ch. 11)"""
-    return check_database(folder / "payments.sqlite", paid_keys)
+    """Experiment 1's judgement of one image: intact? which payments? And
+    does the payment service's own open refuse it? (chapter 11)"""
+    refused = runtime_opens(folder, "payments.sqlite", payments.TABLES)
+    return {**check_database(folder / "payments.sqlite", paid_keys),
+            "refused": refused}
 
 
 def tally(recorder: Recorder, points, *, lost_key: str = "paid") -> dict:
     """Over every image of every point: how many lost an acknowledged
     payment, how many payments that was, how many were corrupt (chapter 11);
-    at how many points the images were a sample, not all of them.
+    at how many points the images were a sample, not all of them. Where a
+    verdict says whether the runtime's own open ``refused`` the image: how
+    many it refused, how many corrupt ones it would have trusted and how
+    many sound ones it refused.
 
     ``first_loss`` names the first point that lost one, and which."""
     counts = {"crash_points": len(points),
               "sampled_points": sum(point.sampled for point in points),
               "images": 0, "acknowledged_lost": 0,
               "lost_payments": 0, "corrupt": 0, "double_charges": 0,
+              "refused": 0, "refused_sound": 0, "trusted_corrupt": 0,
               "first_loss": None}
     for point in points:
         acked = recorder.marked(ACK, point.point)
         for verdict in point.verdicts:
             counts["images"] += 1
+            if "refused" in verdict:  # the judge asked the runtime too
+                refused = verdict["refused"] is not None
+                counts["refused"] += refused
+                counts["trusted_corrupt"] += verdict["corrupt"] and not refused
+                counts["refused_sound"] += refused and not verdict["corrupt"]
             if verdict["corrupt"]:
                 counts["corrupt"] += 1
                 continue
@@ -210,6 +264,11 @@ def evidence_points(recorder: Recorder, points, acknowledged=None) -> list[dict]
     return shown
 
 
+def asked(recorder: Recorder) -> dict[str, list[str]]:
+    """Per recorded file, the ``synchronous`` levels the code asked for (ch. 11)."""
+    return {name: sorted(levels) for name, levels in recorder.asked.items()}
+
+
 def disk_calls(recorder: Recorder) -> dict[str, int]:
     """How many of each event the run made: writes, syncs, dirsyncs (ch. 11)."""
     counts: dict[str, int] = {}
@@ -219,10 +278,11 @@ def disk_calls(recorder: Recorder) -> dict[str, int]:
 
 
 def service_case(folder: str | os.PathLike, mode: Mode, count: int, *,
-                 model: str = SYNCED, held_open: bool = True, **options) -> dict:
+                 model: str = SYNCED_ONLY, held_open: bool = True, **options) -> dict:
     """Experiment 1 for one mode and model: the run, explored and counted."""
     recorder = service_run(folder, mode, count, held_open=held_open)
     points = explore(recorder, judge_service, model=model, **options)
     return {"mode": str(mode), "model": model, "payments": count,
-            "held_open": held_open, "disk_calls": disk_calls(recorder),
+            "held_open": held_open, "asked": asked(recorder),
+            "disk_calls": disk_calls(recorder),
             **tally(recorder, points), "points": evidence_points(recorder, points)}

@@ -14,16 +14,24 @@ events (every k from 0 to the last: crash point k) the disk holds:
 
 Two models of what else survives:
 
-* ``SYNCED`` (model A): nothing else. One image per crash point.
-* ``SUBSETS`` (model B): the writes since each file's last sync may have
-  reached the disk too, ANY subset of them, cut at ``grain`` bytes (512, a
-  sector; 4096, a page): each piece survives or not, independently, and the
-  ones that survive land in order. Entries made or removed since the last
-  folder sync survive as a prefix (the file systems here journal them in
-  order). When a point has at most ``budget`` such images all are explored,
-  else ``budget`` of them drawn with a seeded generator, always including
-  "none" (model A's image) and "all" (what a killed process leaves: every
-  write had reached the operating system).
+* ``SYNCED_ONLY``, the synced-only model: nothing else. One image per crash
+  point: the most pessimistic model of WHAT survives.
+* ``UNSYNCED_SUBSETS``, the unsynced-subsets model: the writes since each
+  file's last sync may have reached the disk too, ANY subset of them, cut at
+  ``grain`` bytes (512, a sector; 4096, a page): each piece survives or not,
+  independently, whatever the order it was written in (the adversarial model
+  for ORDER: a later piece may survive without an earlier one). Entries made
+  or removed since the last folder sync survive as a prefix (the file systems
+  here journal them in order). When a point has at most ``budget`` such
+  images all are explored; else ``budget`` of them: "none" (the synced-only
+  image), "all" (what a killed process leaves: every write had reached the
+  operating system), up to half the rest IN-ORDER PREFIXES (a disk that wrote
+  the pieces in the order they were made and stopped), and the others drawn
+  at random by a seeded generator.
+
+POSIX allows more than both: a torn sector holding neither the old bytes nor
+the new, pages dropped after an fsync that failed, a file's new size kept
+without its data. Neither model produces those.
 
 Each image is written into a scratch folder and handed to a ``judge``, which
 opens it with the standard library's ``sqlite3``; ``check_database`` is the
@@ -53,7 +61,7 @@ from crashcourse.powerloss_vfs import (
     Recorder,
 )
 
-SYNCED, SUBSETS = "synced_only", "unsynced_subsets"  # models A and B
+SYNCED_ONLY, UNSYNCED_SUBSETS = "synced_only", "unsynced_subsets"  # the two models
 SECTOR, PAGE = 512, 4096
 # Images are judged in memory when the machine has a tmpfs: opening one
 # writes (recovery, a resume), and an image's fsyncs would cost, not protect.
@@ -64,7 +72,9 @@ Point = namedtuple("Point", "point event verdicts sampled", defaults=(False,))
 
 
 class _File:
-    """One life of a file name: a new ``create`` of the name is a new life."""
+    """One life of a file name: a new ``create`` of the name is a new life.
+    ``pending``: its unsynced writes and truncations, each with the crash
+    point it was made at (the order of pieces across files)."""
 
     __slots__ = ("durable", "pending")
 
@@ -73,6 +83,7 @@ class _File:
 
 
 def _apply(data: bytes | bytearray, operations) -> bytes:
+    """``data`` after the (kind, offset, bytes) writes and truncations."""
     content = bytearray(data)
     for kind, offset, chunk in operations:
         if kind == TRUNCATE:
@@ -101,10 +112,11 @@ def crash_states(recorder: Recorder) -> Iterator[State]:
             pending_names = []
         elif event.kind in (WRITE, TRUNCATE):
             running[event.name].pending.append(
-                (event.kind, event.offset, event.data))
+                (point, (event.kind, event.offset, event.data)))
         elif event.kind == SYNC:
             life = running[event.name]
-            life.durable, life.pending = _apply(life.durable, life.pending), []
+            life.durable = _apply(life.durable, [op for _, op in life.pending])
+            life.pending = []
         yield _state(point, on_disk, pending_names)
 
 
@@ -119,19 +131,21 @@ def _state(point: int, on_disk: dict, pending_names: list) -> State:
 
 def _pieces(state: State, grain: int) -> list[tuple[int, tuple]]:
     """Every unsynced write cut at ``grain``-aligned offsets, and every
-    unsynced truncation, as (file, operation), in the order they were made."""
+    unsynced truncation, as (file, operation), in the order they were made
+    (across files too)."""
     pieces = []
     for key, (_, pending) in state.files.items():
-        for kind, offset, data in pending:
+        for made, (kind, offset, data) in pending:
             if kind == TRUNCATE:
-                pieces.append((key, (kind, offset, data)))
+                pieces.append((made, key, (kind, offset, data)))
                 continue
             cut = offset
             while cut < offset + len(data):
                 end = min(offset + len(data), (cut // grain + 1) * grain)
-                pieces.append((key, (kind, cut, data[cut - offset:end - offset])))
+                pieces.append((made, key, (kind, cut, data[cut - offset:end - offset])))
                 cut = end
-    return pieces
+    pieces.sort(key=lambda piece: piece[0])  # stable: a write's sectors in order
+    return [(key, operation) for _, key, operation in pieces]
 
 
 def _image(state: State, prefix: int, pieces, keep) -> dict[str, bytes]:
@@ -146,28 +160,42 @@ def _image(state: State, prefix: int, pieces, keep) -> dict[str, bytes]:
 
 
 def possible(state: State, grain: int = SECTOR) -> int:
-    """How many images model B allows at this point, before any dedupe (ch. 11)."""
+    """How many images the unsynced-subsets model allows at this point,
+    before any dedupe (chapter 11)."""
     return (len(state.pending_names) + 1) << len(_pieces(state, grain))
 
 
 def images(state: State, model: str, *, grain: int = SECTOR, budget: int = 16,
            seed: int = 0) -> list[dict[str, bytes]]:
     """The crash images of one point under ``model`` (chapter 11)."""
-    if model == SYNCED:
+    if model == SYNCED_ONLY:
         return [_image(state, 0, [], 0)]
-    if model != SUBSETS:
-        raise ValueError(f"model must be {SYNCED!r} or {SUBSETS!r}")
+    if model != UNSYNCED_SUBSETS:
+        raise ValueError(f"model must be {SYNCED_ONLY!r} or {UNSYNCED_SUBSETS!r}")
     pieces = _pieces(state, grain)
-    prefixes, subsets = len(state.pending_names) + 1, 1 << len(pieces)
-    if prefixes * subsets <= budget:  # few enough: every one of them
-        choices = [(p, keep) for p in range(prefixes) for keep in range(subsets)]
+    names, count = len(state.pending_names), len(pieces)
+    if (names + 1) << count <= budget:  # few enough: every one of them
+        choices = [(p, keep) for p in range(names + 1) for keep in range(1 << count)]
     else:
+        choices = {(0, 0), (names, (1 << count) - 1)}  # none, and all
+        wanted = (budget - len(choices)) // 2  # in order: the first k pieces
+        for i in range(1, wanted + 1):
+            choices.add((names, (1 << (count * i // (wanted + 1))) - 1))
         draw = random.Random(f"{seed}:{state.point}")
-        choices = {(0, 0), (prefixes - 1, subsets - 1)}  # none, and all
         while len(choices) < budget:
-            choices.add((draw.randrange(prefixes), draw.getrandbits(len(pieces))))
+            choices.add((draw.randrange(names + 1), draw.getrandbits(count)))
         choices = sorted(choices)
     return [_image(state, p, pieces, keep) for p, keep in choices]
+
+
+def lay_out(image: dict[str, bytes], folder: str | os.PathLike) -> Path:
+    """Write a crash image's files into ``folder`` (made, and empty): the
+    disk after the cut, for any program to open (chapter 11)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True)
+    for name, data in image.items():
+        (folder / name).write_bytes(data)
+    return folder
 
 
 def image_at(recorder: Recorder, point: int, *,
@@ -183,7 +211,7 @@ def image_at(recorder: Recorder, point: int, *,
 
 
 def explore(recorder: Recorder, judge: Callable[[Path], dict], *,
-            model: str = SYNCED, grain: int = SECTOR, budget: int = 16,
+            model: str = SYNCED_ONLY, grain: int = SECTOR, budget: int = 16,
             seed: int = 0) -> list[Point]:
     """``judge`` every crash image of every point of the run (chapter 11).
 
@@ -205,7 +233,7 @@ def explore(recorder: Recorder, judge: Callable[[Path], dict], *,
                     seen[digest] = _judged(folder, image, judge)
                 verdicts.append(seen[digest])
             event = recorder.events[state.point - 1] if state.point else None
-            sampled = model == SUBSETS and possible(state, grain) > budget
+            sampled = model == UNSYNCED_SUBSETS and possible(state, grain) > budget
             points.append(Point(state.point, event and event.kind, verdicts, sampled))
     return points
 

@@ -15,8 +15,11 @@ At every crash point the image is judged twice:
   while the journal has no intent for them, or no outcome (the action reached
   the target, the journal does not know);
 * after ``run_plan`` resumed it: the steps performed twice (a second mail
-  with the same operation key, a second rename request) and whether the
-  plan finished. The probes decide what the journal lost.
+  with the same operation key, a second rename request), whether the image
+  held each of them in doubt (an intent without an outcome: the one step the
+  journal knows it may have done; ``twice_without_doubt`` counts images
+  where a step ran twice WITHOUT that), and whether the plan finished. The
+  probes decide what the journal lost.
 
 The run holds a claim on its task (chapter 07), taken before the recording
 begins, like the stored plan; each image is resumed under a claim taken an
@@ -28,11 +31,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 from crashcourse import journal, store
 from crashcourse.plan import Step, load_plan, order_plan, save_plan
-from crashcourse.powerloss import Mode, disk_calls, evidence_points, recording
+from crashcourse.powerloss import (
+    Mode,
+    disk_calls,
+    evidence_points,
+    recording,
+    runtime_opens,
+)
 from crashcourse.powerloss_images import SYNCED_ONLY, check_database, explore
 from crashcourse.powerloss_runs import marking
 from crashcourse.services import drive, mail
@@ -72,9 +82,9 @@ def journal_run(folder, journal_mode: Mode):
     modes = {os.path.basename(where["journal"]): journal_mode,
              os.path.basename(where["drive"]): SERVICES,
              os.path.basename(where["mail"]): SERVICES}
-    # A checkpoint partway (every 16 pages) syncs the journal's WAL: some
-    # images keep the early intents and lose only a later commit.
-    with recording(folder, modes, autocheckpoint=16) as recorder, \
+    # wal_autocheckpoint as store.connect leaves it (1000 pages): in NORMAL
+    # nothing syncs the journal's WAL before the run's last close.
+    with recording(folder, modes) as recorder, \
             marking(recorder, _intent_mark):
         conn = store.connect(where["journal"])
         try:
@@ -95,15 +105,46 @@ def committed(recorder, point: int) -> tuple[set[int], set[int]]:
     return intents, outcomes
 
 
+def blind_mail_actions(drive_path: str, mail_path: str) -> dict:
+    """MUTANT (chapter 11): chapter 07's actions, but the mail's probe never
+    finds the mail, as for a provider nobody can ask. The negative control of
+    "the probe decides what the journal lost"."""
+    actions = restock_actions(drive_path, mail_path)
+    send = actions["send_mail"]
+    actions["send_mail"] = send._replace(
+        probe=lambda args, key: (False, {"message_id": None}))
+    return actions
+
+
+def steps_run_twice(where: dict, task: str, plan) -> list[int]:
+    """The steps the targets' rows show performed more than once: a mail
+    under its step's key, a rename request for the same file and name
+    (chapter 11)."""
+    mails = Counter(m["operation_key"]
+                    for m in mail.snapshot(where["mail"])["messages"])
+    renames = Counter((r["file_id"], r["name"])
+                      for r in drive.snapshot(where["drive"])["rename_requests"]
+                      if r["requester"] == "assistant")
+    return [s.number for s in plan.steps
+            if (s.action == "send_mail" and mails[journal.step_key(task, s)] > 1)
+            or (s.action == "rename"
+                and renames[(s.args["file_id"], s.args["name"])] > 1)]
+
+
 def resume_journal(folder: Path, task: str, actions=restock_actions) -> dict:
     """Judge one image: the journal's rows and what the targets show, then
     resume it with ``run_plan`` and count what ran twice (chapter 11).
     ``actions(drive_path, mail_path)`` gives the resume's actions and probes."""
     where = paths(str(folder))
+    refused = next(filter(None, (  # the runtime's own opens, on a copy
+        runtime_opens(folder, os.path.basename(where[name]), tables, record)
+        for name, tables, record in (("journal", ("journal",), False),
+                                     ("drive", drive.TABLES, True),
+                                     ("mail", mail.TABLES, True)))), None)
     checked = [check_database(where[name]) for name in ("journal", "drive", "mail")]
     if any(c["corrupt"] for c in checked):
-        return {"corrupt": True, "problems": [p for c in checked
-                                              for p in c.get("problems", [])]}
+        return {"corrupt": True, "refused": refused,
+                "problems": [p for c in checked for p in c.get("problems", [])]}
     actions = actions(where["drive"], where["mail"])
     with store.opened(where["journal"]) as conn:
         plan = load_plan(conn, task)
@@ -115,7 +156,11 @@ def resume_journal(folder: Path, task: str, actions=restock_actions) -> dict:
         claim = journal.claim_task(conn, task, "resume", ttl=60, now=later)
         how = journal.run_plan(conn, task, plan, actions, claim, now=later)
         status = journal.journal_status(conn, task, plan).summary()
-    return {"corrupt": False, "rows": sorted(rows.items()), "done_at_target": done,
+        twice = steps_run_twice(where, task, plan)  # the plan reads conn
+    return {"corrupt": False, "refused": refused, "rows": sorted(rows.items()),
+            "done_at_target": done,
+            "twice": twice,  # and whether the journal held each in doubt:
+            "twice_not_in_doubt": [n for n in twice if rows.get(n) is not False],
             "no_intent_for_done": [n for n in done if n not in rows],
             "no_outcome_for_done": [n for n in done if rows.get(n) is False],
             "resolved_by_probe": how[journal.PROBE],
@@ -155,7 +200,12 @@ def journal_case(folder, journal_mode: Mode, *, model: str = SYNCED_ONLY,
                                        for _, v in sound),
             "resolved_by_probe": sum(v["resolved_by_probe"] for _, v in sound),
             "double_charges": sum(v["ran_twice"] for _, v in sound),
+            "twice_without_doubt": sum(bool(v["twice_not_in_doubt"])
+                                       for _, v in sound),
             "unfinished": sum(not v["finished"] for _, v in sound),
+            "refused_sound": sum(v["refused"] is not None for _, v in sound),
+            "trusted_corrupt": sum(v["refused"] is None for _, v in judged
+                                   if v["corrupt"]),
             "points": evidence_points(recorder, points, lambda point: dict(zip(
                 ("intents", "outcomes"), map(sorted, committed(recorder, point)),
                 strict=True)))}

@@ -28,14 +28,16 @@ from crashcourse.powerloss import (
     CURRENCY,
     ORDER_CENTS,
     Mode,
+    asked,
     disk_calls,
     evidence_points,
     paid_keys,
     recording,
+    runtime_opens,
     set_up_service,
     tally,
 )
-from crashcourse.powerloss_images import SYNCED, check_database, explore
+from crashcourse.powerloss_images import SYNCED_ONLY, check_database, explore
 from crashcourse.services import payments
 from crashcourse.workers import paying
 from crashcourse.workers.pay_invoice import payment_key
@@ -79,7 +81,9 @@ def pay_then_checkpoint_run(folder, service_mode: Mode, worker_mode: Mode,
 
     with recording(folder, modes, autocheckpoint=autocheckpoint) as recorder, \
             marking(recorder, mark):
-        server, state = store.connect(service), store.connect(state_path)
+        # an idle connection to each file, opened as its owner opens it
+        server = store.connect(service, require=payments.TABLES, record=True)
+        state = store.connect(state_path, require=("checkpoints",))
         try:
             for task, order in tasks(count):
                 current[0] = payment_key(task, order, ORDER_CENTS, CURRENCY)
@@ -95,11 +99,13 @@ def resume_payments(folder: Path, count: int) -> dict:
     """Judge one image of experiment 2: read it, resume the worker on it,
     count the payments per order (chapter 11)."""
     service, state_path = folder / "payments.sqlite", folder / WORKER
+    refused = (runtime_opens(folder, service.name, payments.TABLES)
+               or runtime_opens(folder, WORKER, ("checkpoints",), record=False))
     before = check_database(service, paid_keys)
     worker = check_database(state_path)
     if before["corrupt"] or worker["corrupt"]:
-        return {"corrupt": True, "problems": before.get("problems", [])
-                + worker.get("problems", [])}
+        return {"corrupt": True, "refused": refused,
+                "problems": before.get("problems", []) + worker.get("problems", [])}
     resumed = 0
     with store.opened(state_path, require=("checkpoints",)) as state:
         for task, order in tasks(count):
@@ -109,25 +115,28 @@ def resume_payments(folder: Path, count: int) -> dict:
                     state, str(service), task, key, order, ORDER_CENTS,
                     CURRENCY)["outcome"] == "committed"
         noted = {row["task"] for row in paying.checkpoints(state)}
-    with store.opened(service, require=payments.TABLES) as conn:
+    with store.opened(service, require=payments.TABLES, record=True) as conn:
         charged = {row[0]: row[1] for row in conn.execute(
             "SELECT order_id, count(*) FROM payments GROUP BY order_id")}
     unpaid = [task for task, order in tasks(count)
               if task in noted and order not in charged]
-    return {"corrupt": False, "paid": before["paid"], "paid_again": resumed,
+    return {"corrupt": False, "refused": refused, "paid": before["paid"],
+            "paid_again": resumed,
             "double_charges": sum(n - 1 for n in charged.values()),
             "unpaid": unpaid}
 
 
 def pay_then_checkpoint_case(folder, service_mode: Mode, worker_mode: Mode,
-                             count: int, *, model: str = SYNCED, **options) -> dict:
+                             count: int, *, model: str = SYNCED_ONLY,
+                             **options) -> dict:
     """Experiment 2 for one pair of modes and one model, counted (ch. 11)."""
     recorder = pay_then_checkpoint_run(folder, service_mode, worker_mode, count)
     points = explore(recorder, lambda image: resume_payments(image, count),
                      model=model, **options)
     verdicts = [v for p in points for v in p.verdicts if not v["corrupt"]]
     return {"mode": f"service {service_mode}, worker {worker_mode}",
-            "model": model, "payments": count, "disk_calls": disk_calls(recorder),
+            "model": model, "payments": count, "asked": asked(recorder),
+            "disk_calls": disk_calls(recorder),
             **tally(recorder, points),
             "unpaid_after_resume": sum(bool(v["unpaid"]) for v in verdicts),
             "paid_again": sum(v["paid_again"] for v in verdicts),

@@ -60,12 +60,14 @@ class Event(namedtuple("_EventFields", "kind name offset data",
 
 class Recorder:
     """Every event of one run in one folder, in order, and the folder's
-    files as they were when recording began (``base``) (chapter 11)."""
+    files as they were when recording began (``base``); ``asked``, per file,
+    the ``synchronous`` levels the code opened it with (chapter 11)."""
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = os.path.realpath(folder)
         self.events: list[Event] = []
         self.base: dict[str, bytes] = {}
+        self.asked: dict[str, set[str]] = {}  # file -> levels the code asked for
 
     def name(self, path: str | None) -> str | None:
         """A path's name in the folder; None for SQLite's nameless temp files.

@@ -2,8 +2,10 @@
 
 The mistake: the answer recognises ``payments.sqlite`` and gives every other
 file the cheap mode, so another system of record (a ledger under another
-name) loses its acknowledged rows in a power cut. Read the role. Caught by
-``test_the_choice_follows_the_role_not_the_name``.
+name) loses its acknowledged rows in a power cut, and so does the journal
+with a blind step. Read the role. Caught by
+``test_the_choice_follows_the_role_not_the_name`` (and the blind journal's
+test).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from crashcourse.powerloss import Mode
 
 RECORD, PROGRESS = "system of record", "own progress"
+JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

@@ -1,10 +1,11 @@
 """WRONG ANSWER to exercise 11.2 (chapter 11): sync everything, to be safe.
 
-The mistake: every file in WAL+FULL. Nothing is lost, and the worker pays an
-fsync per checkpoint that buys nothing: a checkpoint a power cut takes is
-paid again under the same operation key, and the service answers with the
-payment it recorded. Caught by
-``test_the_worker_s_checkpoint_pays_no_fsync_per_commit``.
+The mistake: every file in WAL+FULL. Nothing is lost, and the worker's
+checkpoint and the journal whose probes see pay an fsync per commit that
+buys nothing: what a cut takes from them is asked of the target again under
+the same operation key. Caught by
+``test_the_worker_s_checkpoint_pays_no_fsync_per_commit`` and
+``test_a_journal_whose_probes_see_pays_no_fsync_per_commit``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from crashcourse.powerloss import Mode
 
 RECORD, PROGRESS = "system of record", "own progress"
+JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

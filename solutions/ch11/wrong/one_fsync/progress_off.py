@@ -13,9 +13,12 @@ from __future__ import annotations
 from crashcourse.powerloss import Mode
 
 RECORD, PROGRESS = "system of record", "own progress"
+JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
-    """FULL for the record, OFF for progress."""
-    return {name: Mode("WAL", "FULL" if role == RECORD else "OFF")
-            for name, role in roles.items()}
+    """FULL for the record and the blind journal, OFF for progress, NORMAL
+    for the journal whose probes see."""
+    chosen = {RECORD: "FULL", BLIND_JOURNAL: "FULL", PROGRESS: "OFF",
+              JOURNAL: "NORMAL"}
+    return {name: Mode("WAL", chosen[role]) for name, role in roles.items()}

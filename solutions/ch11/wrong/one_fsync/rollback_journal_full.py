@@ -13,9 +13,12 @@ from __future__ import annotations
 from crashcourse.powerloss import Mode
 
 RECORD, PROGRESS = "system of record", "own progress"
+JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
-    """DELETE+FULL for the record, WAL+NORMAL for progress."""
-    return {name: Mode("DELETE", "FULL") if role == RECORD else Mode("WAL", "NORMAL")
+    """DELETE+FULL for the record, WAL+FULL for the blind journal, WAL+NORMAL
+    for the rest."""
+    chosen = {RECORD: Mode("DELETE", "FULL"), BLIND_JOURNAL: Mode("WAL", "FULL")}
+    return {name: chosen.get(role, Mode("WAL", "NORMAL"))
             for name, role in roles.items()}

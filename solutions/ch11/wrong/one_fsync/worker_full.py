@@ -12,9 +12,12 @@ from __future__ import annotations
 from crashcourse.powerloss import Mode
 
 RECORD, PROGRESS = "system of record", "own progress"
+JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
-    """FULL for the worker's progress, NORMAL for the service."""
-    return {name: Mode("WAL", "FULL" if role == PROGRESS else "NORMAL")
+    """FULL for the worker's progress and the blind journal, NORMAL for the
+    service and the journal whose probes see."""
+    return {name: Mode("WAL", "FULL" if role in (PROGRESS, BLIND_JOURNAL)
+                       else "NORMAL")
             for name, role in roles.items()}
