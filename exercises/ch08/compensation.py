@@ -3,19 +3,23 @@
 The restock workflow was cancelled part-way. Before anyone calls a service
 to undo anything, write down what each step needs, from the worker's own
 rows: ``workflow_steps.progress(conn, workflow_id)`` gives each step, in
-order, with its operation key and its status (not_started, in_doubt, done,
-not_done). The plan is what the person reads and what the compensation rows
-will say once it is carried out; writing it changes nothing.
+order, with its operation key, its status (not_started, in_doubt, done,
+not_done) and, for a step in doubt, its ``attempts`` since its last outcome
+(each with its ``expires``, the lease on the store's clock, and its
+``admitted_at``, None if ``admit`` never let its call out). The plan is what
+the person reads and what the compensation rows will say once it is carried
+out; writing it changes nothing.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import workflow, workflow_steps  # noqa: F401  (read the rows)
+from crashcourse import store, workflow, workflow_steps  # noqa: F401  (the rows)
 from crashcourse.effects import operation_key  # noqa: F401  (the release's key)
 from crashcourse.workflow_steps import (  # noqa: F401  (the plan's statuses)
     CANNOT_UNDO,
+    IN_DOUBT,
     NEEDS_PERSON,
     NOTHING_TO_UNDO,
     UNDONE,
@@ -29,10 +33,12 @@ UNDO = {
     "mail": ("cannot_unsend", CANNOT_UNDO),  # a sent mail stays sent
 }
 NOTHING = ("none", NOTHING_TO_UNDO)  # no effect: nothing to undo
+WAIT = ("wait", IN_DOUBT)  # may be in flight: no row yet, ask after the lease
 
 
 def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
-                      probed: dict | None = None) -> list[dict]:
+                      probed: dict | None = None, now: float | None = None
+                      ) -> list[dict]:
     """One entry per step of the workflow, in order::
 
         {"step", "operation_key", "action", "status",
@@ -45,11 +51,20 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
       other steps have no call to make: ``compensation_key`` is None.
     - A step with no effect (never attempted, or the service refused it)
       gets ``NOTHING``.
-    - A step in doubt (attempted, no outcome) cannot be settled from rows:
-      ``probed[step]`` is what asking its service by the operation key
-      answered (a bool). A step in doubt missing from ``probed``, an answer
-      that is not a bool, or an answer for a step NOT in doubt: ValueError
-      (``probed`` that is not a dict: TypeError).
+    - A step in doubt (attempted, no outcome since) is settled by its rows
+      where they can say, and by its service where they cannot:
+      * no attempt of it was ever admitted: ``NOTHING``. The cancel moved
+        the version, and ``admit`` never lets out the call of an attempt
+        whose version is not the workflow's;
+      * an admitted call whose lease is live at ``now`` (None: the store's
+        clock, ``store.now``): ``WAIT``, whatever a probe says, because the
+        call may still be made;
+      * an admitted call whose lease is over: ``probed[step]``, what asking
+        its service by the operation key answered (a bool).
+      A step that needs a probe and has none in ``probed``, an answer that
+      is not a bool, or an answer for a step NOT in doubt: ValueError
+      (``probed`` that is not a dict: TypeError). Answers for the other
+      steps in doubt are allowed and change nothing.
     - ``note`` is a sentence for the person who reads the plan.
 
     Only a cancelled (or failed) workflow has a compensation plan: any

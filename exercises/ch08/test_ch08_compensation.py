@@ -16,16 +16,19 @@ from crashcourse.workers.workflow_worker import build_world, restock_remotes
 WAIT_S = 60  # bounded waits: a worker that overruns is killed and the test fails
 RELEASED, OWED, SENT = (("released", "undone"), ("refund_owed", "needs_person"),
                         ("cannot_unsend", "cannot_undo"))
-NONE = ("none", "nothing_to_undo")
+NONE, WAIT = ("none", "nothing_to_undo"), ("wait", "in_doubt")
+LONG_LEASE = "600"  # the held and killed callers' lease outlasts every test
 # case -> what each step needs: (action, status)
 CASES = {
     "cancel:pending": {"reserve": NONE, "charge": NONE, "mail": NONE},
     "killed:before_remote:reserve": {"reserve": NONE, "charge": NONE,
                                      "mail": NONE},
+    "killed:admitted:reserve": {"reserve": WAIT, "charge": NONE, "mail": NONE},
     "cancel:after_remote:reserve": {"reserve": RELEASED, "charge": NONE,
                                     "mail": NONE},
     "cancel:waiting_for_approval": {"reserve": RELEASED, "charge": NONE,
                                     "mail": NONE},
+    "held:admitted:mail": {"reserve": RELEASED, "charge": OWED, "mail": WAIT},
     "cancel:after_remote:mail": {"reserve": RELEASED, "charge": OWED, "mail": SENT},
 }
 COMPARED = ("step", "operation_key", "action", "status", "compensation_key")
@@ -45,6 +48,9 @@ class World:
             self.cancel()
             held.release()
             assert held.finish(WAIT_S).returncode == 3  # its outcome is refused
+        elif case.startswith("held:"):  # held after its admission, and still held
+            self.held = self.worker(case.split(":", 1)[1])
+            self.cancel()
         elif case.startswith("killed:"):
             assert self.worker(case.split(":", 1)[1]).kill().returncode == -9
             self.cancel()
@@ -57,7 +63,7 @@ class World:
     def args(self) -> list[str]:
         return ["-m", "crashcourse.workers.workflow_worker", "--dir",
                 self.directory, "--workflow", self.id, "--who", "worker-1",
-                "--url", self.url]
+                "--url", self.url, "--lease", LONG_LEASE]
 
     def worker(self, stop_at: str):
         started = self.harness.start(self.args(), stop_at=stop_at)
@@ -83,9 +89,9 @@ class World:
                     for s in workflow_steps.progress(conn, self.id)
                     if s["status"] == workflow_steps.IN_DOUBT}
 
-    def plan(self, mod, probed) -> list[dict]:
+    def plan(self, mod, probed, now=None) -> list[dict]:
         with opened(self.paths["workflow"]) as conn:
-            return mod.compensation_plan(conn, self.id, probed)
+            return mod.compensation_plan(conn, self.id, probed, now)
 
     def rows(self) -> dict:
         with opened(self.paths["workflow"]) as conn:
@@ -94,11 +100,33 @@ class World:
             supplier = {t: table_rows(conn, t) for t in ("requests", "releases")}
         return {"worker": worker, "supplier": supplier}
 
-    def compensate(self) -> dict:
+    def compensate(self, now=None) -> dict:
         """The runtime's own compensation, as the person runs it."""
         remotes = restock_remotes(self.paths, self.url)
         with opened(self.paths["workflow"]) as conn:
-            return workflow_steps.compensate(conn, self.id, remotes, who="person")
+            return workflow_steps.compensate(conn, self.id, remotes, who="person",
+                                             now=now)
+
+    def lease_end(self, step) -> float:
+        """When the lease of ``step``'s last attempt ends (the store's clock)."""
+        with opened(self.paths["workflow"]) as conn:
+            return workflow_steps.step_of(conn, self.id, step)["attempts"][-1][
+                "expires"]
+
+
+def agrees(plan: list[dict], report: dict) -> None:
+    """The plan says what the runtime's compensation wrote, step by step."""
+    rows = {row["step"]: row for row in report["compensations"]}
+    for entry in plan:
+        if entry["step"] in rows:
+            assert {k: entry[k] for k in COMPARED} == {
+                k: rows[entry["step"]][k] for k in COMPARED}
+        elif entry["step"] in report["in_doubt"]:  # no row yet: may be in flight
+            assert (entry["action"], entry["status"], entry["compensation_key"]) == (
+                *WAIT, None)
+        else:  # the runtime writes no row for a step never attempted or refused
+            assert (entry["action"], entry["status"], entry["compensation_key"]) == (
+                *NONE, None)
 
 
 @pytest.fixture
@@ -132,14 +160,7 @@ def test_the_plan_is_what_the_runtime_then_does(mod, harness, tmp_path, case):
     assert [e["step"] for e in plan] == ["reserve", "charge", "mail"]
     assert all(isinstance(e["note"], str) and e["note"].strip() for e in plan)
     report = world.compensate()
-    rows = {row["step"]: row for row in report["compensations"]}
-    for entry in plan:
-        if entry["step"] in rows:
-            assert {k: entry[k] for k in COMPARED} == {
-                k: rows[entry["step"]][k] for k in COMPARED}
-        else:  # the runtime writes no row for a step never attempted or refused
-            assert (entry["action"], entry["status"], entry["compensation_key"]) == (
-                *NONE, None)
+    agrees(plan, report)
     released = [r["operation_key"] for r in world.rows()["supplier"]["releases"]]
     assert released == [e["compensation_key"] for e in plan
                         if e["action"] == "released"]
@@ -185,3 +206,20 @@ def test_a_step_in_doubt_needs_exactly_one_answer(mod, mail_in_doubt, probed):
     with pytest.raises(ValueError):
         mail_in_doubt.plan(mod, probed)
     assert mail_in_doubt.rows() == before
+
+
+def test_after_the_lease_the_probe_decides(mod, harness, tmp_path):
+    """Killed after its admission to reserve: the call may have left. While
+    its lease lasts the plan waits; once it is over (an injected instant),
+    the probe's "no such order" settles it, as the runtime's own
+    compensation does at that instant."""
+    world = World(harness, tmp_path, "killed:admitted:reserve")
+    end = world.lease_end("reserve")
+    probed = world.probed()
+    assert probed == {"reserve": False}  # the supplier never saw it
+    fate = {e["step"]: (e["action"], e["status"])
+            for e in world.plan(mod, probed, now=end - 1)}
+    assert fate["reserve"] == WAIT
+    later = world.plan(mod, probed, now=end + 1)
+    assert [(e["action"], e["status"]) for e in later] == [NONE] * 3
+    agrees(later, world.compensate(now=end + 1))

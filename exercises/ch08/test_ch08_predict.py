@@ -17,6 +17,10 @@ from crashcourse.workers.workflow_worker import build_world
 KEYS = {step: f"key-of-{step}" for step in ("reserve", "charge", "mail")}
 RACERS = ("recovery-a", "recovery-b")
 WAIT_S = 60  # bounded waits: a worker that overruns is killed and the test fails
+# The killed worker's attempt is held this long: the recovery workers wait it
+# out (they cannot know it is dead). Above a call's declared wait, so a call
+# can be admitted, and short, so the test is.
+LEASE = "7"
 LOSER = {"exit_code": 3, "refused": "stale_version", "transitions": []}
 
 
@@ -101,7 +105,7 @@ def race_after_a_kill(directory, boundary: str, approved: bool) -> dict:
             started = harness.start(
                 ["-m", "crashcourse.workers.workflow_worker", "--dir",
                  str(directory), "--workflow", workflow_id, "--who", who,
-                 "--url", sup.url], stop_at=stop_at)
+                 "--url", sup.url, "--lease", LEASE], stop_at=stop_at)
             started.wait_for_boundary(WAIT_S)
             return started
 

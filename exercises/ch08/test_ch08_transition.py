@@ -1,17 +1,23 @@
-"""Grades exercise 08.1 (transition.py): the compare-and-set, raced for real.
+"""Grades exercise 08.1 (transition.py): the compare-and-set and the cancel
+request, raced for real.
 
-Two real connections stand for the van driver and the clerk; rows decide."""
+Two real connections stand for the van driver and the clerk; rows decide.
+Generated histories of moves and requests over several deliveries are
+replayed against a model of the rules."""
 
 import re
 import sqlite3
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse.store import connect, opened, table_rows
 from crashcourse.workflow import ILLEGAL_MOVE, STALE_VERSION, TransitionRefused
 
-TABLES = ("deliveries", "delivery_history")
+TABLES = ("deliveries", "delivery_history", "cancel_requests")
+WRITTEN = TABLES[:2]  # what a move writes
 ROUNDS = 12  # deliveries raced by two threads, each on its own connection
 WAIT_S = 60  # bounded: a thread that hangs fails the test, it never blocks it
 STARTS_TO_WRITE = re.compile(r"\s*(BEGIN|INSERT|UPDATE|REPLACE|DELETE)\b", re.I)
@@ -144,7 +150,7 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(mod, shop, change, error)
     assert rows(conn) == before and not conn.in_transaction
 
 
-@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("table", WRITTEN)
 def test_a_crash_inside_the_move_leaves_all_of_it_or_none(mod, shop, table):
     """The process dies at the move's write to ``table``: SQLite refuses the
     statement, as a kill would leave it undone. The state must not move
@@ -247,3 +253,150 @@ def test_two_connections_race_and_exactly_one_wins(mod, shop):
         assert got[loser].reason == STALE_VERSION
         assert [h[0] for h in history(conn, f"rye-{n}")] == [0, 1, 2]
         assert history(conn, f"rye-{n}")[2][3] == winners[0]
+
+
+CANCEL_REQUESTED = "cancel_requested"
+
+
+def test_a_waiting_request_stops_the_delivery_going_on(mod, shop):
+    """Loaded at version 1; the clerk asks to cancel, naming no version."""
+    conn, _ = shop
+    move(mod, conn, ("booked", 0), "on_the_van", who="loader")
+    assert mod.request_cancel(conn, "flour-1", who="clerk") is True
+    refused(mod, conn, ("on_the_van", 1), "delivered", CANCEL_REQUESTED)
+    assert move(mod, conn, ("on_the_van", 1), "returned", who="driver") == 2
+    assert history(conn)[-1] == (2, "on_the_van", "returned", "driver")
+
+
+def test_the_moves_that_honour_a_request_go_on(mod, shop):
+    """Turning back and cancelling honour the request; loading again does not."""
+    conn, _ = shop
+    move(mod, conn, ("booked", 0), "on_the_van", who="loader")
+    mod.request_cancel(conn, "flour-1", who="clerk")
+    assert move(mod, conn, ("on_the_van", 1), "booked", who="driver") == 2
+    refused(mod, conn, ("booked", 2), "on_the_van", CANCEL_REQUESTED)
+    assert move(mod, conn, ("booked", 2), "cancelled", who="clerk") == 3
+    assert mod.read(conn, "flour-1")["state"] == "cancelled"
+
+
+def test_a_request_stops_only_its_own_delivery(mod, shop):
+    conn, _ = shop
+    mod.book(conn, "rye-1", who="supplier")
+    mod.request_cancel(conn, "rye-1", who="clerk")
+    assert move(mod, conn, ("booked", 0), "on_the_van", who="loader") == 1
+    assert move(mod, conn, ("on_the_van", 1), "delivered", who="driver") == 2
+    with pytest.raises(TransitionRefused) as caught:
+        move(mod, conn, ("booked", 0), "on_the_van", "loader", "rye-1")
+    assert caught.value.reason == CANCEL_REQUESTED
+
+
+def test_illegal_then_stale_then_a_request(mod, shop):
+    """Judged in that order: a stale caller is told to read again first."""
+    conn, _ = shop
+    move(mod, conn, ("booked", 0), "on_the_van", who="loader")
+    mod.request_cancel(conn, "flour-1", who="clerk")
+    refused(mod, conn, ("booked", 0), "on_the_van", STALE_VERSION)
+    refused(mod, conn, ("on_the_van", 1), "cancelled", ILLEGAL_MOVE)
+    refused(mod, conn, ("on_the_van", 1), "delivered", CANCEL_REQUESTED)
+
+
+def test_the_clerk_asks_between_your_read_and_your_write(mod, shop):
+    """The driver's move has looked at the cancel requests; right after that
+    look, at its next statement, the clerk (a second connection) asks to
+    cancel. If the driver holds the write lock, the clerk waits, gives up and
+    asks again after the move: the move was first, and stands. If not, the
+    request commits before the move does, and the move must be refused."""
+    conn, path = shop
+    move(mod, conn, ("booked", 0), "on_the_van", who="loader")
+    outcome, looked = {}, []
+
+    def clerk_asks(busy_timeout_ms):
+        clerk = connect(path, busy_timeout_ms=busy_timeout_ms)
+        try:
+            return mod.request_cancel(clerk, "flour-1", who="clerk")
+        except sqlite3.OperationalError:
+            return "locked"
+        finally:
+            clerk.close()
+
+    def the_clerk_steps_in(sql: str) -> None:
+        if looked and "clerk" not in outcome:  # the statement after the look
+            outcome["clerk"] = clerk_asks(busy_timeout_ms=200)
+        if "cancel_requests" in sql:
+            looked.append(sql)
+
+    conn.set_trace_callback(the_clerk_steps_in)
+    try:
+        outcome["driver"] = move(mod, conn, ("on_the_van", 1), "delivered")
+    except TransitionRefused as refusal:
+        outcome["driver"] = refusal.reason
+    finally:
+        conn.set_trace_callback(None)
+    assert "clerk" in outcome, "the move never looked at the cancel requests"
+    if outcome["clerk"] == "locked":  # the move held the lock: it came first
+        assert outcome["driver"] == 2
+        assert clerk_asks(busy_timeout_ms=5000) is True
+    else:  # the request committed before the move decided
+        assert outcome == {"clerk": True, "driver": CANCEL_REQUESTED}
+        assert mod.read(conn, "flour-1")["version"] == 1
+
+
+DELIVERIES = ("flour-1", "rye-1", "oats-1")
+STEPS = st.lists(st.one_of(
+    st.tuples(st.just("request"), st.sampled_from(DELIVERIES)),
+    st.tuples(st.just("move"), st.sampled_from(DELIVERIES),
+              st.sampled_from(("booked", "on_the_van", "delivered", "returned",
+                               "cancelled")),
+              st.sampled_from(("as_seen", "older", "other_state")))),
+    max_size=14)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_any_history_of_moves_and_requests_ends_as_the_rules_say(mod, tmp_path,
+                                                                 steps):
+    """Several deliveries, requests and moves in any order, callers fresh or
+    behind: every answer and the final rows are what the rules predict."""
+    rules = {d: {"state": "booked", "version": 0, "asked": False}
+             for d in DELIVERIES}
+    forward = {("booked", "on_the_van"), ("on_the_van", "delivered")}
+    with opened(tmp_path / f"shop-{len(list(tmp_path.iterdir()))}.sqlite") as conn:
+        mod.install(conn)
+        for delivery in DELIVERIES:
+            mod.book(conn, delivery, who="supplier")
+        for step in steps:
+            row = rules[step[1]]
+            if step[0] == "request":
+                assert mod.request_cancel(conn, step[1], who="clerk") is (
+                    not row["asked"])
+                row["asked"] = True
+                continue
+            _, delivery, to_state, view = step
+            seen_state = row["state"] if view != "other_state" else next(
+                s for s in mod.STATES if s != row["state"])
+            seen_version = row["version"] - (view == "older")
+            if seen_version < 0:
+                continue
+            if (seen_state, to_state) not in mod.MOVES:
+                expected = ILLEGAL_MOVE
+            elif (seen_state, seen_version) != (row["state"], row["version"]):
+                expected = STALE_VERSION
+            elif row["asked"] and (seen_state, to_state) in forward:
+                expected = CANCEL_REQUESTED
+            else:
+                expected = row["version"] + 1
+                row.update(state=to_state, version=expected)
+            try:
+                got = mod.transition(conn, delivery, expected_state=seen_state,
+                                     expected_version=seen_version,
+                                     to_state=to_state, who="someone")
+            except TransitionRefused as refusal:
+                got = refusal.reason
+            assert got == expected, (step, rules)
+        for delivery, row in rules.items():
+            assert mod.read(conn, delivery) == {"delivery_id": delivery,
+                                                "state": row["state"],
+                                                "version": row["version"]}
+            assert [h[0] for h in history(conn, delivery)] == list(
+                range(row["version"] + 1))

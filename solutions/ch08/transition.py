@@ -1,13 +1,15 @@
-"""Exercise 08.1, answered: a version-checked transition (chapter 08).
+"""Exercise 08.1, answered: a transition with a precondition on another row
+(chapter 08).
 
 The flour the workflow reserved comes on the supplier's van. The shop keeps
 one row per delivery, with a ``state`` and a ``version``, and a history row
 for every move. The van driver's handheld and the clerk at the counter both
 move it, each from the row as they last saw it. ``MOVES`` is the one table
 of legal moves; a van can turn back, so a delivery may be ``booked`` twice.
+The clerk may also ask for a cancel without naming a version
+(``request_cancel``); nobody carries that delivery on afterwards.
 
-Everything but ``transition`` is given. The refusal is the runtime's own
-``TransitionRefused`` with its reasons ``STALE_VERSION`` and ``ILLEGAL_MOVE``.
+Everything but ``transition`` is given.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ MOVES = (
     (ON_THE_VAN, DELIVERED),  # the driver hands it over
     (ON_THE_VAN, RETURNED),  # the clerk refuses the pallet at the door
 )
+# The moves that carry a delivery on. A waiting cancel request stops these and
+# only these: cancelling, returning and turning back are how it is honoured.
+FORWARD = ((BOOKED, ON_THE_VAN), (ON_THE_VAN, DELIVERED))
+CANCEL_REQUESTED = "cancel_requested"  # the third reason a move is refused
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -48,12 +54,17 @@ CREATE TABLE IF NOT EXISTS delivery_history (
     who         TEXT NOT NULL,
     at          REAL NOT NULL,
     PRIMARY KEY (delivery_id, version)  -- one author per version, ever
+);
+CREATE TABLE IF NOT EXISTS cancel_requests (
+    delivery_id TEXT PRIMARY KEY REFERENCES deliveries (id),  -- one per delivery
+    who         TEXT NOT NULL,
+    at          REAL NOT NULL
 )
 """
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Given: the deliveries and their history (chapter 08)."""
+    """Given: the deliveries, their history and the cancel requests (ch. 08)."""
     ensure_schema(conn, SCHEMA)
 
 
@@ -81,11 +92,27 @@ def read(conn: sqlite3.Connection, delivery_id: str) -> dict:
             "version": row["version"]}
 
 
+def request_cancel(conn: sqlite3.Connection, delivery_id: str, *, who: str
+                   ) -> bool:
+    """Given: the clerk asks for the delivery to be cancelled, naming no
+    version, so the request never loses a race; whoever moves the delivery
+    next must honour it. Whether the request is new (asking twice is one
+    request); KeyError for an unknown delivery (chapter 08)."""
+    check_text("who", who)
+    with immediate(conn):
+        read(conn, delivery_id)
+        return conn.execute(
+            "INSERT INTO cancel_requests (delivery_id, who, at)"
+            " VALUES (:id, :who, :at) ON CONFLICT (delivery_id) DO NOTHING",
+            {"id": delivery_id, "who": who, "at": clock()}).rowcount == 1
+
+
 def transition(conn: sqlite3.Connection, delivery_id: str, *, expected_state: str,
                expected_version: int, to_state: str, who: str) -> int:
     """Move the delivery from (expected_state, expected_version) to
-    ``to_state`` along ``MOVES``: one compare-and-set and its history row in
-    one write transaction; the new version (chapter 08)."""
+    ``to_state`` along ``MOVES``: one compare-and-set, the cancel request
+    read under the same write lock, and the history row, in one write
+    transaction; the new version (chapter 08)."""
     for name, state in (("expected_state", expected_state), ("to_state", to_state)):
         if state not in STATES:
             raise ValueError(f"{name} must be one of {STATES}, got {state!r}")
@@ -106,6 +133,11 @@ def transition(conn: sqlite3.Connection, delivery_id: str, *, expected_state: st
              "expected_version": expected_version}).rowcount
         if moved != 1:
             raise TransitionRefused(STALE_VERSION, current)
+        waiting = conn.execute(  # under the same write lock: no request slips in
+            "SELECT 1 FROM cancel_requests WHERE delivery_id = :id",
+            {"id": delivery_id}).fetchone()
+        if waiting and (expected_state, to_state) in FORWARD:
+            raise TransitionRefused(CANCEL_REQUESTED, current)  # rolls back
         conn.execute(
             "INSERT INTO delivery_history (delivery_id, version, from_state,"
             " to_state, who, at) VALUES (:id, :version, :from_state, :to_state,"

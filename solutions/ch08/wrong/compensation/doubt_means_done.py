@@ -4,16 +4,17 @@ The mistake: a step in doubt is planned like a step done, "to be safe": its
 attempt row is there, so its effect is assumed and its undo planned. The
 probe answers are still demanded and checked, then not used. When the
 worker was killed after the attempt and before the call, the supplier has no
-such order: the plan asks for a release of nothing, where the runtime (which
-asks the service) writes ``nothing_to_undo``. Caught by
-``test_the_plan_is_what_the_runtime_then_does[killed:before_remote:reserve]``.
+such order: the plan asks for a release of nothing, where the runtime
+writes ``nothing_to_undo``. Caught by
+``test_the_plan_is_what_the_runtime_then_does[killed:before_remote:reserve]``
+and ``test_after_the_lease_the_probe_decides``.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import workflow, workflow_steps
+from crashcourse import store, workflow, workflow_steps
 from crashcourse.effects import operation_key
 from crashcourse.workflow_steps import (
     CANNOT_UNDO,
@@ -32,28 +33,38 @@ UNDO = {
     "mail": ("cannot_unsend", CANNOT_UNDO),  # a sent mail stays sent
 }
 NOTHING = ("none", NOTHING_TO_UNDO)  # no effect: nothing to undo
+WAIT = ("wait", IN_DOUBT)  # may be in flight: no row yet, ask after the lease
 NOTES = {
     "released": "release the reservation at the supplier under its own key",
     "refund_owed": "the payment stays made: a person decides about a refund",
     "cannot_unsend": "the confirmation was sent and cannot be unsent",
     "none": "no effect exists: nothing to undo",
+    "wait": "its call may be in flight: in doubt until its lease is over",
 }
 
 
 def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
-                      probed: dict | None = None) -> list[dict]:
+                      probed: dict | None = None, now: float | None = None
+                      ) -> list[dict]:
     """What each step of a cancelled (or failed) workflow needs, from its
-    rows and the probes of steps in doubt; writes nothing (chapter 08)."""
+    rows, the lease clock (``now``, else the store's) and the probes of the
+    steps that need one; writes nothing (chapter 08)."""
     state = workflow.read(conn, workflow_id)["state"]  # KeyError if unknown
     if state not in (workflow.CANCELLED, workflow.FAILED):
         raise ValueError(f"workflow {workflow_id!r} is {state}: no compensation")
+    at = store.now(conn, now)
     steps = workflow_steps.progress(conn, workflow_id)
-    check_probed(probed, {s["step"] for s in steps if s["status"] == IN_DOUBT})
+    doubt = {s["step"]: fate_in_doubt(s, at) for s in steps
+             if s["status"] == IN_DOUBT}
+    check_probed(probed, set(doubt),
+                           {name for name, fate in doubt.items() if fate is None})
     plan = []
     for step in steps:
         name, key = step["step"], step["operation_key"]
-        exists = step["status"] in (DONE, IN_DOUBT)  # attempted: assume it ran
-        action, status = UNDO[name] if exists else NOTHING
+        if step["status"] in (DONE, IN_DOUBT):  # attempted: assume it ran
+            action, status = UNDO[name]
+        else:
+            action, status = NOTHING
         undo_key = None
         if action == "released":
             undo_key = operation_key(workflow_id, name, "release", {"order": key})
@@ -63,14 +74,30 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
     return plan
 
 
-def check_probed(probed: dict | None, in_doubt: set[str]) -> dict:
-    """A bool answer for every step in doubt, and for no other (chapter 08)."""
+def fate_in_doubt(step: dict, at: float) -> tuple | None:
+    """A step in doubt settled by its rows, or None where the probe decides:
+    no attempt since its last outcome admitted, nothing to undo (the cancel
+    moved the version: ``admit`` refuses it for ever); an admitted call whose
+    lease is live at ``at``, wait; an admitted call after its lease, None."""
+    admitted = [a for a in step["attempts"] if a["admitted_at"] is not None]
+    if not admitted:
+        return NOTHING
+    if max(a["expires"] for a in admitted) > at:
+        return WAIT
+    return None
+
+
+def check_probed(probed: dict | None, in_doubt: set[str], needed: set[str]
+                 ) -> dict:
+    """A bool answer for every step ``needed``, answers only for steps in
+    doubt (the others are ignored); else ValueError (chapter 08)."""
     answers = {} if probed is None else probed
     if not isinstance(answers, dict):
         raise TypeError("probed must be a dict of step -> bool")
-    if set(answers) != in_doubt:
-        raise ValueError(f"probe answers are needed for exactly the steps in"
-                         f" doubt {sorted(in_doubt)}, got {sorted(answers)}")
+    if not needed <= set(answers) <= in_doubt:
+        raise ValueError(f"probe answers are needed for {sorted(needed)} and"
+                         f" allowed for the steps in doubt {sorted(in_doubt)},"
+                         f" got {sorted(answers)}")
     if not all(isinstance(answer, bool) for answer in answers.values()):
         raise ValueError("each probe answer must be a bool")
     return answers

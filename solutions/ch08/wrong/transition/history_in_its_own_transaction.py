@@ -32,6 +32,10 @@ MOVES = (
     (ON_THE_VAN, DELIVERED),  # the driver hands it over
     (ON_THE_VAN, RETURNED),  # the clerk refuses the pallet at the door
 )
+# The moves that carry a delivery on. A waiting cancel request stops these and
+# only these: cancelling, returning and turning back are how it is honoured.
+FORWARD = ((BOOKED, ON_THE_VAN), (ON_THE_VAN, DELIVERED))
+CANCEL_REQUESTED = "cancel_requested"  # the third reason a move is refused
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -47,12 +51,17 @@ CREATE TABLE IF NOT EXISTS delivery_history (
     who         TEXT NOT NULL,
     at          REAL NOT NULL,
     PRIMARY KEY (delivery_id, version)  -- one author per version, ever
+);
+CREATE TABLE IF NOT EXISTS cancel_requests (
+    delivery_id TEXT PRIMARY KEY REFERENCES deliveries (id),  -- one per delivery
+    who         TEXT NOT NULL,
+    at          REAL NOT NULL
 )
 """
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Given: the deliveries and their history (chapter 08)."""
+    """Given: the deliveries, their history and the cancel requests (ch. 08)."""
     ensure_schema(conn, SCHEMA)
 
 
@@ -80,6 +89,21 @@ def read(conn: sqlite3.Connection, delivery_id: str) -> dict:
             "version": row["version"]}
 
 
+def request_cancel(conn: sqlite3.Connection, delivery_id: str, *, who: str
+                   ) -> bool:
+    """Given: the clerk asks for the delivery to be cancelled, naming no
+    version, so the request never loses a race; whoever moves the delivery
+    next must honour it. Whether the request is new (asking twice is one
+    request); KeyError for an unknown delivery (chapter 08)."""
+    check_text("who", who)
+    with immediate(conn):
+        read(conn, delivery_id)
+        return conn.execute(
+            "INSERT INTO cancel_requests (delivery_id, who, at)"
+            " VALUES (:id, :who, :at) ON CONFLICT (delivery_id) DO NOTHING",
+            {"id": delivery_id, "who": who, "at": clock()}).rowcount == 1
+
+
 def transition(conn: sqlite3.Connection, delivery_id: str, *, expected_state: str,
                expected_version: int, to_state: str, who: str) -> int:
     """The compare-and-set, committed; then the history row."""
@@ -103,6 +127,11 @@ def transition(conn: sqlite3.Connection, delivery_id: str, *, expected_state: st
              "expected_version": expected_version}).rowcount
         if moved != 1:
             raise TransitionRefused(STALE_VERSION, current)
+        waiting = conn.execute(
+            "SELECT 1 FROM cancel_requests WHERE delivery_id = :id",
+            {"id": delivery_id}).fetchone()
+        if waiting and (expected_state, to_state) in FORWARD:
+            raise TransitionRefused(CANCEL_REQUESTED, current)
     with immediate(conn):  # the second commit: a kill before it loses the row
         conn.execute(
             "INSERT INTO delivery_history (delivery_id, version, from_state,"
