@@ -272,7 +272,7 @@ def crash_case(world: World, case: str, args) -> dict:
             worker = world.harness.start(world.args(who))
             # from the end of the lease it waits for: a recovery's work after
             # it takes tens of milliseconds, its wait seconds
-            instant = round(draw.uniform(-0.25, 0.1), 3)
+            instant = round(draw.uniform(-0.2, 0.05), 3)
             time.sleep(max(0.0, world.lease_ends() + instant - time.time()))
         done = worker.kill(expect_sigkill=False)  # it may have finished first
         recoveries.append({"who": who, "pid": done.pid, "returncode": done.returncode,
