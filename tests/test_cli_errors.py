@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import journal, orders
+from crashcourse import claims, journal, orders
 from crashcourse.example import scan_files
 from crashcourse.services import drive, mail, payments
 from crashcourse.store import count_rows, opened
@@ -421,7 +421,34 @@ def test_a_disk_that_fills_mid_run_ends_the_worker_in_one_line(tmp_path, full_di
     assert "full" in done.stderr
 
 
-@pytest.mark.parametrize("worker", [pay_invoice, charge, restock_note],
+@pytest.mark.parametrize("worker", [pay_invoice, charge, restock_note,
+                                    journal_worker, shop_worker],
                          ids=lambda w: w.__name__)
 def test_the_machine_refusal_status_is_documented(worker):
     assert "74" in worker.__doc__
+
+
+@pytest.mark.parametrize("worker", WORKERS, ids=lambda w: w.__name__)
+def test_every_worker_answers_help_with_its_usage_and_exit_0(worker, tmp_path):
+    module = worker.__name__.rsplit(".", 1)[1]
+    done = subprocess.run([sys.executable, "-m", worker.__name__, "--help"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "python -m crashcourse.workers." + module in done.stdout or \
+        "usage:" in done.stdout
+    assert list(tmp_path.iterdir()) == []  # help writes nothing
+
+
+def test_a_send_whose_wait_outlives_its_lease_is_refused_before_any_claim(
+        tmp_path, agent):
+    """Issue 23: ``send --wait 2`` with the default 1 s lease wrote its claim,
+    then died on LeaseTooShort with a traceback."""
+    with opened(agent) as conn:
+        claims.enqueue(conn, "ticket-7", "session-7", "Restock flour")
+    refused(tmp_path, "shop_worker", ["send", "--db", str(agent), "--url",
+                                      "http://127.0.0.1:9", "--wait", "2"])
+    with opened(agent) as conn:
+        assert count_rows(conn, "claims") == 0
+        assert claims.work_row(conn, claims.work_id_for("ticket-7"))[
+            "generation"] == 0

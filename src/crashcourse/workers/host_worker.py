@@ -37,7 +37,8 @@ supplier's URL as this host reaches it. Modes:
 
 Each ends with one JSON line (graders read rows, not it). Exit status: 0
 done; 2 bad input (one line on stderr, nothing written); 3 ``hold`` found
-nothing to claim; 97 held and never released.
+nothing to claim; 74 the machine refused a file mid-run (one line on
+stderr); 97 held and never released.
 """
 
 from __future__ import annotations
@@ -56,7 +57,12 @@ from crashcourse.example import FLOUR, ScriptedModel
 from crashcourse.services import supplier_client
 from crashcourse.store import StoreMissing, immediate, opened, sql_list
 from crashcourse.validate import check_text
-from crashcourse.workers.options import argument_parser, check_installed, refuse
+from crashcourse.workers.options import (
+    argument_parser,
+    check_installed,
+    one_line_errors,
+    refuse,
+)
 from crashcourse.workers.shop_worker import FINAL, NothingToClaim, patiently
 
 NOTHING_TO_CLAIM = 3
@@ -281,6 +287,7 @@ def parse(argv: list[str] | None):
     return parser.parse_args(argv)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Run one mode against the shared store; print its report (chapter 10)."""
     args = parse(argv)

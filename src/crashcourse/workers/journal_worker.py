@@ -34,7 +34,9 @@ it):
 5  stale: this run lost the task mid-run (superseded, its lease expired, or
    a step's declared wait no longer fit in it): it sent nothing after the
    refusal, and the step it had not recorded stays in doubt for the next
-   holder's probe.
+   holder's probe;
+74 the machine refused a file mid-run (a full disk, a read-only mount): one
+   line on stderr; what committed before stays, as after a kill.
 
 The drive and the mail provider are called by the paths of their files, like
 every service; the journal file is the worker's own, opened once. It imports
@@ -63,7 +65,12 @@ from crashcourse.plan import GateFailed, Plan, UnknownTask, load_plan, save_plan
 from crashcourse.services import drive, mail
 from crashcourse.services.broker import CredentialRefused
 from crashcourse.store import StoreMissing, opened
-from crashcourse.workers.options import check_installed, refuse, text_options
+from crashcourse.workers.options import (
+    check_installed,
+    one_line_errors,
+    refuse,
+    text_options,
+)
 
 PROBES = ("correct", "filename-only")
 
@@ -197,7 +204,8 @@ def check_world(where: dict[str, str]) -> None:
     """The journal (with its plan), the drive and the mail provider are
     installed stores; else ``StoreMissing``, nothing created (chapter 07)."""
     check_installed((where["journal"], ("plans", "journal", "work", "claims")),
-                    (where["drive"], drive.TABLES), (where["mail"], mail.TABLES))
+                    record=False)  # its own file: the quick check
+    check_installed((where["drive"], drive.TABLES), (where["mail"], mail.TABLES))
 
 
 def resume_command(directory: str, task: str, who: str) -> list[str]:
@@ -206,6 +214,7 @@ def resume_command(directory: str, task: str, who: str) -> list[str]:
             "--dir", str(directory), "--task", task, "--resume-by", who]
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Load the stored plan, claim the task and run or resume the plan through
     the journal (chapter 07). Stops at a step boundary when paused;

@@ -133,7 +133,13 @@ def text_options(argv: list[str], required: tuple[str, ...],
     given once, none blank; ``optional`` gives defaults (None: absent). Bad
     usage raises ValueError, one line: what is wrong, then ``usage``. The
     workers the harness starts by the hundred read this way: importing
-    argparse would cost every start ~20 ms (chapter 07)."""
+    argparse would cost every start ~20 ms (chapter 07). ``-h`` or ``--help``
+    anywhere prints the program's own docstring (its usage, options and exit
+    statuses) and exits 0, as argparse would."""
+    if "-h" in argv or "--help" in argv:
+        program = sys.modules.get("__main__")
+        print((getattr(program, "__doc__", None) or usage).strip())
+        sys.exit(0)
     flags, values = argv[::2], argv[1::2]
     if len(flags) != len(values) or len(set(flags)) < len(flags) or not all(
             flag.startswith("--") for flag in flags):

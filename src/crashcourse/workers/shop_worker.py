@@ -17,8 +17,10 @@ Modes (the parent picks one per experiment):
 The worker prints one JSON line; graders read the databases, not this line.
 Exit status: 0 done; 2 bad input (an unknown mode or option, a blank owner or
 work id, a lease or wait out of range, no ``--url`` where one is sent to, or a
-``--db`` that is not the agent's installed store): one line on stderr,
-nothing written; 3 ``hold`` or ``send`` found nothing to claim.
+``--db`` that is not the agent's installed store, a ``--wait`` that does not
+fit in ``--ttl`` where a request is sent): one line on stderr, nothing
+written; 3 ``hold`` or ``send`` found nothing to claim; 74 the machine refused
+a file mid-run (one line on stderr).
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ from crashcourse.boundary import boundary
 from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.store import StoreMissing, immediate, opened
 from crashcourse.validate import check_text
-from crashcourse.workers.options import argument_parser, check_installed, refuse
+from crashcourse.workers.options import (
+    argument_parser,
+    check_installed,
+    one_line_errors,
+    refuse,
+)
 
 NOTHING_TO_CLAIM = 3  # exit status of hold and send when no work is eligible
 MAX_WAIT = 60.0  # seconds for one supplier request; longer is a typo
@@ -161,6 +168,7 @@ def drain(conn, owner: str, ttl: float, take=claims.claim) -> dict:
     return {"finished": done, "stale": stale}
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Run one mode on the agent's file and print its report (chapters 05-06)."""
     args = parse(argv)
@@ -203,7 +211,10 @@ def check(args) -> None:
     if args.mode != "drain":
         check_text("--url", args.url)
         tables += ("orders",)
-    check_installed((args.db, tables))
+    if args.mode in ("send", "run") and not args.wait < args.ttl:
+        raise ValueError(f"--wait {args.wait} s does not fit in the --ttl "
+                         f"{args.ttl} s lease: a request must end inside it")
+    check_installed((args.db, tables), record=False)  # the agent's own file
 
 
 def parse(argv: list[str] | None):
