@@ -161,14 +161,17 @@ class World:
         with opened(self.paths["workflow"]) as conn:
             return workflow_steps.compensate(conn, self.id, remotes, who=PERSON)
 
-    def lease_ends(self) -> float:
-        """When the last live lease of a step in doubt ends, by the store's
-        clock (the wall clock here); now if none is live."""
-        with opened(self.paths["workflow"]) as conn:
-            held = [workflow_steps.holder(s["attempts"])["expires"]
-                    for s in workflow_steps.progress(conn, self.id)
-                    if s["status"] == workflow_steps.IN_DOUBT]
-        return max([time.time(), *held])
+    def wait_for_rows(self, who: str, rows: int, worker) -> None:
+        """Until ``who`` has written ``rows`` history rows, or has exited, or
+        the workflow is final (bounded by ``experiment.TIMEOUT``)."""
+        deadline = time.monotonic() + experiment.TIMEOUT
+        while time.monotonic() < deadline and worker.alive():
+            with opened(self.paths["workflow"]) as conn:
+                history = workflow.history(conn, self.id)
+            if (sum(h["who"] == who for h in history) >= rows
+                    or history[-1]["to_state"] in workflow.FINAL):
+                return
+            time.sleep(0.002)
 
     def probe_mail(self) -> dict:
         """What the mail's probe says now, by the key header: found, copies."""
@@ -254,9 +257,11 @@ def stale_case(world: World, case: str, args) -> dict:
 
 def crash_case(world: World, case: str, args) -> dict:
     """worker-1 killed in a residual window; recovery workers killed at random
-    instants around the end of the lease they wait for (so some die waiting,
-    some probing, attempting or calling) and one at ``after_remote:mail``;
-    then a last one finishes."""
+    instants of their runs and, while the mail is not sent, one at
+    ``after_remote:mail``; then a last one finishes. A random instant is
+    drawn as a number of history rows (0 to 3) the recovery may write first:
+    0 kills it while it waits out a lease, more kill it part-way through its
+    work, which takes milliseconds where the wait takes seconds."""
     draw = random.Random(args.seed)
     step = draw.choice(STEPS)
     killed = world.interrupt(FIRST, f"admitted:{step}").kill()
@@ -269,15 +274,12 @@ def crash_case(world: World, case: str, args) -> dict:
         if number == at_mail and not world.probe_mail()["found"]:
             worker, instant = world.interrupt(who, "after_remote:mail"), None
         else:
-            worker = world.harness.start(world.args(who))
-            # from the end of the lease it waits for: a recovery's work after
-            # it takes tens of milliseconds, its wait seconds
-            instant = round(draw.uniform(-0.2, 0.05), 3)
-            time.sleep(max(0.0, world.lease_ends() + instant - time.time()))
+            worker, instant = world.harness.start(world.args(who)), draw.randrange(4)
+            world.wait_for_rows(who, instant, worker)
         done = worker.kill(expect_sigkill=False)  # it may have finished first
         recoveries.append({"who": who, "pid": done.pid, "returncode": done.returncode,
                            "killed_at": "after_remote:mail" if instant is None
-                           else instant})
+                           else f"after {instant} rows"})
     last = world.harness.run(world.args("recovery-last"), experiment.TIMEOUT)
     return {"interrupted": interrupted(FIRST, killed, f"admitted:{step}"),
             "at_interruption": rows, "killed_recoveries": recoveries,
