@@ -3,6 +3,9 @@
 Both are services: called by the path of their file, never by a connection.
 """
 
+import sqlite3
+import time
+
 import pytest
 
 from crashcourse.services import drive, mail
@@ -98,3 +101,29 @@ def test_no_call_leaves_the_write_lock_held(drive_path, mail_path):
     for path in (drive_path, mail_path):  # no call left a transaction open
         with opened(path, busy_timeout_ms=50) as conn, immediate(conn):
             pass
+
+
+def test_copies_counts_every_message_under_one_key(tmp_path):
+    path = tmp_path / "mail.sqlite"
+    mail.install(path)
+    assert mail.copies(path, "k-1") == 0
+    for _ in range(3):
+        mail.submit(path, "orders@supplier.example", "s", "b", {mail.KEY_HEADER: "k-1"})
+    mail.submit(path, "orders@supplier.example", "s", "b", {mail.KEY_HEADER: "k-2"})
+    assert (mail.copies(path, "k-1"), mail.copies(path, "k-2")) == (3, 1)
+    assert mail.duplicate_messages(path) == 2
+
+
+def test_a_submit_waits_for_the_providers_lock_no_longer_than_it_was_told(tmp_path):
+    path = tmp_path / "mail.sqlite"
+    mail.install(path)
+    with opened(path) as holder:
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        try:
+            started = time.monotonic()
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                mail.submit(path, "a@b.example", "s", "b", {}, busy_timeout_ms=200)
+            assert time.monotonic() - started < 4.0  # the default would wait 5 s
+        finally:
+            holder.execute("ROLLBACK")
+    assert mail.messages(path) == []

@@ -56,6 +56,7 @@ from contextlib import contextmanager
 
 from crashcourse.boundary import boundary
 from crashcourse.store import (
+    DEFAULT_BUSY_TIMEOUT_MS,
     StoreMissing,
     connect,
     ensure_schema,
@@ -363,7 +364,8 @@ def _attach(conn: sqlite3.Connection, broker: str) -> None:
 
 @contextmanager
 def guarded_write(path: str | Path, tables: tuple[str, ...],
-                  credential: str | None, scope: str):
+                  credential: str | None, scope: str, *,
+                  busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS):
     """Open a service's file for ONE write under ``credential``; yields
     ``(conn, admit)`` inside a transaction that holds the service's write lock
     AND, for a guarded service, the broker's (chapter 09).
@@ -376,8 +378,11 @@ def guarded_write(path: str | Path, tables: tuple[str, ...],
     writing any new effect; stamp the effect with ``clock()`` as the block's
     last act. The service's file commits before the broker's lock is let go,
     so a ``revoke`` that returns has seen every admitted write end. The
-    boundary ``<scope>:admitted`` sits between the judgement and the effect."""
-    with opened(path, require=tables, record=True) as conn:
+    boundary ``<scope>:admitted`` sits between the judgement and the effect.
+    ``busy_timeout_ms`` bounds the wait for the two locks (a caller with a
+    declared wait passes one that fits in it)."""
+    with opened(path, require=tables, record=True,
+                busy_timeout_ms=busy_timeout_ms) as conn:
         broker = broker_of(conn)
         if broker is not None:
             _attach(conn, broker)

@@ -42,7 +42,13 @@ from crashcourse.services.broker import (
     note_refusal,
     refusals,
 )
-from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.store import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    ensure_schema,
+    immediate,
+    opened,
+    table_rows,
+)
 from crashcourse.validate import clock
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
@@ -82,16 +88,20 @@ def install(path: str | Path, *, broker: str | Path | None = None) -> None:
 
 
 def submit(path: str | Path, recipient: str, subject: str, body: str,
-           headers: dict, *, credential: str | None = None) -> dict:
+           headers: dict, *, credential: str | None = None,
+           busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> dict:
     """Queue one message; every call is a new message (chapter 07).
 
     A guarded provider checks ``credential`` first, in the same transaction
     (chapter 09): refused, nothing is queued and ``CredentialRefused`` says why.
+    ``busy_timeout_ms`` bounds the wait for the provider's lock, so a caller
+    that declared how long its request may take can keep to it (chapter 08).
     """
     if "@" not in str(recipient):
         raise ValueError(f"not an address: {recipient!r}")
     try:
-        with guarded_write(path, TABLES, credential, SUBMIT) as (conn, admit):
+        with guarded_write(path, TABLES, credential, SUBMIT,
+                           busy_timeout_ms=busy_timeout_ms) as (conn, admit):
             verified_at = admit()
             cursor = conn.execute(
                 "INSERT INTO messages (recipient, subject, body, headers,"
@@ -133,6 +143,17 @@ def probe_sent(path: str | Path, operation_key: str) -> tuple[bool, dict]:
             {"operation_key": operation_key},
         ).fetchone()
     return (True, dict(row)) if row else (False, {"message_id": None})
+
+
+def copies(path: str | Path, operation_key: str) -> int:
+    """How many accepted messages carry this operation key (chapters 07-08).
+
+    More than one is a duplicate the provider took (a late request from a
+    paused process): the key header makes it visible, nothing unsends it."""
+    with opened(path, require=TABLES, record=True) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM messages WHERE operation_key = :operation_key",
+            {"operation_key": operation_key}).fetchone()[0]
 
 
 def sent_folder(path: str | Path) -> list[dict]:
