@@ -1,0 +1,22 @@
+"""An ``EffectTool`` as a LangChain tool, for LangGraph agents (chapter 12).
+
+``as_tool(effect)`` gives a ``StructuredTool`` whose schema is the body's
+arguments (the operation key is not one: the model never sees it) and whose
+call goes through the adapter: key from the action, intent first, probe on
+resume. Hand it to ``create_agent``, a ``ToolNode``, or ``.invoke`` it from a
+functional API ``@task``. LangChain is imported here, when this module is,
+never by ``crashcourse.adapters`` itself.
+"""
+
+from __future__ import annotations
+
+from langchain_core.tools import StructuredTool
+
+from crashcourse.adapters import EffectTool
+
+
+def as_tool(effect: EffectTool) -> StructuredTool:
+    """The LangChain tool for ``effect`` (chapter 12)."""
+    return StructuredTool.from_function(effect.function, name=effect.name,
+                                        description=effect.function.__doc__
+                                        or effect.name)
