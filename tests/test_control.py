@@ -20,7 +20,7 @@ from crashcourse import claims, control, decisions, fence, journal, store
 from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
 from crashcourse.plan import GateFailed
-from crashcourse.services import drive, mail
+from crashcourse.services import broker, drive, mail
 from crashcourse.store import count_rows, opened
 from crashcourse.workers.journal_worker import (
     build_world,
@@ -266,7 +266,7 @@ def test_unwind_restores_renames_newest_first_and_records_sent_mail(world):
     actions = world["actions"]
     result = decisions.unwind(world["journal"], world["task"], actions, who="sam")
     assert result == {"restore": list(range(40, 0, -1)), "compensation": [42],
-                      "not_performed": []}
+                      "left_as_found": [], "not_performed": []}
     assert drive.names(world["where"]["drive"]) == SCANS
     undone = decisions.unwinds(world["journal"], world["task"])
     assert [u["kind"] for u in undone] == ["compensation"] + ["restore"] * 40
@@ -302,7 +302,7 @@ def test_unwind_settles_the_step_in_doubt_with_its_probe(world):
     result = decisions.unwind(world["journal"], world["task"], world["actions"],
                               who="sam")
     assert result == {"restore": [5, 4, 3, 2, 1], "compensation": [],
-                      "not_performed": [6]}
+                      "left_as_found": [], "not_performed": [6]}
     assert drive.names(world["where"]["drive"]) == SCANS
 
 
@@ -319,38 +319,135 @@ def test_an_unwind_without_a_restore_is_refused_before_anything(world):
 
 
 @sqlite_only
-def test_daylight_stays_stopped_and_its_command_resumes_exactly(world, tmp_path):
+def test_unwind_never_overwrites_a_change_made_since(world):
+    """The restore is a compare-and-set: a file someone renamed after our run
+    is left as they named it, with a row that says so. A blind restore
+    (no ``expect``) would put our before_state over their change."""
+    run(world, should_stop=lambda: status(world).count("confirmed") >= 5)
+    drive_path = world["where"]["drive"]
+    drive.rename_to(drive_path, "f003", "kept-by-the-owner.pdf", requester="owner")
+    result = decisions.unwind(world["journal"], world["task"], world["actions"],
+                              who="sam")
+    assert result == {"restore": [5, 4, 2, 1], "compensation": [],
+                      "left_as_found": [3], "not_performed": []}
+    assert drive.names(drive_path) == {**SCANS, "f003": "kept-by-the-owner.pdf"}
+    [left] = [u for u in decisions.unwinds(world["journal"], world["task"])
+              if u["step"] == 3]
+    assert left["outcome"]["left_as_found"] == {"file_id": "f003",
+                                                "name": "kept-by-the-owner.pdf"}
+    again = decisions.unwind(world["journal"], world["task"], world["actions"],
+                             who="sam")
+    assert again == result  # recorded once: the second run reads the row
+    assert drive.names(drive_path)["f003"] == "kept-by-the-owner.pdf"
+
+
+def test_a_compare_and_set_rename_writes_nothing_on_a_mismatch(tmp_path):
+    path = tmp_path / "drive.sqlite"
+    drive.install(path, {"f001": "invoice-001.pdf"})
+    with pytest.raises(drive.NameChanged) as changed:
+        drive.rename_to(path, "f001", "scan-001.pdf", operation_key="undo-1",
+                        expect="invoice-2026-001.pdf")
+    assert (changed.value.expected, changed.value.found) == (
+        "invoice-2026-001.pdf", "invoice-001.pdf")
+    assert drive.snapshot(path)["rename_requests"] == []
+    drive.rename_to(path, "f001", "scan-001.pdf", operation_key="undo-1",
+                    expect="invoice-001.pdf")
+    assert drive.names(path) == {"f001": "scan-001.pdf"}
+
+
+@pytest.fixture
+def guarded(tmp_path):
+    """The restock world with both services guarded by a broker, and a
+    credential issued to the journal worker's holder name."""
+    plan = restock_plan()
+    where = {**paths(str(tmp_path)), "broker": str(tmp_path / "broker.sqlite")}
+    broker.install(where["broker"])
+    task = build_world(str(tmp_path), plan, broker=where["broker"])
+    token = broker.issue(where["broker"], HOLDER, "drive:rename mail:submit", 300)
+    with opened(where["journal"]) as jc:
+        yield {"journal": jc, "plan": plan, "task": task, "where": where,
+               "dir": str(tmp_path), "token": token,
+               "actions": restock_actions(where["drive"], where["mail"],
+                                          credential=token)}
+
+
+HOLDER = "journal-worker"  # the worker's --owner: the claim's and the credential's
+
+
+def test_daylight_stays_stopped_and_its_command_resumes_exactly(tmp_path, guarded):
+    world = guarded
     control.start_scheduler(world["journal"], "sam")
     run(world, should_stop=lambda: status(world).count("confirmed") >= 42)
     handover = tmp_path / "handover.md"
-    command = resume_command(world["dir"], world["task"], who="dana")
+    command = resume_command(world["dir"], world["task"], who="dana",
+                             broker_path=world["where"]["broker"])
+    stop = {"broker": world["where"]["broker"], "holder": HOLDER}
     with pytest.raises(FileNotFoundError):  # refused before anything is written
         decisions.hand_to_daylight(
             world["journal"], world["task"], who="sam", reason="03:14",
-            resume_command=command, path=str(tmp_path / "gone" / "handover.md"))
+            resume_command=command, path=str(tmp_path / "gone" / "handover.md"),
+            **stop)
     assert not control.is_paused(world["journal"])
     assert decisions.history(world["journal"], world["task"]) == []
+    assert broker.snapshot(world["where"]["broker"])["revocations"] == []
     shown = decisions.hand_to_daylight(
         world["journal"], world["task"], who="sam", reason="03:14, not urgent",
-        resume_command=command, path=str(handover))
+        resume_command=command, path=str(handover), **stop)
     assert control.is_paused(world["journal"])
     assert not control.scheduler_may_run(world["journal"])
     assert shown["in_doubt"] is None
     assert [e["step"] for e in shown["irreversible_done"]] == [42]
+    assert shown["revoked"] == [world["token"]]
     [decided] = decisions.history(world["journal"], world["task"])
     assert decided["decision"] == "daylight"
     assert decided["detail"]["command"] == shlex.join(command)
     text = handover.read_text()
     assert shlex.join(command) in text and "step 42 (send_mail" in text
+    assert f"Grant `{HOLDER}` again" in text
     with pytest.raises(FileExistsError):  # a hand-over is never overwritten
         decisions.hand_to_daylight(
             world["journal"], world["task"], who="sam", reason="again",
-            resume_command=command, path=str(handover))
+            resume_command=command, path=str(handover), **stop)
     assert len(decisions.history(world["journal"], world["task"])) == 1
+    written = shlex.split(text.split("```")[1].strip())[1:]
+    with Harness() as harness:
+        # Overnight someone lifts the flag and starts the worker by hand with
+        # the credential it had: the in-band stop is gone, the services refuse.
+        control.set_paused(world["journal"], False)
+        by_hand = harness.run([*WORKER, "--dir", world["dir"], "--task",
+                               world["task"], "--credential", world["token"]])
+        asks = harness.run(written)  # the hand-over's command, before a grant
+    assert (by_hand.returncode, asks.returncode) == (3, 3), by_hand.stderr
+    assert [r["reason"] for r in mail.snapshot(world["where"]["mail"])["refusals"]
+            ] == [broker.REVOKED]
+    assert len(mail.messages(world["where"]["mail"])) == 1  # nothing more left
+    assert len(broker.snapshot(world["where"]["broker"])["credentials"]) == 1
+    broker.grant(world["where"]["broker"], HOLDER, "dana")  # the morning's person
     with Harness() as harness:  # the day shift runs the command as written
-        finished = harness.run(shlex.split(text.split("```")[1].strip())[1:])
+        finished = harness.run(written)
     assert finished.returncode == 0, finished.stderr
     assert status(world).summary() == {"confirmed": 43, "in_doubt": 0,
                                        "not_started": 0}
     assert mail.duplicate_messages(world["where"]["mail"]) == 0
     assert len(mail.messages(world["where"]["mail"])) == 2
+
+
+def test_a_stopped_holder_started_by_hand_gets_no_credential(guarded):
+    """The worker path of ``issue``'s rule: a journal worker asking the broker
+    for its credential (``--broker``) after its holder was revoked is refused
+    before it writes anything; a person's grant lets the same command run."""
+    world = guarded
+    broker.revoke_holder(world["where"]["broker"], HOLDER, "sam")
+    args = [*WORKER, "--dir", world["dir"], "--task", world["task"],
+            "--broker", world["where"]["broker"]]
+    with Harness() as harness:
+        refused = harness.run(args)
+    assert refused.returncode == 3 and "grant" in refused.stdout
+    assert len(broker.snapshot(world["where"]["broker"])["credentials"]) == 1
+    assert journal.entries(world["journal"], world["task"]) == []
+    assert drive.snapshot(world["where"]["drive"])["rename_requests"] == []
+    broker.grant(world["where"]["broker"], HOLDER, "sam")
+    with Harness() as harness:
+        done = harness.run(args)
+    assert done.returncode == 0, done.stderr
+    assert status(world).count("confirmed") == STEPS

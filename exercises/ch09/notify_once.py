@@ -6,10 +6,15 @@ its own and a state of its own in the worker's file (``supplier_notices``).
 The worker's checkpoint (``paying.load_checkpoint``) says "paid"; only this
 table says "the supplier was told".
 
-``paying.notify_owner`` does this for the owner's notification; write the
-supplier's yourself (the tests unplug ``notify_owner``). The provider is
+Build it from what chapters 02 and 07 built: a record written before the
+effect, and a probe that asks the target by key (the tests unplug
+``paying.notify_owner``, the runtime's own notification). The provider is
 called by its address, the path of its file: ``mail.submit`` accepts a
 message into its queue, ``mail.probe_sent`` asks it by operation key.
+
+The provider takes no key of its own, so the promise has a premise: ONE live
+notifier. Two processes alive at once both find the notice pending, both ask
+before either sends, and both send; the header makes the second findable.
 """
 
 from __future__ import annotations
@@ -63,8 +68,8 @@ def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
                     order: str, amount: int, currency: str, *,
                     recipient: str = SUPPLIER,
                     credential: str | None = None) -> dict:
-    """Tell the supplier that ``task`` paid ``order``, exactly once, whenever
-    the process running it is killed.
+    """Tell the supplier that ``task`` paid ``order``: at most once per notice
+    key, given one live notifier, wherever the process running it is killed.
 
     ``state`` is the worker's own file (the connection); ``mail_path`` the
     provider's. Intent first: a PENDING row under ``notice_key`` before the

@@ -1,4 +1,5 @@
-"""Grades exercise 09.2 (notify_once.py): the supplier is told exactly once.
+"""Grades exercise 09.2 (notify_once.py): the supplier is told at most once per
+notice key, given one live notifier (one process at a time, as here).
 
 The payment is real (the ``pay_invoice`` worker, which also notifies the
 owner); the notice runs in a real child process that loads YOUR module and is
@@ -206,8 +207,9 @@ def test_a_second_invoice_gets_its_own_notice(mod, paid):
 
 
 def test_a_revoked_credential_leaves_the_notice_pending(mod, files, tmp_path):
-    """The out-of-band stop: the provider refuses the call, the intent stays,
-    and the notice goes out once when a person issues a new credential."""
+    """The out-of-band stop: the provider refuses the call and the intent
+    stays. The revoked holder gets no new credential until a person grants it
+    again; then the notice goes out once, under the new credential."""
     where = tmp_path / "broker.sqlite"
     broker.install(where)
     mail.install(files["mail"], broker=where)
@@ -219,6 +221,9 @@ def test_a_revoked_credential_leaves_the_notice_pending(mod, files, tmp_path):
                             credential=token)
     assert [r["state"] for r in rows(mod, files)] == [mod.PENDING]
     assert mail.messages(files["mail"]) == []
+    with pytest.raises(broker.HolderStopped):  # the stop holds for the holder
+        broker.issue(where, "paying-worker", "mail:submit", ttl=300)
+    broker.grant(where, "paying-worker", "day-rota")  # a person decides
     fresh = broker.issue(where, "paying-worker", "mail:submit", ttl=300)
     with opened(files["state"]) as state:
         report = mod.notify_supplier(state, str(files["mail"]), TASK, ORDER, AMOUNT,

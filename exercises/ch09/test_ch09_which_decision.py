@@ -1,23 +1,24 @@
-"""Grades exercise 09.3 (which_decision.py): the runbook's decision.
+"""Grades exercise 09.3 (which_decision.py): the runbook you wrote, by what
+each decision leaves behind.
 
-First on paper, from journal states written out by hand; then from real ones:
-a journal worker SIGKILLed mid-plan, the situation read from its rows, and
-the predicted decision carried out with ``crashcourse.decisions`` to show
-what it does (and, where the prediction would be wrong, what goes wrong).
+Every case is a real world: a journal worker SIGKILLed mid-plan, the
+situation read from its rows, YOUR decision carried out with
+``crashcourse.decisions`` as the person on the rota would, and the world
+then graded from the journal's and the services' rows on the consequences
+PROMPT.md lists (C1-C6). No test asks which decision you named: only what
+it did. Some cases accept more than one decision.
 """
-
-import shlex
-import sys
 
 import pytest
 
-from crashcourse import control, decisions, journal
+from crashcourse import decisions, journal
 from crashcourse.example import restock_plan, scan_files
 from crashcourse.harness import Harness
 from crashcourse.plan import GateFailed, Step, load_plan, make_plan
-from crashcourse.services import drive, mail
+from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import (
+    SCOPE,
     build_world,
     paths,
     restock_actions,
@@ -26,128 +27,71 @@ from crashcourse.workers.journal_worker import (
 
 RESUME, UNWIND, DAYLIGHT = decisions.RESUME, decisions.UNWIND, decisions.DAYLIGHT
 GATED = restock_plan()  # renames 1-40, the gate verify_drive at 41, mails 42-43
-GATE, TO_SUPPLIER, TO_OWNER = 41, 42, 43
-SHAPE = [(s.number, s.action, s.irreversible, s.gate) for s in GATED.steps[39:]]
-# A plan as a planner might leave it: an irreversible payment in the middle.
-SETTLE = make_plan("settle", [
-    Step(1, "rename", {"file_id": "f001", "name": "invoice-2026-001.pdf"}),
-    Step(2, "pay_invoice", {"order": "SUP-0042"}, irreversible=True),
-    Step(3, "rename", {"file_id": "f002", "name": "invoice-2026-002.pdf"}),
-])
+TO_SUPPLIER = 42
+HOLDER = "journal-worker"  # the worker's claim and credential
+
+
+def early_mail_plan():
+    """A plan as a planner might leave it: the supplier's mail at step 3,
+    between renames, then the gate and the owner's mail."""
+    base = {s.args.get("file_id"): s for s in GATED.steps if s.action == "rename"}
+    renames = [base[f"f{i:03d}"] for i in range(1, 11)]
+    mails = [s for s in GATED.steps if s.action == "send_mail"]
+    gate = Step(0, "verify_drive",
+                {"names": {s.args["file_id"]: s.args["name"] for s in renames}},
+                gate=True)
+    ordered = [*renames[:2], mails[0], *renames[2:], gate, mails[1]]
+    return make_plan("restock", [s._replace(number=n)
+                                 for n, s in enumerate(ordered, start=1)])
 
 
 @pytest.fixture
 def mod(answer):
-    assert SHAPE == [(40, "rename", False, False), (GATE, "verify_drive", False, True),
-                     (TO_SUPPLIER, "send_mail", True, False),
-                     (TO_OWNER, "send_mail", True, False)], (
-        "these tests expect the restock plan of chapter 09: 40 renames, a gate, "
-        "two mails")
     return answer("ch09", "which_decision")
 
 
-# --- on paper ----------------------------------------------------------------
-
-
-def row(plan, number, outcome=None):
-    step = plan.steps[number - 1]
-    entry = {"step": number, "action": step.action, "args": step.args,
-             "operation_key": f"{plan.name}/{number}/{step.action}/k"}
-    return entry if outcome is None else {**entry, "outcome": outcome}
-
-
-def on_paper(mod, confirmed, *, doubt=None, plan=GATED, gates=None, decided=(),
-             plan_right=True):
-    """A Situation as ``decisions.shown`` would report it: steps 1..confirmed
-    have outcomes, step ``doubt`` (if any) has an intent and no outcome."""
-    shown = {
-        "journal": {"confirmed": confirmed, "in_doubt": int(doubt is not None),
-                    "not_started": len(plan.steps) - confirmed - (doubt is not None)},
-        "in_doubt": None if doubt is None else row(plan, doubt),
-        "irreversible_done": [row(plan, n, {"message_id": n})
-                              for n in range(1, confirmed + 1)
-                              if plan.steps[n - 1].irreversible],
-    }
-    if gates is None:  # the gated plan's gate passes unless a case says not
-        gates = {GATE: True} if plan is GATED else {}
-    return mod.Situation(plan, shown, gates, tuple(decided), plan_right)
-
-
-@pytest.mark.parametrize(("confirmed", "doubt", "expected"), [
-    (0, None, ()),
-    (11, 12, ()),  # a rename in doubt can be taken back
-    (41, 42, (42,)),  # the supplier's mail in doubt: it may have gone
-    (42, None, (42,)),
-    (42, 43, (42, 43)),
-    (43, None, (42, 43)),
-])
-def test_beyond_undo_on_the_gated_plan(mod, confirmed, doubt, expected):
-    assert mod.beyond_undo(on_paper(mod, confirmed, doubt=doubt)) == expected
-
-
-def test_the_plan_says_which_steps_are_irreversible(mod):
-    """Not the action's name, nor the plan's last steps: the flags."""
-    assert mod.beyond_undo(on_paper(mod, 1, doubt=2, plan=SETTLE)) == (2,)
-    assert mod.beyond_undo(on_paper(mod, 2, doubt=3, plan=SETTLE)) == (2,)
-    assert mod.beyond_undo(on_paper(mod, 1, plan=SETTLE)) == ()
-
-
-@pytest.mark.parametrize(("confirmed", "doubt", "options", "expected"), [
-    (0, None, {}, RESUME),  # nothing done yet
-    (11, 12, {}, RESUME),  # a step in doubt: resume asks its probe
-    (42, 43, {}, RESUME),  # even a mail in doubt: the provider is asked by key
-    (11, 12, {"gates": {GATE: False}}, DAYLIGHT),
-    (11, 12, {"gates": {GATE: False}, "plan_right": False}, DAYLIGHT),
-    (11, 12, {"plan_right": False}, UNWIND),
-    (40, None, {"plan_right": False}, UNWIND),
-    (41, 42, {"plan_right": False}, DAYLIGHT),  # the mail may have gone
-    (42, None, {"plan_right": False}, DAYLIGHT),
-    (43, None, {"plan_right": False}, DAYLIGHT),
-    (11, None, {"decided": (UNWIND,)}, UNWIND),  # finish what was begun
-    (11, None, {"decided": (DAYLIGHT, UNWIND), "gates": {GATE: False}}, UNWIND),
-    (11, 12, {"decided": (DAYLIGHT,)}, RESUME),  # the day shift's call
-    (11, 12, {"decided": (DAYLIGHT,), "gates": {GATE: False}}, DAYLIGHT),
-    (20, None, {"decided": (RESUME, DAYLIGHT), "plan_right": False}, UNWIND),
-], ids=["fresh", "rename-in-doubt", "mail-in-doubt", "gate-fails",
-        "gate-fails-plan-wrong", "plan-wrong", "plan-wrong-renames-done",
-        "plan-wrong-mail-in-doubt", "plan-wrong-mail-sent", "plan-wrong-all-done",
-        "unwound", "unwound-gate-fails", "after-daylight", "after-daylight-gate-fails",
-        "after-daylight-plan-wrong"])
-def test_the_runbook_on_paper(mod, confirmed, doubt, options, expected):
-    said = mod.which_decision(on_paper(mod, confirmed, doubt=doubt, **options))
-    assert said == expected
-
-
-def test_a_plan_without_gates_has_none_to_fail(mod):
-    assert mod.which_decision(on_paper(mod, 1, doubt=2, plan=SETTLE)) == RESUME
-    assert mod.which_decision(
-        on_paper(mod, 1, doubt=2, plan=SETTLE, plan_right=False)) == DAYLIGHT
-
-
-# --- from real journal states ---------------------------------------------------
+def fresh_world(tmp_path, plan):
+    """A fresh world for ``plan`` whose services are guarded by a broker, and
+    the credential the killed worker presents."""
+    where = {**paths(str(tmp_path)), "broker": str(tmp_path / "broker.sqlite")}
+    broker.install(where["broker"])
+    task = build_world(str(tmp_path), plan, broker=where["broker"])
+    token = broker.issue(where["broker"], HOLDER, SCOPE, 300)
+    with opened(where["journal"]) as conn:
+        yield {"conn": conn, "task": task, "where": where, "dir": str(tmp_path),
+               "token": token, "path": tmp_path,
+               "actions": restock_actions(where["drive"], where["mail"],
+                                          credential=token)}
 
 
 @pytest.fixture
 def world(tmp_path):
-    """The gated restock plan in a fresh world: journal, drive, mail provider."""
-    task = build_world(str(tmp_path), GATED)
-    where = paths(str(tmp_path))
-    with opened(where["journal"]) as conn:
-        yield {"conn": conn, "task": task, "where": where, "dir": str(tmp_path),
-               "actions": restock_actions(where["drive"], where["mail"])}
+    """The restock plan: 40 renames, the gate at 41, the mails at 42-43."""
+    yield from fresh_world(tmp_path, GATED)
+
+
+@pytest.fixture
+def early_world(tmp_path):
+    yield from fresh_world(tmp_path, early_mail_plan())
 
 
 def killed_at(world, stop_at):
     """Run the journal worker for real and SIGKILL it at ``stop_at``."""
     with Harness() as harness:
         worker = harness.start(["-m", "crashcourse.workers.journal_worker",
-                                "--dir", world["dir"], "--task", world["task"]],
-                               stop_at=stop_at)
+                                "--dir", world["dir"], "--task", world["task"],
+                                "--credential", world["token"], "--ttl", "1",
+                                "--wait", "0.25"], stop_at=stop_at)
         worker.wait_for_boundary()
-        assert worker.kill().returncode == -9
+        worker.kill()
 
 
-def read_situation(mod, world, *, plan_right=True):
+def collide(world, name="invoice-2026-030.pdf"):
+    """The supplier files its own document under a name the plan gives."""
+    drive.install(world["where"]["drive"], {"supplier-30": name}, "supplier")
+
+
+def read_situation(mod, world, *, plan_right):
     """What the person on the rota reads: the rows, and the gates checked now."""
     conn, task, actions = world["conn"], world["task"], world["actions"]
     plan = load_plan(conn, task)
@@ -163,84 +107,220 @@ def read_situation(mod, world, *, plan_right=True):
                          plan_right)
 
 
-def collide(world, name="invoice-2026-030.pdf"):
-    """The supplier files its own document under a name the plan gives."""
-    drive.install(world["where"]["drive"], {"supplier-30": name}, "supplier")
+def rows(world) -> dict:
+    """What the grader reads: the journal, the decisions, the services."""
+    conn, task = world["conn"], world["task"]
+    plan = load_plan(conn, task)
+    return {"journal": journal.journal_status(conn, task, plan).summary(),
+            "steps": len(plan.steps),
+            "unwinds": decisions.unwinds(conn, task),
+            "messages": mail.messages(world["where"]["mail"]),
+            "requests": drive.snapshot(world["where"]["drive"])["rename_requests"],
+            "shop_files": drive.names(world["where"]["drive"])}
 
 
-def confirmed(world):
-    return journal.journal_status(world["conn"], world["task"], GATED).count(
-        "confirmed")
+def carry_out(world, decision) -> str | None:
+    """Do what the person decided, as ``crashcourse.decisions`` does it; the
+    runtime's refusal, if it refused (C1), else None."""
+    conn, task = world["conn"], world["task"]
+    try:
+        if decision == RESUME:
+            if decisions.history(conn, task)[-1:] and decisions.history(
+                    conn, task)[-1]["decision"] == DAYLIGHT:
+                # The day shift grants the holder again, as the hand-over says.
+                broker.grant(world["where"]["broker"], HOLDER, "ana")
+                token = broker.issue(world["where"]["broker"], HOLDER, SCOPE, 300)
+                world["actions"] = restock_actions(
+                    world["where"]["drive"], world["where"]["mail"],
+                    credential=token)
+            decisions.resume(conn, task, world["actions"], who="ana")
+        elif decision == UNWIND:
+            decisions.unwind(conn, task, world["actions"], who="ana")
+        elif decision == DAYLIGHT:
+            night = world["path"] / f"handover-{len(decisions.history(conn, task))}"
+            decisions.hand_to_daylight(
+                conn, task, who="ana", reason="the runbook said so",
+                resume_command=resume_command(world["dir"], task, "day-shift"),
+                path=str(night), broker=world["where"]["broker"], holder=HOLDER)
+        else:
+            pytest.fail(f"not a decision: {decision!r}")
+    except (GateFailed, decisions.DecisionRefused) as refused:
+        return f"{type(refused).__name__}: {refused}"
+    return None
 
 
-def test_killed_mid_rename_resume(mod, world):
+def decide(mod, world, *, plan_right):
+    """Read the situation, let the answer decide, carry it out; the rows
+    before and after, and what the runtime said."""
+    situation = read_situation(mod, world, plan_right=plan_right)
+    decision = mod.which_decision(situation)
+    assert decision in decisions.DECISIONS, f"not a decision: {decision!r}"
+    before = rows(world)
+    refused = carry_out(world, decision)
+    return decision, before, rows(world), refused
+
+
+# --- the consequences, each read from rows ------------------------------------
+
+
+def carried_out(decision, refused):
+    assert refused is None, (
+        f"C1: the runtime refused your {decision!r}: {refused}. The night moved"
+        " nothing")
+
+
+def nothing_twice(after):
+    keys = [m["operation_key"] for m in after["messages"]]
+    assert len(keys) == len(set(keys)), f"C2: a mail went twice: {keys}"
+    pairs = [(r["file_id"], r["name"]) for r in after["requests"]
+             if r["requester"] == "assistant"]
+    assert len(pairs) == len(set(pairs)), "C2: the drive got a rename twice"
+
+
+def finished_not_undone(decision, after):
+    assert after["unwinds"] == [], (
+        f"C3: your {decision!r} undid a plan the person judged right")
+    assert after["journal"]["confirmed"] == after["steps"], (
+        f"C3: a plan judged right, its gates passing, is not finished after your"
+        f" {decision!r}: {after['journal']}")
+
+
+def not_undone(decision, after):
+    assert after["unwinds"] == [], (
+        f"C3: your {decision!r} undid a plan the person judged right")
+
+
+def no_further_step(decision, before, after):
+    assert len(after["messages"]) == len(before["messages"]), (
+        f"C4: after your {decision!r} the wrong plan sent another mail")
+    new = [r["file_id"] for r in after["requests"][len(before["requests"]):]
+           if not r["name"].startswith("scan-")]  # a restore goes back to a scan
+    assert new == [], f"C4: after your {decision!r} the wrong plan renamed {new}"
+
+
+def back_as_the_shop_left_it(decision, after, clause="C4"):
+    assert after["shop_files"] == scan_files(), (
+        f"{clause}: after your {decision!r} the drive is not back as the shop"
+        " left it")
+
+
+def no_compensation_at_night(decision, after):
+    owed = [u["step"] for u in after["unwinds"]
+            if u["kind"] == decisions.COMPENSATION]
+    assert owed == [], (
+        f"C5: your {decision!r} left compensation records for steps {owed}: a"
+        " mail that cannot be unsent, about renames now undone, at night")
+
+
+# --- the cases ------------------------------------------------------------------
+
+
+def test_a_rename_in_doubt_and_the_plan_right(mod, world):
     killed_at(world, "step-12:after_action")
-    assert mod.which_decision(read_situation(mod, world)) == RESUME
-    decisions.resume(world["conn"], world["task"], world["actions"], who="ana")
-    assert confirmed(world) == len(GATED.steps)
-    assert mail.duplicate_messages(world["where"]["mail"]) == 0
-    assert len(mail.messages(world["where"]["mail"])) == 2
+    decision, _, after, refused = decide(mod, world, plan_right=True)
+    carried_out(decision, refused)
+    finished_not_undone(decision, after)
+    nothing_twice(after)
 
 
-def test_killed_mid_rename_and_a_gate_fails_daylight(mod, world, tmp_path):
+def test_a_mail_in_doubt_and_the_plan_right(mod, world):
+    """The provider accepted the supplier's mail; the journal had not yet
+    recorded it."""
+    killed_at(world, f"step-{TO_SUPPLIER}:after_action")
+    decision, _, after, refused = decide(mod, world, plan_right=True)
+    carried_out(decision, refused)
+    finished_not_undone(decision, after)
+    nothing_twice(after)
+
+
+def test_a_gate_fails_and_the_plan_is_right(mod, world):
     killed_at(world, "step-12:after_action")
     collide(world)
-    assert mod.which_decision(read_situation(mod, world)) == DAYLIGHT
-    with pytest.raises(GateFailed):  # what a resume would have met
-        decisions.resume(world["conn"], world["task"], world["actions"], who="ana")
-    assert decisions.history(world["conn"], world["task"]) == []  # nothing written
-    decisions.hand_to_daylight(
-        world["conn"], world["task"], who="ana", reason="invoice-2026-030 is taken",
-        resume_command=resume_command(world["dir"], world["task"], "day-shift"),
-        path=str(tmp_path / "handover.md"))
-    assert control.is_paused(world["conn"]) is True
-    assert control.scheduler_may_run(world["conn"]) is False
-    assert mail.messages(world["where"]["mail"]) == []
+    decision, _, after, refused = decide(mod, world, plan_right=True)
+    carried_out(decision, refused)
+    not_undone(decision, after)
+    nothing_twice(after)
 
 
-def test_killed_mid_rename_and_the_plan_is_wrong_unwind(mod, world):
+def test_the_plan_is_wrong_and_nothing_irreversible_happened(mod, world):
     killed_at(world, "step-12:after_action")
-    assert mod.which_decision(read_situation(mod, world, plan_right=False)) == UNWIND
-    undone = decisions.unwind(world["conn"], world["task"], world["actions"],
-                              who="ana")
-    assert undone[decisions.COMPENSATION] == []  # nothing left for people to mend
-    assert drive.names(world["where"]["drive"]) == scan_files()
+    decision, before, after, refused = decide(mod, world, plan_right=False)
+    carried_out(decision, refused)
+    no_further_step(decision, before, after)
+    back_as_the_shop_left_it(decision, after)
+    no_compensation_at_night(decision, after)
 
 
-def test_killed_after_the_supplier_mail_and_the_plan_is_wrong_daylight(mod, world):
+def test_the_plan_is_wrong_and_a_gate_fails(mod, world):
+    """Someone else's file holds a name the plan gives; ours still carry the
+    names the run gave them, and a restore only touches those."""
+    killed_at(world, "step-12:after_action")
+    collide(world)
+    decision, before, after, refused = decide(mod, world, plan_right=False)
+    carried_out(decision, refused)
+    no_further_step(decision, before, after)
+    back_as_the_shop_left_it(decision, after)
+    no_compensation_at_night(decision, after)
+
+
+def test_the_plan_is_wrong_and_the_supplier_mail_was_accepted(mod, world):
     killed_at(world, f"step-{TO_SUPPLIER}:after_action")
-    situation = read_situation(mod, world, plan_right=False)
-    assert situation.shown["irreversible_done"] == []  # the journal cannot tell ...
-    assert len(mail.messages(world["where"]["mail"])) == 1  # ... the provider can
-    assert mod.beyond_undo(situation) == (TO_SUPPLIER,)
-    assert mod.which_decision(situation) == DAYLIGHT
-    # What an unwind at 3 a.m. would have done: the renames go back, the mail
-    # stays sent, and a compensation record waits for someone to act on it.
-    undone = decisions.unwind(world["conn"], world["task"], world["actions"],
-                              who="ana")
-    assert undone[decisions.COMPENSATION] == [TO_SUPPLIER]
+    assert len(mail.messages(world["where"]["mail"])) == 1  # the provider has it
+    decision, before, after, refused = decide(mod, world, plan_right=False)
+    carried_out(decision, refused)
+    no_further_step(decision, before, after)
+    no_compensation_at_night(decision, after)
 
 
-def test_an_unwound_task_is_never_resumed(mod, world):
+def test_the_plan_is_wrong_and_the_supplier_mail_was_not_sent(mod, world):
+    """The same journal as above (step 42 in doubt), but nothing left: an
+    unwind or a hand-over both leave nothing owed; a resume sends."""
+    killed_at(world, f"step-{TO_SUPPLIER}:after_intent")
+    assert mail.messages(world["where"]["mail"]) == []
+    decision, before, after, refused = decide(mod, world, plan_right=False)
+    carried_out(decision, refused)
+    no_further_step(decision, before, after)
+    no_compensation_at_night(decision, after)
+
+
+def test_a_plan_that_mails_early_and_is_wrong(mod, early_world):
+    """The supplier's mail is step 3 here: read the plan's flags, not the
+    restock plan's step numbers."""
+    world = early_world
+    killed_at(world, "step-5:after_action")
+    decision, before, after, refused = decide(mod, world, plan_right=False)
+    carried_out(decision, refused)
+    no_further_step(decision, before, after)
+    no_compensation_at_night(decision, after)
+
+
+def test_an_interrupted_unwind_is_finished(mod, world):
+    """The night's unwind died after five restores. In the morning the person
+    thinks the scheme was right after all."""
     killed_at(world, "step-12:after_action")
-    decisions.unwind(world["conn"], world["task"], world["actions"], who="ana")
-    # Morning: the scheme was right after all. The runbook still says unwind.
-    assert mod.which_decision(read_situation(mod, world)) == UNWIND
-    with pytest.raises(decisions.DecisionRefused):
-        decisions.resume(world["conn"], world["task"], world["actions"], who="ben")
+    real = world["actions"]["rename"]
+    restored = []
+
+    def dies_after_five(args, before, key):
+        if len(restored) == 5:
+            raise RuntimeError("killed in the middle of the unwind")
+        restored.append(args["file_id"])
+        return real.restore(args, before, key)
+
+    dying = {**world["actions"], "rename": real._replace(restore=dies_after_five)}
+    with pytest.raises(RuntimeError):
+        decisions.unwind(world["conn"], world["task"], dying, who="ana")
+    assert len(restored) == 5
+    decision, _, after, refused = decide(mod, world, plan_right=True)
+    carried_out(decision, refused)
+    back_as_the_shop_left_it(decision, after, clause="C6")
+    nothing_twice(after)
 
 
-def test_the_day_shift_runs_the_handovers_command(mod, world, tmp_path):
+def test_after_a_handover_the_day_shift_finishes(mod, world):
     killed_at(world, "step-12:after_action")
-    handover = decisions.hand_to_daylight(
-        world["conn"], world["task"], who="ana", reason="3 a.m., owner asleep",
-        resume_command=resume_command(world["dir"], world["task"], "day-shift"),
-        path=str(tmp_path / "handover.md"))
-    assert mod.which_decision(read_situation(mod, world)) == RESUME
-    command = shlex.split(handover["command"])
-    assert command[0] == sys.executable
-    with Harness() as harness:
-        done = harness.run(command[1:])
-    assert done.returncode == 0, done.stderr
-    assert confirmed(world) == len(GATED.steps)
-    assert control.is_paused(world["conn"]) is False
+    assert carry_out(world, DAYLIGHT) is None  # the night's decision
+    decision, _, after, refused = decide(mod, world, plan_right=True)
+    carried_out(decision, refused)
+    finished_not_undone(decision, after)
+    nothing_twice(after)

@@ -1,9 +1,11 @@
-"""Exercise 09.3: which decision does the runbook call for? (chapter 09)
+"""Exercise 09.3: write the runbook (chapter 09).
 
 The person on the rota reads a ``Situation`` and takes one of three decisions
-(``decisions.RESUME``, ``UNWIND``, ``DAYLIGHT``). The runbook asks four
-questions in order; the first that applies decides (PROMPT.md). Answer from
-the situation alone: nothing here opens a file or asks a service.
+(``decisions.RESUME``, ``UNWIND``, ``DAYLIGHT``). Write the rule they follow.
+PROMPT.md lists the cases and what the decision must leave behind in each
+(C1-C6); the tests carry your decision out on a real killed worker's world
+and read the rows, never your reasoning. Answer from the situation alone:
+nothing here opens a file or asks a service.
 """
 
 from __future__ import annotations
@@ -24,20 +26,13 @@ class Situation(NamedTuple):
     plan_right: bool  # the person's judgment: is the plan's end state wanted?
 
 
-def beyond_undo(situation: Situation) -> tuple[int, ...]:
-    """The numbers of the irreversible steps that are done or MAY be done,
-    ascending: every step in ``shown["irreversible_done"]``, and the step in
-    doubt (``shown["in_doubt"]``, or None) if the PLAN marks it irreversible.
-    """
-    raise NotImplementedError("exercise 09.3: what can no unwind take back?")
-
-
 def which_decision(situation: Situation) -> str:
-    """RESUME, UNWIND or DAYLIGHT, by the runbook in PROMPT.md:
+    """RESUME, UNWIND or DAYLIGHT: the decision whose consequences meet C1-C6
+    of PROMPT.md in every case it lists.
 
-    1. an unwind was decided before: UNWIND (finish it);
-    2. a gate fails now: DAYLIGHT;
-    3. the plan is wrong: UNWIND, or DAYLIGHT if ``beyond_undo`` is not empty;
-    4. otherwise: RESUME.
+    ``situation.shown`` has ``journal`` (the counts), ``in_doubt`` (the step
+    with an intent and no outcome, or None) and ``irreversible_done`` (the
+    irreversible steps with an outcome); ``situation.plan.steps[n - 1]``
+    says whether step n is ``irreversible`` or a ``gate``.
     """
-    raise NotImplementedError("exercise 09.3: ask the runbook's questions in order")
+    raise NotImplementedError("exercise 09.3: write the runbook")

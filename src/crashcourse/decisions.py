@@ -16,12 +16,19 @@ person on the rota takes one of three decisions, each kept as a row of
   step in doubt settled first by its probe (once the lease of the claim that
   wrote it is over). A completed reversible step goes back to its
   ``before_state`` through its action's ``restore``, under an operation key
-  of its own, intent first; an irreversible one (a mail) cannot be taken
-  back and becomes a COMPENSATION record for a person. An unwound task is
-  never resumed.
-* ``hand_to_daylight``: stay stopped (pause flag set, scheduler stopped) and
-  write a hand-over, a markdown file and the decision's row: the step in
-  doubt, the irreversible effects already done, the exact resume command.
+  of its own, intent first. The restore is a COMPARE-AND-SET (chapter 08's
+  idea): it puts the target back only while the target still shows the end
+  state the step gave it, checked inside the target's own write; a target
+  someone changed since raises ``ChangedSince`` and is LEFT as found, with a
+  row that says so, for a person. An irreversible step (a mail) cannot be
+  taken back and becomes a COMPENSATION record for a person. An unwound task
+  is never resumed.
+* ``hand_to_daylight``: stay stopped, out of band first (every credential of
+  the task's holder revoked at the broker, and none issued to it again until
+  a person grants one: ``broker.revoke_holder``), then in band (pause flag
+  set, scheduler stopped), and write a hand-over, a markdown file and the
+  decision's row: the step in doubt, the irreversible effects already done,
+  the credentials revoked, the exact resume command.
 """
 from __future__ import annotations
 
@@ -34,6 +41,7 @@ import time
 from crashcourse import control, journal
 from crashcourse.effects import operation_key
 from crashcourse.plan import Plan, load_plan
+from crashcourse.services.broker import revoke_holder
 from crashcourse.store import ensure_schema, immediate, sql_list
 from crashcourse.validate import check_text, clock
 
@@ -41,6 +49,7 @@ RESUME, UNWIND, DAYLIGHT = "resume", "unwind", "daylight"
 DECISIONS = (RESUME, UNWIND, DAYLIGHT)
 RESTORE, COMPENSATION = "restore", "compensation"
 NOT_PERFORMED = "not_performed"  # a step in doubt whose probe found nothing
+LEFT = "left_as_found"  # a restore refused: someone changed the target since
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS decisions (
@@ -66,6 +75,16 @@ CREATE TABLE IF NOT EXISTS unwinds (
 
 class DecisionRefused(RuntimeError):
     """A decision the task's history rules out; nothing written (chapter 09)."""
+
+
+class ChangedSince(RuntimeError):
+    """Raised by an action's ``restore`` whose compare-and-set found the
+    target no longer in the state the step left it in (someone changed it
+    since): nothing restored, ``found`` is what it shows now (chapter 09)."""
+
+    def __init__(self, message: str, found: object = None):
+        super().__init__(message)
+        self.found = found
 
 
 def install(conn: sqlite3.Connection) -> None:
@@ -155,7 +174,8 @@ def resume(conn: sqlite3.Connection, task: str, actions: dict, *, who: str,
 
 
 def _undo(conn: sqlite3.Connection, task: str, step, row: dict, action) -> str:
-    """Restore one step, or record that it cannot be; intent first, own key."""
+    """Restore one step, or record that it cannot be; intent first, own key.
+    Which result it goes under: RESTORE, COMPENSATION or LEFT."""
     kind = COMPENSATION if step.irreversible else RESTORE
     target = (row["before_state"] if kind == RESTORE
               else {"args": step.args, "outcome": row["outcome"]})
@@ -171,8 +191,9 @@ def _undo(conn: sqlite3.Connection, task: str, step, row: dict, action) -> str:
         done = conn.execute("SELECT outcome FROM unwinds WHERE task = :task"
                             " AND step = :step",
                             {"task": task, "step": step.number}).fetchone()
-    if done["outcome"] is None:  # a restore is an end state: repeating is safe
-        outcome = (action.restore(step.args, target, key) if kind == RESTORE
+    outcome = done["outcome"] and json.loads(done["outcome"])
+    if outcome is None:  # a restore is an end state: repeating is safe
+        outcome = (_restore(step, target, key, action) if kind == RESTORE
                    else {"cannot_undo": step.action,
                          "to_do": "tell the people it reached; it stays done"})
         with immediate(conn):
@@ -180,16 +201,27 @@ def _undo(conn: sqlite3.Connection, task: str, step, row: dict, action) -> str:
                          " WHERE task = :task AND step = :step",
                          {"task": task, "step": step.number,
                           "outcome": json.dumps(outcome, sort_keys=True)})
-    return kind
+    return LEFT if LEFT in outcome else kind
+
+
+def _restore(step, before: dict, key: str, action) -> dict:
+    """The action's compare-and-set restore, or what it found instead."""
+    try:
+        return action.restore(step.args, before, key)
+    except ChangedSince as changed:  # someone else's change: never overwritten
+        return {LEFT: changed.found,
+                "to_do": "changed by someone else since this run: ask them"}
 
 
 def unwind(conn: sqlite3.Connection, task: str, actions: dict, *, who: str) -> dict:
     """Undo the task's completed steps, newest first (chapter 09).
 
-    Returns the step numbers restored, recorded as compensation, and found
-    not performed. Every reversible step's action needs a ``restore``
-    (checked before anything is written). Running it again finishes an
-    interrupted unwind and repeats nothing already restored."""
+    Returns the step numbers restored, recorded as compensation, left as
+    found (a restore's compare-and-set saw someone else's change:
+    ``ChangedSince``) and found not performed. Every reversible step's action
+    needs a ``restore`` (checked before anything is written). Running it
+    again finishes an interrupted unwind and repeats nothing already
+    restored."""
     plan = _checked(conn, task, actions, who)
     lacking = sorted({s.action for s in plan.steps if not (s.irreversible or s.gate)
                       and actions[s.action].restore is None})
@@ -198,7 +230,7 @@ def unwind(conn: sqlite3.Connection, task: str, actions: dict, *, who: str) -> d
     journal.wait_out(conn, task)  # no holder may act while the task is undone
     _record(conn, task, UNWIND, who, shown(conn, task, plan))
     journal.cancel_task(conn, task)  # and none is granted the task again
-    result = {RESTORE: [], COMPENSATION: [], NOT_PERFORMED: []}
+    result = {RESTORE: [], COMPENSATION: [], LEFT: [], NOT_PERFORMED: []}
     for row in reversed(journal.entries(conn, task)):
         step = plan.steps[row["step"] - 1]
         if step.gate:
@@ -218,14 +250,21 @@ def unwind(conn: sqlite3.Connection, task: str, actions: dict, *, who: str) -> d
 
 
 def hand_to_daylight(conn: sqlite3.Connection, task: str, *, who: str, reason: str,
-                     resume_command: list[str], path: str) -> dict:
+                     resume_command: list[str], path: str, broker: str,
+                     holder: str) -> dict:
     """Stay stopped and hand the task over to the day shift (chapter 09).
 
-    Sets the pause flag, stops the scheduler, records the hand-over as the
-    decision's row and writes it as markdown to ``path`` (a new file: an
-    existing one is refused before anything is written). Returns it."""
+    First the stop that does not depend on the worker: every credential of
+    ``holder`` is revoked at ``broker`` (the broker's file), and it is issued
+    none until a person grants it again (``broker.revoke_holder``; a frozen
+    holder inside a guarded write: ``RevocationBlocked``, nothing done). Then
+    the in-band ones: the pause flag, the scheduler switch. The hand-over is
+    recorded as the decision's row and written as markdown to ``path`` (a
+    new file: an existing one is refused before anything is written).
+    Returns it."""
     check_text("who", who)
     check_text("reason", reason)
+    check_text("holder", holder)
     if not resume_command or not all(isinstance(a, str) and a for a in resume_command):
         raise ValueError("resume_command must be a list of non-empty strings")
     if os.path.exists(path):
@@ -233,7 +272,10 @@ def hand_to_daylight(conn: sqlite3.Connection, task: str, *, who: str, reason: s
     if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         raise FileNotFoundError(f"no folder to write {path} in")
     plan = load_plan(conn, task)
+    stopped = revoke_holder(broker, holder, who)  # out of band, before the rest
     handover = {"task": task, "who": who, "reason": reason, "at": clock(None),
+                "holder": holder, "revoked": stopped["revoked"],
+                "revoked_at": stopped["revoked_at"],
                 "command": shlex.join(resume_command), **shown(conn, task, plan)}
     control.set_paused(conn, True)
     control.stop_scheduler(conn, who, reason)
@@ -251,7 +293,9 @@ def markdown(handover: dict) -> str:
     lines = [
         f"# Hand-over: {handover['task']}", "",
         f"Stopped by {handover['who']} at {when}: {handover['reason']}.",
-        "The pause flag is set and the scheduler is stopped.",
+        f"Every credential of `{handover['holder']}` is revoked at the broker"
+        f" ({len(handover['revoked'])}), and it gets no new one until a person"
+        " grants it again. The pause flag is set and the scheduler is stopped.",
         "", f"Journal: {counts}.", "", "## The step in doubt", "",
         (f"Step {doubt['step']} ({doubt['action']} {json.dumps(doubt['args'])}),"
          f" operation key `{doubt['operation_key']}`: ask its target first."
@@ -260,6 +304,7 @@ def markdown(handover: dict) -> str:
         *([f"- step {e['step']} ({e['action']} {json.dumps(e['args'])}):"
            f" {json.dumps(e['outcome'])}" for e in done] or ["None."]),
         "", "## To resume (re-runs the gates first, then lifts the pause)", "",
-        "```", handover["command"], "```", "",
+        f"Grant `{handover['holder']}` again at the broker (`broker.grant`),"
+        " then run:", "", "```", handover["command"], "```", "",
     ]
     return "\n".join(lines)

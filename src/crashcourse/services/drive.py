@@ -21,6 +21,12 @@ closes it. Only ``install`` creates the file; every other call refuses a file
 that is missing, empty or not installed (``store.StoreMissing``), so a lost
 drive never reads as a drive without files (issue 14).
 
+A rename may also be a COMPARE-AND-SET (``expect=``, chapter 09's unwind):
+only if the file is called ``expect`` now, read inside the rename's own
+transaction; else ``NameChanged`` and nothing is written. An unwind puts a
+file back only while it still has the name the run gave it, so a rename
+someone else made since is never overwritten.
+
 Two probes answer "did the rename happen?":
 
 * ``probe_rename`` looks the file up BY ID: is file F called X now?
@@ -88,6 +94,16 @@ class RenameConflict(EffectConflict):
     """The operation key was already used for another file or name (ch. 07)."""
 
 
+class NameChanged(RuntimeError):
+    """A compare-and-set rename found the file under another name (chapter
+    09); ``expected`` and ``found`` say which. Nothing was written."""
+
+    def __init__(self, file_id: str, expected: str, found: str):
+        super().__init__(f"{file_id} is called {found!r}, not {expected!r}:"
+                         " left as it is")
+        self.file_id, self.expected, self.found = file_id, expected, found
+
+
 def install(path: str | Path, files: dict[str, str] | None = None,
             owner: str = "shop", *, broker: str | Path | None = None) -> None:
     """Create the drive's tables and add ``files`` ({file_id: name}) (chapter 07).
@@ -123,14 +139,16 @@ def lookup(path: str | Path, file_id: str) -> dict:
 
 def rename_to(path: str | Path, file_id: str, name: str,
               requester: str = "assistant", *, credential: str | None = None,
-              operation_key: str | None = None) -> dict:
+              operation_key: str | None = None, expect: str | None = None) -> dict:
     """Make file ``file_id`` be called ``name`` (an end state) (chapter 07).
 
     Under an ``operation_key`` already recorded: a replay, nothing changed,
     ``"replayed": True`` (another file or name under it: ``RenameConflict``).
     A guarded drive then checks ``credential``, under the broker's lock, in
     the same transaction (chapter 09): refused, nothing is renamed and
-    ``CredentialRefused`` says why.
+    ``CredentialRefused`` says why. With ``expect``, only if the file is
+    called ``expect`` now, in the same transaction: else ``NameChanged``,
+    nothing written (chapter 09).
     """
     if not isinstance(name, str) or not name.strip() or "/" in name:
         raise ValueError(f"not a file name: {name!r}")
@@ -145,6 +163,8 @@ def rename_to(path: str | Path, file_id: str, name: str,
                     return replayed
             verified_at = admit()
             before = _lookup(conn, file_id)
+            if expect is not None and before["name"] != expect:
+                raise NameChanged(file_id, expect, before["name"])  # rolls back
             conn.execute(
                 "UPDATE files SET name = :name WHERE file_id = :file_id",
                 {"file_id": file_id, "name": name},

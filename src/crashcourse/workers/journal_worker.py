@@ -2,7 +2,7 @@
 
     python -m crashcourse.workers.journal_worker --dir DIR --task TASK \\
         [--probe correct|filename-only] [--ttl S] [--wait S] [--owner NAME] \\
-        [--credential TOKEN] [--resume-by WHO]
+        [--credential TOKEN | --broker PATH] [--resume-by WHO]
 
 ``DIR`` holds three SQLite files: ``journal.sqlite`` (the assistant's own: the
 stored plan, the journal, and the task's work row with its claims),
@@ -28,8 +28,9 @@ it):
 2  bad input (usage, a blank value, a lease or wait out of range, a task
    with no stored plan, a ``DIR`` whose three files are not installed
    stores): one line on stderr, nothing created or written;
-3  refused: a gate failed, a credential was refused, the person's decision
-   was refused, or the task was cancelled (unwound); nothing mailed after it;
+3  refused: a gate failed, a credential was refused (or, with ``--broker``,
+   not issued), the person's decision was refused, or the task was
+   cancelled (unwound); nothing mailed after it;
 4  held: another holder's lease on the task is live; nothing written;
 5  stale: this run lost the task mid-run (superseded, its lease expired, or
    a step's declared wait no longer fit in it): it sent nothing after the
@@ -47,7 +48,10 @@ Chapter 09: the worker reads the in-band pause flag (``control.is_paused``,
 in the journal file) before every step, and the fence reads it in every
 intent's and admission's transaction: the run ends at the next step
 boundary with nothing in doubt. ``--credential`` is presented to guarded
-services (a revoked one stops every effect, whatever the worker does).
+services (a revoked one stops every effect, whatever the worker does);
+``--broker PATH`` instead asks that broker for a credential for ``--owner``
+at start, which a holder revoked since a person last granted it does not
+get (``broker.HolderStopped``: exit status 3, nothing written).
 ``--resume-by WHO`` is the person's resume (``decisions.resume``): the
 plan's gates are checked again first, the lease of a holder that stopped
 working is waited out, and a failing gate ends the run with exit status 3
@@ -62,8 +66,8 @@ import sys
 
 from crashcourse import claims, control, decisions, journal
 from crashcourse.plan import GateFailed, Plan, UnknownTask, load_plan, save_plan
-from crashcourse.services import drive, mail
-from crashcourse.services.broker import CredentialRefused
+from crashcourse.services import broker, drive, mail
+from crashcourse.services.broker import CredentialRefused, HolderStopped
 from crashcourse.store import StoreMissing, opened
 from crashcourse.workers.options import (
     check_installed,
@@ -111,7 +115,8 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
     The gate ``verify_drive`` checks ``drive_fits``. A rename carries the
     step's operation key, which the drive keeps: a second request under it is
     a replay. The mail provider takes no key; the key travels in the
-    ``X-Operation-Key`` header, where the probe finds it. Each action declares
+    ``X-Operation-Key`` header, where the probe finds it. A rename's restore
+    is a compare-and-set (``expect``: chapter 09). Each action declares
     ``wait_s``: a call to a service's file takes milliseconds, unless another
     writer holds that file (then up to its busy timeout, 5 s, which breaks the
     declaration). Chapter 09 adds the rename's restore and the ``credential``
@@ -129,8 +134,13 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
         return by_id(drive_path, args["file_id"], args["name"])
 
     def rename_back(args: dict, before: dict, operation_key: str) -> dict:
-        return drive.rename_to(drive_path, args["file_id"], before["name"],
-                               credential=credential, operation_key=operation_key)
+        try:  # only while the file still has the name this run gave it
+            return drive.rename_to(drive_path, args["file_id"], before["name"],
+                                   credential=credential,
+                                   operation_key=operation_key, expect=args["name"])
+        except drive.NameChanged as changed:
+            raise decisions.ChangedSince(str(changed), {
+                "file_id": changed.file_id, "name": changed.found}) from None
 
     def send(args: dict, operation_key: str) -> dict:
         return mail.submit(mail_path, args["to"], args["subject"], args["body"],
@@ -162,8 +172,10 @@ def drive_fits(drive_path: str, names: dict[str, str]) -> tuple[bool, dict]:
 
 
 USAGE = ("usage: journal_worker --dir DIR --task TASK [--probe correct|filename-only]"
-         " [--ttl S] [--wait S] [--owner NAME] [--credential TOKEN]"
+         " [--ttl S] [--wait S] [--owner NAME] [--credential TOKEN | --broker PATH]"
          " [--resume-by WHO]")
+SCOPE = f"{drive.RENAME} {mail.SUBMIT}"  # what a credential from --broker allows
+CREDENTIAL_TTL_S = 600.0  # one run's credential: well under the broker's cap
 REFUSED = 3  # exit status: a gate failed, a credential or decision was refused
 HELD = 4  # exit status: another holder's lease is live; nothing written
 STALE = 5  # exit status: the run lost its claim; nothing sent after that
@@ -178,6 +190,7 @@ def parse(argv: list[str]) -> dict:
     (``options.text_options``) (chapter 07)."""
     options = text_options(argv, ("dir", "task"),
                            {"probe": PROBES[0], "credential": None, "resume-by": None,
+                            "broker": None,
                             "ttl": str(journal.DEFAULT_TTL_S),
                             "wait": str(journal.DEFAULT_WAIT_S), "owner": OWNER},
                            USAGE)
@@ -197,6 +210,8 @@ def parse(argv: list[str]) -> dict:
                          f" {options['wait']}")
     if not os.path.isdir(options["dir"]):
         raise ValueError(f"--dir {options['dir']!r} is not a directory")
+    if options.get("credential") and options.get("broker"):
+        raise ValueError(f"--credential or --broker, not both; {USAGE}")
     return options
 
 
@@ -208,10 +223,13 @@ def check_world(where: dict[str, str]) -> None:
     check_installed((where["drive"], drive.TABLES), (where["mail"], mail.TABLES))
 
 
-def resume_command(directory: str, task: str, who: str) -> list[str]:
-    """The exact command that resumes ``task`` as ``who`` decided (chapter 09)."""
+def resume_command(directory: str, task: str, who: str,
+                   broker_path: str | None = None) -> list[str]:
+    """The exact command that resumes ``task`` as ``who`` decided; with
+    ``broker_path`` it asks that broker for its credential (chapter 09)."""
+    asks = [] if broker_path is None else ["--broker", str(broker_path)]
     return [sys.executable, "-m", "crashcourse.workers.journal_worker",
-            "--dir", str(directory), "--task", task, "--resume-by", who]
+            "--dir", str(directory), "--task", task, *asks, "--resume-by", who]
 
 
 @one_line_errors
@@ -223,11 +241,19 @@ def main(argv: list[str] | None = None) -> int:
         args = parse(sys.argv[1:] if argv is None else argv)
         where = paths(args["dir"])
         check_world(where)
+        if args.get("broker"):
+            check_installed((args["broker"], broker.TABLES))
     except (ValueError, StoreMissing) as bad:
         return refuse(bad)
+    credential = args.get("credential")
+    if args.get("broker"):
+        try:  # a holder the person stopped gets none until they grant it again
+            credential = broker.issue(args["broker"], args["owner"], SCOPE,
+                                      CREDENTIAL_TTL_S)
+        except HolderStopped as stopped:
+            return said({"refused": str(stopped)}, REFUSED)
     actions = restock_actions(where["drive"], where["mail"], args["probe"],
-                              credential=args.get("credential"),
-                              wait_s=args["wait"])
+                              credential=credential, wait_s=args["wait"])
     lease = {"owner": args["owner"], "ttl": args["ttl"]}
     with opened(where["journal"]) as conn:
         try:

@@ -167,13 +167,19 @@ def notifications(conn: sqlite3.Connection) -> list[dict]:
 def notify_owner(state: sqlite3.Connection, mail_path: str, task: str, order: str,
                  amount: int, currency: str, *, recipient: str = OWNER,
                  credential: str | None = None) -> dict:
-    """Tell the owner that ``task`` paid ``order``, exactly once (chapter 09).
+    """Tell the owner that ``task`` paid ``order``: at most once per key,
+    given one live notifier (chapter 09).
 
     Intent first: a ``pending`` row with the notification's own operation key,
     then the mail, then ``notified``. A pending row found on a later run means
     the last one died in between: the provider is asked by key
     (``mail.probe_sent``) and a mail it already accepted is recorded, not sent
-    again. Refused (ValueError, nothing written) unless the task is paid."""
+    again. The premise is ONE live notifier: the provider takes no key, so two
+    runs alive at once (or one paused between its probe and its send, then
+    resumed beside a replacement) both find ``pending``, both probe before
+    either sends, and both send; the key header makes that second mail
+    findable, not impossible. Refused (ValueError, nothing written) unless the
+    task is paid."""
     from crashcourse.services import mail  # here: only --notify runs need it
 
     check_text("task", task)

@@ -56,7 +56,7 @@ def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
                     order: str, amount: int, currency: str, *,
                     recipient: str = SUPPLIER,
                     credential: str | None = None) -> dict:
-    """Tell the supplier that ``task`` paid ``order``, exactly once."""
+    """Tell the supplier that ``task`` paid ``order`` (one live notifier)."""
     check_text("task", task)
     check_text("order", order)
     check_amount(amount)

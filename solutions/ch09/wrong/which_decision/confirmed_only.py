@@ -1,14 +1,12 @@
 """WRONG ANSWER to exercise 09.3 (chapter 09): only confirmed effects count.
 
-The mistake: ``beyond_undo`` lists the irreversible steps the journal shows
-as done (``irreversible_done``) and ignores the step in doubt. A mail whose
-intent is written and whose outcome is not may have been accepted by the
-provider: ``after_intent`` and ``after_action`` leave the same journal. With
-the plan judged wrong, the answer calls for an unwind that would find the
-mail sent and could only record it as a compensation. Caught by
-``test_beyond_undo_on_the_gated_plan``, ``test_the_runbook_on_paper``
-(``plan-wrong-mail-in-doubt``) and
-``test_killed_after_the_supplier_mail_and_the_plan_is_wrong_daylight``.
+The mistake: the irreversible steps "already done" are those the journal
+shows with an outcome, and the step in doubt is ignored. A mail whose intent
+is written and whose outcome is not may have been accepted: ``after_intent``
+and ``after_action`` leave the same journal. With the plan judged wrong this
+answer unwinds, the unwind's probe finds the mail, and the night writes a
+compensation record. Caught by C5:
+``test_the_plan_is_wrong_and_the_supplier_mail_was_accepted``.
 """
 
 from __future__ import annotations
@@ -30,17 +28,15 @@ class Situation(NamedTuple):
 
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:
-    """The irreversible steps that are done or may be: confirmed, or in doubt."""
-    done = [effect["step"] for effect in situation.shown["irreversible_done"]]
-    return tuple(sorted(done))
+    """The irreversible steps the journal shows as done."""
+    return tuple(e["step"] for e in situation.shown["irreversible_done"])
 
 
 def which_decision(situation: Situation) -> str:
-    """The runbook's decision: the first question that applies decides."""
     if UNWIND in situation.decided:
-        return UNWIND  # finish it; an unwound task is never resumed
-    if not all(situation.gates.values()):
-        return DAYLIGHT  # the world is not the one the plan was made for
+        return UNWIND
     if not situation.plan_right:
         return DAYLIGHT if beyond_undo(situation) else UNWIND
-    return RESUME  # a step in doubt is settled by its probe, not by a person
+    if not all(situation.gates.values()):
+        return DAYLIGHT
+    return RESUME

@@ -1,12 +1,13 @@
-"""WRONG ANSWER to exercise 09.3 (chapter 09): a step in doubt wakes nobody up.
+"""WRONG ANSWER to exercise 09.3 (chapter 09): a step in doubt means daylight.
 
-The mistake, the other way round: a step in doubt is read as "nobody knows
-what happened", so the task goes to daylight. But the journal bounds the
-doubt to ONE step, and that step's probe asks its target (the drive by file
-id, the provider by key): resume settles it without a person. Handing every
-killed run to the day shift turns each crash into an incident. Caught by
-``test_the_runbook_on_paper`` (``rename-in-doubt``, ``mail-in-doubt``) and
-``test_killed_mid_rename_resume``.
+The mistake: "nobody knows what the last step did, so wake nobody and do
+nothing". The journal bounds the doubt to one step and the resume settles
+that step with its probe, so every killed run handed to the day shift is a
+task left unfinished for no reason. Caught by C3 (a plan judged right, its
+gates passing, ends finished): ``test_a_rename_in_doubt_and_the_plan_right``,
+``test_a_mail_in_doubt_and_the_plan_right`` and the hand-over's morning; and
+by C4 where a wrong plan with only a rename in doubt is left on the drive
+(``test_the_plan_is_wrong_and_nothing_irreversible_happened``).
 """
 
 from __future__ import annotations
@@ -32,18 +33,17 @@ def beyond_undo(situation: Situation) -> tuple[int, ...]:
     done = [effect["step"] for effect in situation.shown["irreversible_done"]]
     doubt = situation.shown["in_doubt"]
     if doubt is not None and situation.plan.steps[doubt["step"] - 1].irreversible:
-        done.append(doubt["step"])  # the journal cannot tell: it may have happened
+        done.append(doubt["step"])
     return tuple(sorted(done))
 
 
 def which_decision(situation: Situation) -> str:
-    """The runbook's decision: the first question that applies decides."""
-    if situation.shown["in_doubt"] is not None:
-        return DAYLIGHT  # nobody knows what the last step did
     if UNWIND in situation.decided:
-        return UNWIND  # finish it; an unwound task is never resumed
-    if not all(situation.gates.values()):
-        return DAYLIGHT  # the world is not the one the plan was made for
+        return UNWIND
+    if situation.shown["in_doubt"] is not None:
+        return DAYLIGHT  # the mistake: doubt is the probe's job, not a person's
     if not situation.plan_right:
         return DAYLIGHT if beyond_undo(situation) else UNWIND
-    return RESUME  # a step in doubt is settled by its probe, not by a person
+    if not all(situation.gates.values()):
+        return DAYLIGHT
+    return RESUME

@@ -1,12 +1,10 @@
 """WRONG ANSWER to exercise 09.3 (chapter 09): the history is not read.
 
-The mistake: the decision is taken from the journal, the gates and the
-plan's judgment alone, never from ``decided``. After an unwind has begun,
-a person who now thinks the plan right is told to resume: the run would
-rename again files the unwind has just put back, and the runtime refuses it
-(``DecisionRefused``). An unwind, once begun, is finished by running it
-again. Caught by ``test_the_runbook_on_paper`` (``unwound``) and
-``test_an_unwound_task_is_never_resumed``.
+The mistake: the decision looks only at the journal, the gates and the
+person's judgment now. After an unwind, a person who has changed their mind
+is told to resume, which the runtime refuses (``DecisionRefused``: an
+unwound task is never resumed), and the half-finished unwind stays half
+finished. Caught by C1 and C6: ``test_an_interrupted_unwind_is_finished``.
 """
 
 from __future__ import annotations
@@ -32,14 +30,13 @@ def beyond_undo(situation: Situation) -> tuple[int, ...]:
     done = [effect["step"] for effect in situation.shown["irreversible_done"]]
     doubt = situation.shown["in_doubt"]
     if doubt is not None and situation.plan.steps[doubt["step"] - 1].irreversible:
-        done.append(doubt["step"])  # the journal cannot tell: it may have happened
+        done.append(doubt["step"])
     return tuple(sorted(done))
 
 
 def which_decision(situation: Situation) -> str:
-    """The runbook's decision: the first question that applies decides."""
-    if not all(situation.gates.values()):
-        return DAYLIGHT  # the world is not the one the plan was made for
     if not situation.plan_right:
         return DAYLIGHT if beyond_undo(situation) else UNWIND
-    return RESUME  # a step in doubt is settled by its probe, not by a person
+    if not all(situation.gates.values()):
+        return DAYLIGHT
+    return RESUME  # the mistake: situation.decided is never read
