@@ -1,0 +1,102 @@
+"""Grades exercise 12.3: the order desk's mail behind the adapter, killed for real.
+
+The child process below runs the answer's tool once. The grader watches the
+provider's ``mail.submit`` from inside that child: once the provider has
+accepted the message, the child stops at the boundary ``accepted`` and is
+SIGKILLed. The same child is then run again, as a framework's recovery
+would run the tool again, and the provider's own rows are counted.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from crashcourse.harness import Harness
+from crashcourse.services import mail
+
+TASK = "restock-flour-0042"
+ORDER = {"sku": "flour-25kg", "quantity": 6}
+CHILD = """
+import importlib.util, json, sys
+from crashcourse.boundary import boundary
+from crashcourse.services import mail
+
+submit = mail.submit
+
+def watched(*args, **kwargs):
+    answer = submit(*args, **kwargs)
+    boundary("accepted")  # the provider has the message; the tool has not returned
+    return answer
+
+mail.submit = watched
+spec = importlib.util.spec_from_file_location("answer", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+tool = module.order_desk_tool(sys.argv[2], sys.argv[3], sys.argv[4])
+print(json.dumps(tool(**json.loads(sys.argv[5]))))
+"""
+
+
+@pytest.fixture
+def world(tmp_path):
+    path = str(tmp_path / "mail.sqlite")
+    mail.install(path)
+    return path, str(tmp_path / "effects.sqlite")
+
+
+def child(module, world, order=ORDER) -> list[str]:
+    mail_path, journal_path = world
+    return ["-c", CHILD, module.__file__, mail_path, journal_path, TASK,
+            json.dumps(order)]
+
+
+def test_a_kill_after_the_provider_accepted_leaves_one_message(answer, world):
+    module = answer("ch12", "guard_tool")
+    with Harness() as harness:
+        worker = harness.start(child(module, world), stop_at="accepted")
+        worker.wait_for_boundary()
+        worker.kill()
+        assert len(mail.messages(world[0])) == 1  # it did leave before the kill
+        again = harness.run(child(module, world))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert len(mail.messages(world[0])) == 1, "the recovery mailed the desk again"
+
+
+def test_the_message_carries_the_adapters_key(answer, world):
+    module = answer("ch12", "guard_tool")
+    tool = module.order_desk_tool(world[0], world[1], TASK)
+    tool(**ORDER)
+    (message,) = mail.messages(world[0])
+    assert message["recipient"] == module.ORDER_DESK
+    assert message["operation_key"] == tool.key(**ORDER)
+
+
+def test_a_finished_call_sends_nothing_again(answer, world):
+    module = answer("ch12", "guard_tool")
+    first = module.order_desk_tool(world[0], world[1], TASK)(**ORDER)
+    again = module.order_desk_tool(world[0], world[1], TASK)(**ORDER)
+    assert again == first
+    assert len(mail.messages(world[0])) == 1
+
+
+def test_another_order_is_another_message(answer, world):
+    module = answer("ch12", "guard_tool")
+    tool = module.order_desk_tool(world[0], world[1], TASK)
+    tool(**ORDER)
+    tool(**{**ORDER, "quantity": 7})
+    assert len(mail.messages(world[0])) == 2
+
+
+def test_a_langgraph_agent_can_call_it(answer, world):
+    """The adapter's LangChain tool: the model sees sku and quantity only."""
+    pytest.importorskip("langchain_core")
+    from crashcourse.adapters.langgraph import as_tool
+
+    module = answer("ch12", "guard_tool")
+    tool = as_tool(module.order_desk_tool(world[0], world[1], TASK))
+    assert set(tool.args) == {"sku", "quantity"}
+    tool.invoke(ORDER)
+    tool.invoke(ORDER)
+    assert len(mail.messages(world[0])) == 1
