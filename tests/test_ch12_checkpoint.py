@@ -1,0 +1,90 @@
+"""The chapter 12 checkpoint: its quick mode, its counts against its rows, and
+the rule that makes a duplicate under the fix fail the run.
+
+Quick mode kills LangGraph's prebuilt agent (``durability="exit"``) after the
+supplier acknowledged the order, once per key, and resumes it through
+LangGraph's own recovery. Every count is checked against the supplier's and
+the provider's rows the trial carries; the finding (two orders) and the fix
+(one order, found by the adapter's probe) are read from those rows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph")  # the frameworks are an extra: crashcourse[frameworks]
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "checkpoints" / "ch12_frameworks.py"
+
+
+def checkpoint_module():
+    spec = importlib.util.spec_from_file_location("ch12_frameworks", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def quick(quick_checkpoint):
+    done = quick_checkpoint(SCRIPT.stem)  # --quick, shared (conftest)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {t["key"]: t for t in done.evidence["trials"]}
+
+
+def test_quick_mode_kills_once_per_key(quick):
+    assert sorted(quick) == ["action", "none", "position"]
+    for trial in quick.values():
+        assert (trial["framework"], trial["mode"], trial["kill_point"]) == (
+            "langgraph-prebuilt", "durability=exit", "after_ack")
+        assert trial["returncode"] == -9 and trial["resumed_returncode"] == 0
+        assert trial["version"]  # the installed langgraph, not a typed number
+
+
+def test_every_count_is_its_rows(quick):
+    for trial in quick.values():
+        rows = trial["rows"]
+        assert all(o["work_id"] == trial["trial"] for o in rows["orders"])
+        assert trial["orders_at_service"] == len(rows["orders"])
+        assert trial["duplicates"] == len(rows["orders"]) - 1
+        assert trial["order_keys"] == [o["operation_key"] for o in rows["orders"]]
+        assert trial["messages_at_provider"] == len(rows["messages"])
+        assert trial["supplier_requests"] == [[r["method"], r["answer"]]
+                                              for r in rows["requests"]]
+
+
+def test_the_finding_two_orders_without_a_key_from_the_action(quick):
+    """Under ``exit`` nothing was checkpointed: the resume asks the model
+    again, which mints a new call id, so even the position key changes."""
+    for key in ("none", "position"):
+        trial = quick[key]
+        assert trial["role"] == "finding" and trial["holds"]
+        assert trial["orders_at_service"] == 2
+        first, second = trial["order_keys"]
+        assert first != second
+    thread = quick["position"]["order_keys"][0].rsplit("/", 1)[0]
+    assert all(k.startswith(thread + "/call_") for k in quick["position"]["order_keys"])
+
+
+def test_the_fix_one_order_found_by_the_probe(quick):
+    trial = quick["action"]
+    assert trial["role"] == "fix" and trial["holds"]
+    assert trial["orders_at_service"] == 1 and trial["messages_at_provider"] == 1
+    methods = [method for method, _ in trial["supplier_requests"]]
+    assert methods.count("POST") == 1, "the resumed call sent the order again"
+    assert ["GET", 200] in trial["supplier_requests"]  # the probe found it
+
+
+def test_a_duplicate_under_the_fix_fails_the_trial(quick):
+    judge = checkpoint_module().judge
+    fixed = {k: v for k, v in quick["action"].items() if k not in ("role", "holds")}
+    assert judge(fixed)["holds"] is True
+    assert judge({**fixed, "orders_at_service": 2})["holds"] is False
+    assert judge({**fixed, "messages_at_provider": 2})["holds"] is False
+    assert judge({**fixed, "returncode": 0})["holds"] is False
+    finding = {k: v for k, v in quick["none"].items() if k not in ("role", "holds")}
+    assert judge(finding)["holds"] is True  # counted, whatever it duplicated
+    assert judge({**finding, "resumed_returncode": 1})["holds"] is False
