@@ -3,8 +3,9 @@
 "Paid" is not "notified": the owner's notification has its own operation key
 and its own row in the worker's file. A real worker is killed between the
 mail provider accepting the notification and the worker recording it; the
-resumed worker asks the provider by key, and the owner gets exactly one
-message, counted from the provider's rows.
+resumed worker asks the provider by key, and the owner gets one message,
+counted from the provider's rows: at most one per key, given one live
+notifier (one process at a time, as here; the provider takes no key).
 """
 
 from __future__ import annotations
@@ -123,3 +124,27 @@ def test_a_refused_payment_sends_no_notification(files):
     assert done.returncode == paying.EXITS["refused"], done.stderr
     assert "notification" not in json.loads(done.stdout)
     assert mail.messages(files["mail"]) == []
+
+
+def test_two_live_notifiers_both_send_the_premise_shown_lost(files):
+    """"At most once per key" rests on ONE live notifier. A first worker dies
+    after writing its intent, before the mail; two replacements run at once,
+    both find the notification pending, both ask the provider (nothing yet),
+    both are held just before sending, and both send: two mails under one
+    key, which the key header makes countable, not impossible."""
+    with Harness() as harness:
+        first = harness.start(worker(files), stop_at="before_notify_sent")
+        first.wait_for_boundary()
+        first.kill()
+        twins = [harness.start(worker(files), stop_at="before_notify_sent")
+                 for _ in range(2)]
+        for twin in twins:
+            twin.wait_for_boundary()  # each probed and found nothing
+        for twin in twins:
+            twin.release()
+        finished = [twin.finish() for twin in twins]
+    assert [f.returncode for f in finished] == [0, 0], finished[0].stderr
+    told = to_owner(files)
+    assert len(told) == 2 and len({m["operation_key"] for m in told}) == 1
+    assert mail.duplicate_messages(files["mail"]) == 1
+    assert len(payments.snapshot(files["payments"])["payments"]) == 1

@@ -19,7 +19,8 @@ in the worker's file (``notifications``: pending, then notified). "Paid" is
 not "notified": a kill between the provider accepting the mail
 (``after_notify_accepted``) and the worker recording it
 (``after_notify_recorded``) leaves a pending row, and the resumed worker asks
-the provider by key before it sends anything.
+the provider by key before it sends anything (``before_notify_sent``: asked,
+not yet sent; two live notifiers held there both send).
 """
 
 from __future__ import annotations
@@ -202,6 +203,7 @@ def notify_owner(state: sqlite3.Connection, mail_path: str, task: str, order: st
     if found:
         settled, message_id = PROBED, seen["message_id"]
     else:
+        boundary("before_notify_sent")  # asked (or first), not yet sent
         accepted = mail.submit(
             mail_path, recipient, f"paid: {order}",
             f"{task} paid {order}: {amount} cents {currency}",
