@@ -13,6 +13,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.md"))
+# Appendices are built and checked like chapters (pair, execution, kit, a
+# figure) but teach no mechanism: no exercises, recall questions or
+# vocabulary. Named one by one, so no chapter can slip out of the shape rules.
+APPENDICES = {"13_measurements.md"}
+TEACHING = [md for md in CHAPTERS if md.name not in APPENDICES]
 END_SECTIONS = ("Exercises", "Active recall", "Vocabulary", "Evidence limits")
 
 
@@ -36,7 +41,13 @@ def test_pair_in_sync_and_executed(md):
     assert notebooks.pair_problems(md) == []
 
 
-@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_each_appendix_exists_and_says_it_is_one():
+    for name in APPENDICES:
+        title = (BOOK / name).read_text().split("\n# ", 1)[1].split("\n", 1)[0]
+        assert title.startswith("Appendix · "), name
+
+
+@pytest.mark.parametrize("md", TEACHING, ids=lambda p: p.stem)
 def test_chapter_has_end_sections(md):
     headings = [line.lstrip("#").strip() for line in md.read_text().splitlines()
                 if line.startswith("## ")]
