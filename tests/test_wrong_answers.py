@@ -1,17 +1,22 @@
 """Every grader bites: each exercise keeps its tempting wrong answers, and its
 tests must reject every one of them.
 
-A wrong answer lives at ``solutions/chNN/wrong/MODULE/LABEL.py``: a complete,
-plausible module with one mistake, named in its docstring and in the
-exercise's EXPLANATION.md. It is graded like a reader's copy: the solutions
-folder with that one module swapped for the wrong one, and the exercise's
-tests must FAIL (exit 1: tests ran and at least one failed, not a crash of
-the harness). An exercise without a recorded wrong answer is a grader nobody
-has tried to fool.
+A wrong answer lives at ``solutions/chNN/wrong/MODULE/LABEL.py`` and holds
+ONLY the mistake: a docstring naming it (and the test that catches it), the
+definitions that differ from the solution's, and any import they need. It is
+graded as the solution with those definitions replaced: the graded module is
+the solution's text followed by the wrong answer's, so each later definition
+rebinds the name and the solution's other functions call the wrong one. Every
+name a wrong answer defines must exist in the solution (a renamed function
+would otherwise change nothing and pass for a mistake). The exercise's tests
+must then FAIL (exit 1: tests ran and at least one failed, not a crash of the
+harness). An exercise without a recorded wrong answer is a grader nobody has
+tried to fool.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -50,6 +55,37 @@ def test_every_exercise_records_a_wrong_answer(chapter, module):
     assert grading_tests_of(chapter, module).is_file()
 
 
+def defined_names(source: str) -> set[str]:
+    """The top-level names a module's text defines (functions, classes,
+    assignments)."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def graded_module(wrong: Path, solution: Path) -> str:
+    """The solution with the wrong answer's definitions replacing its own."""
+    mistake = "\n".join(line for line in wrong.read_text().splitlines()
+                        if line.strip() != "from __future__ import annotations")
+    return f"{solution.read_text()}\n\n# --- {wrong.name}: the mistake ---\n{mistake}\n"
+
+
+@pytest.mark.parametrize("wrong", wrong_answers(),
+                         ids=lambda p: f"{p.parts[-4]}/{p.parent.name}/{p.stem}")
+def test_a_wrong_answer_only_redefines_what_the_solution_defines(wrong):
+    solution = SOLUTIONS / wrong.parts[-4] / f"{wrong.parent.name}.py"
+    assert solution.is_file(), "no such exercise"
+    stray = defined_names(wrong.read_text()) - defined_names(solution.read_text())
+    assert stray == set(), f"{wrong.name} defines names the solution lacks: {stray}"
+    assert defined_names(wrong.read_text()), f"{wrong.name} changes nothing"
+
+
 @pytest.mark.parametrize("wrong", wrong_answers(),
                          ids=lambda p: f"{p.parts[-4]}/{p.parent.name}/{p.stem}")
 def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request):
@@ -63,7 +99,8 @@ def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request):
     tree = tmp_path / "answers"
     shutil.copytree(SOLUTIONS / chapter, tree / chapter,
                     ignore=shutil.ignore_patterns("wrong", "__pycache__", "*.md"))
-    shutil.copy(wrong, tree / chapter / f"{module}.py")
+    (tree / chapter / f"{module}.py").write_text(
+        graded_module(wrong, SOLUTIONS / chapter / f"{module}.py"))
     graded = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--tb=line", "-rN", str(grading_tests_of(chapter, module))],

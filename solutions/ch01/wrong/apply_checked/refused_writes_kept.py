@@ -7,39 +7,6 @@ refused. Caught by ``test_a_refusal_is_kept_and_a_replay_hears_it`` (no note
 may remain).
 """
 
-from __future__ import annotations
-
-import json
-import sqlite3
-from collections.abc import Callable
-from typing import Any
-
-from crashcourse.effects import EffectConflict
-from crashcourse.store import ensure_schema, immediate
-from crashcourse.validate import canonical, check_text
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS requests (
-    key     TEXT PRIMARY KEY,
-    payload TEXT NOT NULL,   -- JSON of what the key was first used for
-    result  TEXT,            -- JSON of what mutate returned, NULL if it refused
-    refusal TEXT             -- why mutate refused, NULL if it applied
-)
-"""
-
-
-class Refused(Exception):
-    """What a mutation raises to refuse; ``reason`` says why (given)."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def install(conn: sqlite3.Connection) -> None:
-    """Create the ``requests`` table (given)."""
-    ensure_schema(conn, SCHEMA)
-
 
 def apply_checked(
     conn: sqlite3.Connection,

@@ -8,37 +8,6 @@ them. The primary key protects the data, but the insert then raises
 after statement 1).
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse.effects import EffectConflict
-from crashcourse.store import ensure_schema
-from crashcourse.validate import check_count, check_text
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS supplier_orders (
-    key      TEXT PRIMARY KEY,
-    sku      TEXT NOT NULL,
-    quantity INTEGER NOT NULL CHECK (quantity > 0)
-)
-"""
-
-
-def install(conn: sqlite3.Connection) -> None:
-    """Create the ``supplier_orders`` table (given)."""
-    ensure_schema(conn, SCHEMA)
-
-
-def check_order(key: object, sku: object, quantity: object) -> dict:
-    """The house's door checks (``crashcourse.validate``), before any statement."""
-    check_text("operation key", key)
-    check_text("sku", sku)
-    check_count("quantity", quantity)  # TypeError for True, 2.5; ValueError below 0
-    if quantity == 0:
-        raise ValueError("quantity must be positive")
-    return {"sku": sku, "quantity": quantity}
-
 
 def place_order_once(
     conn: sqlite3.Connection, key: str, sku: str, quantity: int

@@ -9,11 +9,6 @@ order paid in two installments that stay within the approval
 (``test_installments_within_the_approval_are_clean``).
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from crashcourse.store import opened
 
 OVERCHARGED = """
 SELECT p.order_id,

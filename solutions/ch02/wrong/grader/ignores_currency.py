@@ -7,11 +7,6 @@ and two payments of one order in two currencies are added as if they were
 one money. Caught by ``test_a_payment_in_another_currency_is_not_covered``.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from crashcourse.store import opened
 
 OVERCHARGED = """
 SELECT p.order_id,
@@ -26,19 +21,3 @@ SELECT p.order_id,
 HAVING sum(p.amount_cents) > coalesce(a.amount_cents, :nothing)
  ORDER BY p.order_id
 """
-
-
-def overcharged_orders(
-    service: str | Path,
-) -> dict[tuple[str, str], dict[str, int]]:
-    """Every order charged beyond its approval, per currency."""
-    with opened(service) as conn:  # the service's file is the only witness
-        found = conn.execute(OVERCHARGED, {"nothing": 0}).fetchall()
-    return {
-        (row["order_id"], row["currency"]): {
-            "payments": row["payments"],
-            "charged_cents": row["charged_cents"],
-            "approved_cents": row["approved_cents"],
-        }
-        for row in found
-    }

@@ -11,14 +11,6 @@ the same key is a new request and the finished task is paid again. Caught by
 ``test_a_finished_task_is_not_paid_again_after_the_service_forgot_its_key``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-from pathlib import Path
-
-from crashcourse.services import payments
-from crashcourse.workers import pay_invoice, paying
-
 
 def resume_payment(
     service: str | Path, state: sqlite3.Connection, task: str, order: str,

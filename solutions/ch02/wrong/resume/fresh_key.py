@@ -10,14 +10,8 @@ Caught by ``test_killed_after_payment_reconciles_without_a_second_charge``
 and more.
 """
 
-from __future__ import annotations
 
-import sqlite3
 import uuid
-from pathlib import Path
-
-from crashcourse.services import payments
-from crashcourse.workers import pay_invoice, paying
 
 
 def resume_payment(

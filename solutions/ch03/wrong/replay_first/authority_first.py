@@ -7,12 +7,6 @@ that already happened, and a workflow that trusts the screen records a paid
 invoice as unpaid. Caught by ``test_revoke_after_payment_is_history``.
 """
 
-import time
-
-from crashcourse import authority
-from crashcourse.services import payments
-from crashcourse.store import opened
-
 
 def preview(path, key, order_id, amount_cents, currency) -> str:
     """What ``payments.issue_payment`` would answer now, without charging."""

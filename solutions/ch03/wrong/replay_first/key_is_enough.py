@@ -7,12 +7,6 @@ where the service refuses it as a conflict: the screen reports as paid an
 action that never happened. Caught by ``test_a_key_cannot_be_repurposed``.
 """
 
-import time
-
-from crashcourse import authority
-from crashcourse.services import payments
-from crashcourse.store import opened
-
 
 def preview(path, key, order_id, amount_cents, currency) -> str:
     """What ``payments.issue_payment`` would answer now, without charging."""

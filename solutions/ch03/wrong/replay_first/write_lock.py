@@ -8,10 +8,7 @@ owner's screen. Caught by
 ``test_a_payment_in_progress_does_not_hold_up_the_preview``.
 """
 
-import time
 
-from crashcourse import authority
-from crashcourse.services import payments
 from crashcourse.store import immediate, opened
 
 

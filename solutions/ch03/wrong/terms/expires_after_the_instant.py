@@ -7,8 +7,6 @@ payment, where the service already refuses it. Caught by the case of
 ``test_the_first_reason_is_the_one_the_service_gives``).
 """
 
-from crashcourse.store import opened
-
 
 def every_reason(approval, action, now, policy) -> tuple[str, ...]:
     """Every reason ``approval`` does not authorize ``action``, in order."""
@@ -23,17 +21,3 @@ def every_reason(approval, action, now, policy) -> tuple[str, ...]:
         (approval["policy_version"] != policy, "policy_changed"),
     )
     return tuple(reason for failed, reason in checks if failed)
-
-
-def explain(path, key):
-    """What a committed payment was allowed under, read from the service."""
-    with opened(path) as conn:
-        row = conn.execute(
-            "SELECT p.order_id, p.amount_cents, p.currency,"
-            "       e.policy_version, e.expires_unix"
-            " FROM payments AS p"
-            " JOIN payment_evidence AS e USING (key)"  # kept at commit time
-            " WHERE p.key = :key",
-            {"key": key},
-        ).fetchone()
-    return dict(row) if row else None

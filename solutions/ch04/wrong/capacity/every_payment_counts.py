@@ -6,6 +6,7 @@ the allowance, and the first payment of a new round is refused. Caught by
 ``test_a_new_round_starts_after_the_last_payment`` and the earlier-round cases.
 """
 
+
 from crashcourse import budget
 
 

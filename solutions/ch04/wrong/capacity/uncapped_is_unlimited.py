@@ -6,15 +6,6 @@ path the budget exists to close: any payment in a currency the owner never
 thought of goes through. Caught by ``test_currency_caps[uncapped-currency]``.
 """
 
-THIS_ROUND = """
-SELECT count(*) AS payments,
-       coalesce(sum(CASE WHEN p.currency = :currency
-                         THEN p.amount_cents END), 0) AS cents
-  FROM payments AS p
-  LEFT JOIN payment_evidence AS e USING (key)  -- no evidence: it still counts
- WHERE e.committed_unix IS NULL OR e.committed_unix >= :round_start
-"""
-
 
 def room_for(conn, amount_cents: int, currency: str, round_start: float):
     """Why one more payment does not fit this round, or None."""

@@ -9,28 +9,7 @@ generation is new with every claim. Caught by
 ``test_two_claims_share_a_label_only_when_they_are_one_claim``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse import claims, fence
-from crashcourse.claims import Claim
-
 
 def claim_label(claim: Claim) -> str:
     """Work, owner and the lease's end: each claim has its own lease."""
     return f"{claim.id} claimed by {claim.owner} until {claim.expires:.3f}"
-
-
-def replace_under_same_label(
-    conn: sqlite3.Connection, work_id: str, owner: str, ttl: float, now: float
-) -> tuple[Claim, Claim, fence.StaleClaim]:
-    """Claim, replace under the same owner, try to finish with the old claim."""
-    old = claims.claim(conn, owner, ttl=ttl, now=now, work_id=work_id)
-    new = claims.claim(conn, owner, ttl=ttl, now=old.expires, work_id=work_id)
-    try:
-        fence.finish(conn, old, "DONE", "the old holder's outcome",
-                     now=old.expires + ttl / 2)
-    except fence.StaleClaim as refusal:
-        return old, new, refusal
-    raise AssertionError("the old claim was accepted")

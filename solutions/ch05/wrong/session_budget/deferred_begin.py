@@ -10,30 +10,6 @@ however long the busy timeout, and the worker crashes instead of answering.
 first read. Caught by ``test_a_rival_at_any_statement_cannot_get_both_through``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse import fence
-from crashcourse.claims import Claim
-from crashcourse.store import ensure_schema
-from crashcourse.validate import check_amount
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS reservations (
-    operation_key TEXT PRIMARY KEY,
-    work_id       TEXT NOT NULL REFERENCES work (id),
-    session       TEXT NOT NULL,
-    amount_cents  INTEGER NOT NULL CHECK (amount_cents > 0)
-)
-"""
-
-
-def install(conn: sqlite3.Connection) -> None:
-    """Given: the claims tables plus ``reservations``."""
-    fence.install(conn)
-    ensure_schema(conn, SCHEMA)
-
 
 def reserve(
     conn: sqlite3.Connection, claim: Claim, operation_key: str, amount_cents: int,

@@ -7,13 +7,6 @@ reads as ready to go. Caught by
 ``test_a_crash_inside_the_cancel_leaves_all_of_it_or_none[orders]``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse import fence, orders
-from crashcourse.store import immediate, sql_list
-
 
 def cancel_and_settle(
     conn: sqlite3.Connection, work_id: str, supplier_url: str

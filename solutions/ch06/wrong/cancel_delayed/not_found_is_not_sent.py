@@ -7,14 +7,6 @@ while the supplier commits one. It must stay uncertain until a later lookup
 settles it. Caught by ``test_an_order_the_supplier_never_saw_stays_uncertain``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse import fence, orders
-from crashcourse.store import immediate, sql_list
-from crashcourse.validate import clock
-
 
 def cancel_and_settle(
     conn: sqlite3.Connection, work_id: str, supplier_url: str

@@ -7,13 +7,8 @@ recorded. ``orders.UNCERTAIN`` names both statuses. Caught by
 ``test_unsent_revoked_sent_discovered_nothing_resent``.
 """
 
-from __future__ import annotations
 
-import sqlite3
-
-from crashcourse import fence, orders
 from crashcourse.store import immediate
-from crashcourse.validate import clock
 
 
 def cancel_and_settle(

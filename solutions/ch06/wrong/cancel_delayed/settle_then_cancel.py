@@ -10,14 +10,6 @@ unasked. Cancel first: after that no holder can admit anything. Caught by
 ``test_the_holder_letting_an_order_out_at_any_statement_is_looked_up``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse import fence, orders
-from crashcourse.store import immediate, sql_list
-from crashcourse.validate import clock
-
 
 def cancel_and_settle(
     conn: sqlite3.Connection, work_id: str, supplier_url: str

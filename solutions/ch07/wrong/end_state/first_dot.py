@@ -6,13 +6,6 @@ without any dot comes out as ``README-signed.``. The extension is what follows
 the LAST dot. Caught by ``test_the_name_is_read_from_the_drive``.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from crashcourse.plan import Step
-from crashcourse.services import drive
-
 
 def suffix_step(drive_path: str | Path, number: int, file_id: str, suffix: str):
     """Read the name once, at planning time, and state the full new name."""

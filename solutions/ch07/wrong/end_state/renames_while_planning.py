@@ -7,13 +7,6 @@ crash right after planning leaves a renamed file with no journal row to say
 so. Caught by ``test_the_step_states_the_whole_new_name``.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from crashcourse.plan import Step
-from crashcourse.services import drive
-
 
 def suffix_step(drive_path: str | Path, number: int, file_id: str, suffix: str):
     """Read the name once, at planning time, and state the full new name."""

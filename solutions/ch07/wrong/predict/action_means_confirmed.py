@@ -7,8 +7,6 @@ doubt until then, or until a probe asks the target.
 Caught by ``test_prediction_matches_a_real_kill[12-after_action]``.
 """
 
-from __future__ import annotations
-
 
 def predict(k: int, boundary: str, plan) -> dict:
     """Steps before k are confirmed; step k's row depends on the boundary."""

@@ -6,8 +6,6 @@ by ``order_plan``) and of no plan in general. Read the flags of the plan you
 are given. Caught by ``test_the_plan_decides_which_steps_are_irreversible``.
 """
 
-from __future__ import annotations
-
 
 def predict(k: int, boundary: str, plan) -> dict:
     """Steps before k are confirmed; step k's row depends on the boundary."""

@@ -8,8 +8,6 @@ than the plan has. Caught by ``test_the_plan_decides_which_steps_are_irreversibl
 and ``test_every_step_is_counted_once[before_intent]``.
 """
 
-from __future__ import annotations
-
 
 def predict(k: int, boundary: str, plan) -> dict:
     """Steps before k are confirmed; step k's row depends on the boundary."""

@@ -8,8 +8,6 @@ the outcome waits for the next step's intent. Caught by
 ``before_intent`` and step 7's ``after_outcome``.
 """
 
-from __future__ import annotations
-
 
 def predict(k: int, boundary: str, plan) -> dict:
     """Steps before k are confirmed; step k's row depends on the boundary."""

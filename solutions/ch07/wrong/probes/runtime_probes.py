@@ -6,18 +6,6 @@ tests unplug the runtime's probes while they run (the fixture
 ``runtime_probes_are_off_limits``), so every probe test fails.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from crashcourse.services import drive, mail
-
-ACTIONS = {
-    "rename": "make file F be called X on the drive",
-    "send_mail": "submit a message to the provider, key in X-Operation-Key",
-    "phone_supplier": "read the order aloud to the supplier's answering machine",
-}
-
 
 def probe_rename(drive_path: str | Path, args: dict, operation_key: str):
     """Is file ``args["file_id"]`` called ``args["name"]``? Look it up BY ID."""
@@ -29,8 +17,3 @@ def probe_mail(mail_path: str | Path, args: dict, operation_key: str):
 
     Every accepted message counts, queued or delivered: not the sent folder."""
     return mail.probe_sent(mail_path, operation_key)
-
-
-def unverifiable_action() -> str:
-    """The answering machine keeps no record we can query: redesign that step."""
-    return "phone_supplier"

@@ -7,24 +7,6 @@ reads as not sent, and the resumed run sends it a second time. Caught by
 ``test_mail_probe_finds_a_queued_message_by_its_header``.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from crashcourse.services import drive, mail
-
-ACTIONS = {
-    "rename": "make file F be called X on the drive",
-    "send_mail": "submit a message to the provider, key in X-Operation-Key",
-    "phone_supplier": "read the order aloud to the supplier's answering machine",
-}
-
-
-def probe_rename(drive_path: str | Path, args: dict, operation_key: str):
-    """Is file ``args["file_id"]`` called ``args["name"]``? Look it up BY ID."""
-    observed = drive.lookup(drive_path, args["file_id"])
-    return observed["name"] == args["name"], observed
-
 
 def probe_mail(mail_path: str | Path, args: dict, operation_key: str):
     """Did the provider accept a message whose X-Operation-Key is the step's?
@@ -35,8 +17,3 @@ def probe_mail(mail_path: str | Path, args: dict, operation_key: str):
             return True, {"message_id": message["message_id"],
                           "status": message["status"]}
     return False, {"message_id": None}
-
-
-def unverifiable_action() -> str:
-    """The answering machine keeps no record we can query: redesign that step."""
-    return "phone_supplier"

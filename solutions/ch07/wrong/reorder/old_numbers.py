@@ -8,8 +8,6 @@ nothing about what came before. Caught by
 ``test_reorder_groups_keeps_order_and_renumbers``.
 """
 
-from __future__ import annotations
-
 
 def reorder(steps: list) -> list:
     """Reversible steps, then gates, then irreversible ones."""
@@ -20,8 +18,3 @@ def reorder(steps: list) -> list:
     )
     ordered = [s for group in groups for s in group]
     return ordered  # each step keeps its number
-
-
-def mail_possibly_sent(steps: list, last_row: int) -> bool:
-    """True if some send_mail step is numbered at or before the last row."""
-    return any(s.action == "send_mail" and s.number <= last_row for s in steps)

@@ -12,37 +12,6 @@ release) and
 ``test_the_release_has_its_own_key_so_carrying_it_out_twice_releases_once``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse import store, workflow, workflow_steps
-from crashcourse.workflow_steps import (
-    CANNOT_UNDO,
-    DONE,
-    IN_DOUBT,
-    NEEDS_PERSON,
-    NOTHING_TO_UNDO,
-    UNDONE,
-)
-
-# What the runtime does about each step's effect once it exists: its
-# ``action``, and the ``status`` the compensation row gets.
-UNDO = {
-    "reserve": ("released", UNDONE),  # the supplier takes the reservation back
-    "charge": ("refund_owed", NEEDS_PERSON),  # no refund call: a person decides
-    "mail": ("cannot_unsend", CANNOT_UNDO),  # a sent mail stays sent
-}
-NOTHING = ("none", NOTHING_TO_UNDO)  # no effect: nothing to undo
-WAIT = ("wait", IN_DOUBT)  # may be in flight: no row yet, ask after the lease
-NOTES = {
-    "released": "release the reservation at the supplier under its own key",
-    "refund_owed": "the payment stays made: a person decides about a refund",
-    "cannot_unsend": "the confirmation was sent and cannot be unsent",
-    "none": "no effect exists: nothing to undo",
-    "wait": "its call may be in flight: in doubt until its lease is over",
-}
-
 
 def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
                       probed: dict | None = None, now: float | None = None
@@ -75,32 +44,3 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
                      "status": status, "compensation_key": undo_key,
                      "note": NOTES[action]})
     return plan
-
-
-def fate_in_doubt(step: dict, at: float) -> tuple | None:
-    """A step in doubt settled by its rows, or None where the probe decides:
-    no attempt since its last outcome admitted, nothing to undo (the cancel
-    moved the version: ``admit`` refuses it for ever); an admitted call whose
-    lease is live at ``at``, wait; an admitted call after its lease, None."""
-    admitted = [a for a in step["attempts"] if a["admitted_at"] is not None]
-    if not admitted:
-        return NOTHING
-    if max(a["expires"] for a in admitted) > at:
-        return WAIT
-    return None
-
-
-def check_probed(probed: dict | None, in_doubt: set[str], needed: set[str]
-                 ) -> dict:
-    """A bool answer for every step ``needed``, answers only for steps in
-    doubt (the others are ignored); else ValueError (chapter 08)."""
-    answers = {} if probed is None else probed
-    if not isinstance(answers, dict):
-        raise TypeError("probed must be a dict of step -> bool")
-    if not needed <= set(answers) <= in_doubt:
-        raise ValueError(f"probe answers are needed for {sorted(needed)} and"
-                         f" allowed for the steps in doubt {sorted(in_doubt)},"
-                         f" got {sorted(answers)}")
-    if not all(isinstance(answer, bool) for answer in answers.values()):
-        raise ValueError("each probe answer must be a bool")
-    return answers

@@ -10,71 +10,6 @@ must say so too. Caught by
 ``test_the_plan_is_what_the_runtime_then_does[held:admitted:mail]``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse import store, workflow, workflow_steps
-from crashcourse.effects import operation_key
-from crashcourse.workflow_steps import (
-    CANNOT_UNDO,
-    DONE,
-    IN_DOUBT,
-    NEEDS_PERSON,
-    NOTHING_TO_UNDO,
-    UNDONE,
-)
-
-# What the runtime does about each step's effect once it exists: its
-# ``action``, and the ``status`` the compensation row gets.
-UNDO = {
-    "reserve": ("released", UNDONE),  # the supplier takes the reservation back
-    "charge": ("refund_owed", NEEDS_PERSON),  # no refund call: a person decides
-    "mail": ("cannot_unsend", CANNOT_UNDO),  # a sent mail stays sent
-}
-NOTHING = ("none", NOTHING_TO_UNDO)  # no effect: nothing to undo
-WAIT = ("wait", IN_DOUBT)  # may be in flight: no row yet, ask after the lease
-NOTES = {
-    "released": "release the reservation at the supplier under its own key",
-    "refund_owed": "the payment stays made: a person decides about a refund",
-    "cannot_unsend": "the confirmation was sent and cannot be unsent",
-    "none": "no effect exists: nothing to undo",
-    "wait": "its call may be in flight: in doubt until its lease is over",
-}
-
-
-def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
-                      probed: dict | None = None, now: float | None = None
-                      ) -> list[dict]:
-    """What each step of a cancelled (or failed) workflow needs, from its
-    rows, the lease clock (``now``, else the store's) and the probes of the
-    steps that need one; writes nothing (chapter 08)."""
-    state = workflow.read(conn, workflow_id)["state"]  # KeyError if unknown
-    if state not in (workflow.CANCELLED, workflow.FAILED):
-        raise ValueError(f"workflow {workflow_id!r} is {state}: no compensation")
-    at = store.now(conn, now)
-    steps = workflow_steps.progress(conn, workflow_id)
-    doubt = {s["step"]: fate_in_doubt(s, at) for s in steps
-             if s["status"] == IN_DOUBT}
-    answers = check_probed(probed, set(doubt),
-                           {name for name, fate in doubt.items() if fate is None})
-    plan = []
-    for step in steps:
-        name, key = step["step"], step["operation_key"]
-        if doubt.get(name) is not None:
-            action, status = doubt[name]  # the rows say, whatever a probe does
-        elif step["status"] == DONE or answers.get(name, False):
-            action, status = UNDO[name]
-        else:
-            action, status = NOTHING
-        undo_key = None
-        if action == "released":
-            undo_key = operation_key(workflow_id, name, "release", {"order": key})
-        plan.append({"step": name, "operation_key": key, "action": action,
-                     "status": status, "compensation_key": undo_key,
-                     "note": NOTES[action]})
-    return plan
-
 
 def fate_in_doubt(step: dict, at: float) -> tuple | None:
     """A step in doubt settled by its rows, or None where the probe decides:
@@ -85,19 +20,3 @@ def fate_in_doubt(step: dict, at: float) -> tuple | None:
     if not admitted:
         return NOTHING
     return None
-
-
-def check_probed(probed: dict | None, in_doubt: set[str], needed: set[str]
-                 ) -> dict:
-    """A bool answer for every step ``needed``, answers only for steps in
-    doubt (the others are ignored); else ValueError (chapter 08)."""
-    answers = {} if probed is None else probed
-    if not isinstance(answers, dict):
-        raise TypeError("probed must be a dict of step -> bool")
-    if not needed <= set(answers) <= in_doubt:
-        raise ValueError(f"probe answers are needed for {sorted(needed)} and"
-                         f" allowed for the steps in doubt {sorted(in_doubt)},"
-                         f" got {sorted(answers)}")
-    if not all(isinstance(answer, bool) for answer in answers.values()):
-        raise ValueError("each probe answer must be a bool")
-    return answers

@@ -11,13 +11,6 @@ attempt nothing. Caught by
 unapproved real race.
 """
 
-from __future__ import annotations
-
-from crashcourse.workers.workflow_worker import BOUNDARIES, EXIT
-from crashcourse.workflow import APPLIED, PENDING, RUNNING, STALE_VERSION, WAITING
-
-STEPS = ("reserve", "charge", "mail")
-
 
 def predict(boundary: str, keys: dict, *, approved: bool = True) -> dict:
     """The winner's transitions, the loser's refusal, the final state and

@@ -10,12 +10,8 @@ it was overtaken, it asked nothing illegal. Caught by every paper test that
 compares the loser, and by every real race.
 """
 
-from __future__ import annotations
 
-from crashcourse.workers.workflow_worker import BOUNDARIES, EXIT
 from crashcourse.workflow import APPLIED, ILLEGAL_MOVE, PENDING, RUNNING, WAITING
-
-STEPS = ("reserve", "charge", "mail")
 
 
 def predict(boundary: str, keys: dict, *, approved: bool = True) -> dict:

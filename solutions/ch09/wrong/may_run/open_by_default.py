@@ -8,68 +8,6 @@ that no person allowed. Caught by ``test_nobody_has_looked_so_nothing_runs``
 and ``test_each_job_has_its_own_switch`` (a job never switched on).
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse.store import ensure_schema, immediate, sql_list
-from crashcourse.validate import check_text, clock
-
-RUNNING, STOPPED = "running", "stopped"
-STATES = (RUNNING, STOPPED)
-
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS job_switch (
-    seq    INTEGER PRIMARY KEY AUTOINCREMENT,  -- the order decisions were written
-    job    TEXT NOT NULL,
-    state  TEXT NOT NULL CHECK (state IN {sql_list(STATES)}),
-    who    TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    at     REAL NOT NULL                       -- the writer's clock: it can step back
-);
-CREATE TABLE IF NOT EXISTS job_runs (
-    run_id     INTEGER PRIMARY KEY AUTOINCREMENT,
-    job        TEXT NOT NULL,
-    scheduler  TEXT NOT NULL,
-    allowed_by INTEGER NOT NULL REFERENCES job_switch (seq),
-    started_at REAL NOT NULL
-)
-"""
-
-
-def install(conn: sqlite3.Connection) -> None:
-    """Given: create ``job_switch`` and ``job_runs``."""
-    ensure_schema(conn, SCHEMA)
-
-
-def set_switch(conn: sqlite3.Connection, job: str, state: str, who: str,
-               reason: str = "", now: float | None = None) -> int:
-    """Record a person's decision for ``job``; the new row's ``seq``."""
-    check_text("job", job)
-    if state not in STATES:
-        raise ValueError(f"state must be one of {STATES}, got {state!r}")
-    check_text("who", who)
-    check_text("reason", reason, empty_ok=state == RUNNING)  # a stop says why
-    clock(now)  # a bad instant is refused before anything is written
-    install(conn)
-    with immediate(conn):
-        return conn.execute(
-            "INSERT INTO job_switch (job, state, who, reason, at)"
-            " VALUES (:job, :state, :who, :reason, :at)",
-            {"job": job, "state": state, "who": who, "reason": reason,
-             "at": clock(now)},
-        ).lastrowid
-
-
-def _newest(conn: sqlite3.Connection, job: str):
-    """The job's last decision written (by seq, never by clock), or None."""
-    return conn.execute(
-        "SELECT seq, state FROM job_switch"
-        " WHERE job = :job"
-        " ORDER BY seq DESC LIMIT 1",
-        {"job": job},
-    ).fetchone()
-
 
 def may_run(conn: sqlite3.Connection, job: str) -> bool:
     """Whether the job's newest decision says running. A read: no table or no

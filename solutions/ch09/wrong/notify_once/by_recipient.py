@@ -9,48 +9,6 @@ key names one notice; a recipient names many. Caught by
 ``test_a_second_invoice_gets_its_own_notice``.
 """
 
-from __future__ import annotations
-
-import sqlite3
-
-from crashcourse.effects import operation_key
-from crashcourse.services import mail
-from crashcourse.store import ensure_schema, immediate, sql_list, table_rows
-from crashcourse.validate import check_amount, check_currency, check_text
-from crashcourse.workers import paying
-
-SUPPLIER = "orders@supplier.example"
-PENDING, NOTIFIED = "pending", "notified"  # the notification's own state
-SENT, PROBED, ALREADY = "sent", "probe", "already_notified"  # how it settled
-
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS supplier_notices (
-    task          TEXT PRIMARY KEY,      -- one notice per paid task
-    operation_key TEXT NOT NULL UNIQUE,  -- its own key: not the payment's
-    recipient     TEXT NOT NULL,
-    state         TEXT NOT NULL CHECK (state IN {sql_list((PENDING, NOTIFIED))}),
-    message_id    INTEGER,               -- the provider's id, once recorded
-    settled_by    TEXT                   -- sent, or found by the probe
-)
-"""
-
-
-def install(conn: sqlite3.Connection) -> None:
-    """Given: create ``supplier_notices`` in the worker's own file."""
-    ensure_schema(conn, SCHEMA)
-
-
-def notices(conn: sqlite3.Connection) -> list[dict]:
-    """Given: every row of ``supplier_notices``; none before it exists. A read."""
-    made = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                        " AND name = 'supplier_notices'").fetchone()
-    return table_rows(conn, "supplier_notices") if made else []
-
-
-def notice_key(task: str, order: str, recipient: str = SUPPLIER) -> str:
-    """The notice's operation key: the same task, order and recipient, same key."""
-    return operation_key(task, 3, "notify_supplier", {"to": recipient, "order": order})
-
 
 def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
                     order: str, amount: int, currency: str, *,

@@ -7,23 +7,6 @@ already accepted, and the night writes a compensation record. Caught by C5:
 ``test_a_plan_that_mails_early_and_is_wrong``.
 """
 
-from __future__ import annotations
-
-from typing import NamedTuple
-
-from crashcourse.decisions import DAYLIGHT, RESUME, UNWIND
-from crashcourse.plan import Plan
-
-
-class Situation(NamedTuple):
-    """Given: what the person deciding has in front of them."""
-
-    plan: Plan  # the stored plan: which steps are irreversible, which are gates
-    shown: dict  # decisions.shown(conn, task, plan): what the journal shows
-    gates: dict  # {gate step number: passed when checked again NOW}
-    decided: tuple  # the task's earlier decisions, oldest first
-    plan_right: bool  # the person's judgment: is the plan's end state wanted?
-
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:
     """The mails, by the restock plan's numbering."""

@@ -8,23 +8,6 @@ gave them, never the other party's. The morning finds the wrong scheme
 still on the drive. Caught by C4: ``test_the_plan_is_wrong_and_a_gate_fails``.
 """
 
-from __future__ import annotations
-
-from typing import NamedTuple
-
-from crashcourse.decisions import DAYLIGHT, RESUME, UNWIND
-from crashcourse.plan import Plan
-
-
-class Situation(NamedTuple):
-    """Given: what the person deciding has in front of them."""
-
-    plan: Plan  # the stored plan: which steps are irreversible, which are gates
-    shown: dict  # decisions.shown(conn, task, plan): what the journal shows
-    gates: dict  # {gate step number: passed when checked again NOW}
-    decided: tuple  # the task's earlier decisions, oldest first
-    plan_right: bool  # the person's judgment: is the plan's end state wanted?
-
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:
     """The irreversible steps that are done or may be: confirmed, or in doubt."""

@@ -11,11 +11,9 @@ Caught by ``test_a_lapsed_lease_is_refused_though_nobody_took_the_work``,
 ``test_a_finished_claim_cannot_finish_twice``.
 """
 
-from __future__ import annotations
 
 from crashcourse.claims import DONE, Claim
 
-SERVER_NOW = "extract(epoch FROM clock_timestamp())"
 FINISH = f"""
 UPDATE work
 SET status = '{DONE}', outcome = :outcome, expires = NULL, finished = {SERVER_NOW}

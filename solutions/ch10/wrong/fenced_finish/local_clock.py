@@ -9,11 +9,8 @@ lease in the store was written by the database's clock; compare with that.
 Caught by ``test_the_databases_clock_decides_not_the_workers``.
 """
 
-from __future__ import annotations
 
 import time
-
-from crashcourse.claims import DONE, RUNNING, Claim
 
 FINISH = f"""
 UPDATE work

@@ -11,12 +11,9 @@ Caught by ``test_a_cancel_between_a_read_and_the_write_is_never_overwritten``
 and ``test_it_is_one_update_and_nothing_else``.
 """
 
-from __future__ import annotations
 
 from crashcourse import fence
 from crashcourse.claims import DONE, Claim
-
-SERVER_NOW = "extract(epoch FROM clock_timestamp())"
 
 
 def finish(conn, claim: Claim, outcome: str) -> bool:

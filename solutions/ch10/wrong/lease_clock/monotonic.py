@@ -9,12 +9,10 @@ A worker's own budget is monotonic; a lease that others read is not.
 Caught by ``test_a_renewal_ends_the_lease_ttl_seconds_from_the_databases_now``.
 """
 
-from __future__ import annotations
 
 import time
 
 from crashcourse import claims, fence
-from crashcourse.claims import Claim
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

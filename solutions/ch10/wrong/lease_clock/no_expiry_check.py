@@ -9,24 +9,20 @@ already have started deciding to; a lapsed lease must stay lapsed.
 Caught by ``test_a_lapsed_lease_is_never_brought_back``.
 """
 
-from __future__ import annotations
 
 from crashcourse import claims
 from crashcourse.claims import RUNNING, Claim
 
-RENEW = f"""
-UPDATE work SET expires = extract(epoch FROM clock_timestamp()) + :ttl
-WHERE id = :id
-  AND generation = :generation
-  AND owner = :owner
-  AND status = '{RUNNING}'
-RETURNING expires
-"""
-
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:
     ttl = claims.check_lease(claim.owner, ttl)
-    found = conn.execute(RENEW, {"ttl": ttl, "id": claim.id,
+    found = conn.execute(f"""
+        UPDATE work SET expires = extract(epoch FROM clock_timestamp()) + :ttl
+        WHERE id = :id
+          AND generation = :generation
+          AND owner = :owner
+          AND status = '{RUNNING}'
+        RETURNING expires""", {"ttl": ttl, "id": claim.id,
                                  "generation": claim.generation,
                                  "owner": claim.owner}).fetchone()
     return None if found is None else found[0]

@@ -9,12 +9,10 @@ Every host compares the lease with the database's clock: write it by that.
 Caught by ``test_a_workers_clock_an_hour_off_changes_nothing``.
 """
 
-from __future__ import annotations
 
 import time
 
 from crashcourse import claims, fence
-from crashcourse.claims import Claim
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

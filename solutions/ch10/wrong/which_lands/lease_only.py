@@ -9,10 +9,6 @@ under the cancelled claim is refused although its lease still runs.
 Caught by ``cancelled_in_the_middle_of_a_lease``.
 """
 
-from __future__ import annotations
-
-from typing import NamedTuple
-
 
 class Claimed(NamedTuple):
     owner: str

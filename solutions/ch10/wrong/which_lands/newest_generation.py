@@ -8,10 +8,6 @@ work at any moment, and the fence refuses it ("lease expired").
 Caught by ``lapsed_and_nobody_took_it``.
 """
 
-from __future__ import annotations
-
-from typing import NamedTuple
-
 
 class Claimed(NamedTuple):
     owner: str

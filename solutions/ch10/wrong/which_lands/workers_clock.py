@@ -9,10 +9,6 @@ clock runs fast gives up a live one.
 Caught by ``a_fast_clock_on_a_live_claim`` and ``lapsed_and_nobody_took_it``.
 """
 
-from __future__ import annotations
-
-from typing import NamedTuple
-
 
 class Claimed(NamedTuple):
     owner: str

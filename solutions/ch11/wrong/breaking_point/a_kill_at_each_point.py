@@ -8,13 +8,11 @@ None. Caught by
 ``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
 """
 
-from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
 from crashcourse.powerloss_images import SCRATCH, image_at
-from crashcourse.powerloss_runs import resume_payments
 
 
 def first_break(recorder, count: int) -> int | None:

@@ -8,10 +8,8 @@ break starts only once the checkpoint is on disk. Caught by
 ``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
 """
 
-from __future__ import annotations
 
 from crashcourse.powerloss import judge_service, tally
-from crashcourse.powerloss_images import explore
 
 
 def first_break(recorder, count: int) -> int | None:

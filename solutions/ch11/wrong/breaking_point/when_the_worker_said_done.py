@@ -8,7 +8,6 @@ already breaks the run. Caught by
 ``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
 """
 
-from __future__ import annotations
 
 from crashcourse.powerloss_runs import CHECKPOINTED
 from crashcourse.powerloss_vfs import MARK

@@ -8,13 +8,6 @@ it again: a repeat with no trace that it might be one. Caught by
 ``test_a_blind_journal_repeats_only_the_step_it_held_in_doubt``.
 """
 
-from __future__ import annotations
-
-from crashcourse.powerloss import Mode
-
-RECORD, PROGRESS = "system of record", "own progress"
-JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
-
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
     """FULL for the record, NORMAL for everything else."""

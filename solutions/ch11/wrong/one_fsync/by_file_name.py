@@ -8,13 +8,6 @@ with a blind step. Read the role. Caught by
 test).
 """
 
-from __future__ import annotations
-
-from crashcourse.powerloss import Mode
-
-RECORD, PROGRESS = "system of record", "own progress"
-JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
-
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
     """FULL for payments.sqlite, NORMAL for every other file."""

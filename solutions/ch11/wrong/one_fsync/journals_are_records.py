@@ -7,13 +7,6 @@ run repeated nothing. Only the blind journal needs its intents kept.
 Caught by ``test_a_journal_whose_probes_see_pays_no_fsync_per_commit``.
 """
 
-from __future__ import annotations
-
-from crashcourse.powerloss import Mode
-
-RECORD, PROGRESS = "system of record", "own progress"
-JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
-
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
     """FULL for the record and both journals, NORMAL for progress."""

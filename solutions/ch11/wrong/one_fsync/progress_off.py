@@ -8,13 +8,6 @@ resumes from it. Caught by
 ``test_no_payment_lost_corrupt_or_charged_twice[unsynced_subsets]``.
 """
 
-from __future__ import annotations
-
-from crashcourse.powerloss import Mode
-
-RECORD, PROGRESS = "system of record", "own progress"
-JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
-
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
     """FULL for the record and the blind journal, OFF for progress, NORMAL

@@ -7,13 +7,6 @@ worker never pays again and the payment is gone. Caught by
 ``test_no_payment_lost_corrupt_or_charged_twice``.
 """
 
-from __future__ import annotations
-
-from crashcourse.powerloss import Mode
-
-RECORD, PROGRESS = "system of record", "own progress"
-JOURNAL, BLIND_JOURNAL = "journal, every probe sees", "journal, one probe blind"
-
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:
     """FULL for the worker's progress and the blind journal, NORMAL for the

@@ -7,10 +7,6 @@ checkpoint before the close every payment stays at risk. Caught by
 ``test_every_point_of_a_real_run[none-WAL+NORMAL]``.
 """
 
-from __future__ import annotations
-
-from crashcourse.powerloss_vfs import MARK, SYNC, WRITE
-
 
 def lost_at(events: list, point: int) -> list[str]:
     """At most the last acknowledgement is at risk."""

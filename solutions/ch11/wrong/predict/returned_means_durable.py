@@ -7,8 +7,6 @@ commit's frames sit unsynced until the next checkpoint. Caught by
 ``test_every_point_of_a_real_run[...-WAL+NORMAL]`` and the hand-made run.
 """
 
-from __future__ import annotations
-
 
 def lost_at(events: list, point: int) -> list[str]:
     """Nothing acknowledged is ever lost."""

@@ -7,7 +7,6 @@ this answer reports losses FULL never has. Caught by
 ``test_every_point_of_a_real_run[...-WAL+FULL]`` and the hand-made run's k3.
 """
 
-from __future__ import annotations
 
 from crashcourse.powerloss_vfs import MARK, SYNC
 

@@ -6,7 +6,6 @@ the next one, which is exactly the one that resumes after a kill. Caught by
 ``test_another_process_computes_the_same_key``.
 """
 
-from __future__ import annotations
 
 import json
 

@@ -7,8 +7,6 @@ mints a new id and the supplier sees a new key: a second order. Caught by
 ``test_a_re_asked_model_gets_the_same_key``.
 """
 
-from __future__ import annotations
-
 
 def action_key(task: str, call: dict) -> str:
     """The supplier's key for the action ``call`` asks for, made for ``task``."""

@@ -6,7 +6,6 @@ order the model happened to emit them. A model asked again may put
 ``test_the_order_of_the_fields_changes_nothing``.
 """
 
-from __future__ import annotations
 
 import hashlib
 import json

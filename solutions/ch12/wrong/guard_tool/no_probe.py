@@ -6,14 +6,6 @@ the probe says nothing went out, and the adapter sends again: two messages.
 Caught by ``test_a_kill_after_the_provider_accepted_leaves_one_message``.
 """
 
-from __future__ import annotations
-
-from crashcourse.adapters import EffectTool
-from crashcourse.services import mail
-
-ORDER_DESK = "orders@supplier.example"
-LEASE_S, WAIT_S = 2.0, 1.0
-
 
 def order_desk_tool(mail_path: str, journal_path: str, task: str):
     """``notify_order_desk`` behind the adapter: an ``EffectTool``."""

@@ -7,15 +7,8 @@ can never find the message, so the resumed call sends it again. Caught by
 ``test_the_message_carries_the_adapters_key``.
 """
 
-from __future__ import annotations
 
 import uuid
-
-from crashcourse.adapters import EffectTool
-from crashcourse.services import mail
-
-ORDER_DESK = "orders@supplier.example"
-LEASE_S, WAIT_S = 2.0, 1.0
 
 
 def order_desk_tool(mail_path: str, journal_path: str, task: str):

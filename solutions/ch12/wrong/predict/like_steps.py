@@ -7,8 +7,6 @@ orders twice at ``after_record`` too. Caught by
 ``test_the_prediction_matches_the_kills``.
 """
 
-from __future__ import annotations
-
 
 def predicted() -> dict[str, int]:
     """Orders at the supplier after each kill and DBOS's recovery."""

@@ -7,8 +7,6 @@ position key is the same key and the supplier replays. Caught by
 ``test_the_prediction_matches_the_kills``.
 """
 
-from __future__ import annotations
-
 
 def predicted() -> dict[str, int]:
     """Orders at the supplier after each kill and DBOS's recovery."""
