@@ -105,8 +105,7 @@ def test_the_stored_kernel_is_the_one_jupyter_names(md):
                                     "name": "python3"}
 
 
-# Chapters 00-03 (issue 20): what their review asked of every chapter, kept.
-EARLY = [md for md in CHAPTERS if md.name[:2] in {"00", "01", "02", "03"}]
+# What the reviews of issue 20 asked of every chapter, kept for every one.
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
 
@@ -116,7 +115,7 @@ def prose(md: Path) -> str:
     return FENCE.sub("", text)
 
 
-@pytest.mark.parametrize("md", EARLY, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", TEACHING, ids=lambda p: p.stem)
 def test_every_recall_question_has_an_answer_to_unfold(md):
     text = md.read_text()
     recall = text.split("## Active recall", 1)[1].split("\n## ", 1)[0]
@@ -125,15 +124,17 @@ def test_every_recall_question_has_an_answer_to_unfold(md):
     assert len(questions) >= 3 and answers == len(questions)
 
 
-@pytest.mark.parametrize("md", EARLY, ids=lambda p: p.stem)
-def test_no_check_restates_a_kill(md):
-    """``Worker.kill()`` raises unless the status is -9: a check of -9 after
-    it can never fail (nor can one of ``kill_and_resume``'s)."""
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_no_check_restates_a_kill_or_a_verdict(md):
+    """``Worker.kill()`` raises unless the status is -9, and ``run_checkpoint``
+    unless every trial held: a check of either can never fail (nor can one of
+    ``kill_and_resume``'s exit status)."""
     code = "\n".join(FENCE.findall(md.read_text()))
     assert not re.findall(r"check\([^()]*(?:\([^()]*\)[^()]*)*,\s*-9\)", code)
     assert "interrupted_returncode, -9" not in code
+    assert not re.search(r"\[\"held\"\]", code)
 
 
-@pytest.mark.parametrize("md", EARLY, ids=lambda p: p.stem)
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_prose_stays_under_four_thousand_words(md):
     assert len(prose(md).split()) <= 4000
