@@ -9,6 +9,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,218 @@ def test_a_checkpoint_refuses_bad_arguments_in_one_line(argv, capsys):
     assert refused.value.code == experiment.REFUSED
     said = capsys.readouterr().err
     assert len(said.splitlines()) == 1 and "error:" in said and "usage" not in said
+
+
+# The one trial loop (issue 21): folder, harness, attempt, progress, jobs.
+
+SLEEPER = ["-c", "import time; time.sleep(120)"]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still exists (a zombie counts: it was never reaped)."""
+    return Path(f"/proc/{pid}").exists()
+
+
+def trial(label: str, *args) -> experiment.Trial:
+    return experiment.Trial(label, {"case": label}, args)
+
+
+def test_each_trial_runs_in_a_fresh_folder_with_a_harness_of_its_own(tmp_path):
+    seen = []
+
+    def run_one(harness, folder, value):
+        earlier = [where.exists() for _, where, _ in seen]
+        seen.append((harness, folder, sorted(folder.iterdir())))
+        (folder / "left.txt").write_text(value)
+        return {"value": value, "earlier_folders_left": earlier, "holds": True}
+
+    records = experiment.run_trials([trial("a", "x"), trial("b", "y")], run_one,
+                                    where=tmp_path, progress=False)
+    assert [r["value"] for r in records] == ["x", "y"]
+    # a trial's folder goes when it ends, not with the last: a long run of
+    # many trials never holds them all on disk at once
+    assert records[1]["earlier_folders_left"] == [False]
+    (one, first, empty_a), (two, second, empty_b) = seen
+    assert empty_a == empty_b == [] and first != second and one is not two
+    assert first.parent == second.parent and first.parent.parent == tmp_path
+    assert list(tmp_path.iterdir()) == []  # every folder removed, the root too
+
+
+def test_with_jobs_the_trials_run_at_once_and_come_back_in_their_order(capsys):
+    second_done = threading.Event()
+
+    def run_one(harness, folder, number):
+        if number == 1:  # finishes only after trial 2: needs both at once
+            return {"number": 1, "holds": second_done.wait(timeout=60)}
+        second_done.set()
+        return {"number": 2, "holds": True}
+
+    records = experiment.run_trials([trial("first", 1), trial("second", 2)],
+                                    run_one, jobs=2)
+    assert records == [{"number": 1, "holds": True}, {"number": 2, "holds": True}]
+    assert capsys.readouterr().err.splitlines() == [  # numbered as they finish
+        "[1/2] second: holds", "[2/2] first: holds"]
+
+
+@pytest.mark.parametrize("error", [
+    TimeoutError("no row within 60 s"),
+    harness.BoundaryTimeout("worker did not reach 'after_commit'"),
+    harness.BoundaryNotReached("worker exited before 'after_commit'"),
+    OSError(errno.ENOSPC, "No space left on device"),
+])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_trial_that_could_not_finish_is_failed_with_its_identity(error, jobs):
+    def run_one(harness, folder, broken):
+        if broken:
+            raise error
+        return {"case": "fine", "holds": True}
+
+    plan = [experiment.Trial("stuck #1", {"case": "stuck", "repetition": 1},
+                             (True,)), trial("fine", False)]
+    stuck, fine = experiment.run_trials(plan, run_one, jobs=jobs, progress=False)
+    assert stuck == {"case": "stuck", "repetition": 1, "holds": False,
+                     "error": f"{type(error).__name__}: {error}"}
+    assert fine == {"case": "fine", "holds": True}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_bug_in_a_trial_raises(jobs):
+    started = []
+
+    def run_one(harness, folder, number):
+        started.append(number)
+        if number == 1:
+            raise KeyError("a field the judge misspelt")
+        return {"holds": True}
+
+    with pytest.raises(KeyError, match="misspelt"):
+        experiment.run_trials([trial(str(n), n) for n in (1, 2, 3)], run_one,
+                              jobs=jobs, progress=False)
+    if jobs == 1:
+        assert started == [1]  # nothing after the bug was started
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("ending", ["holds", "timeout", "bug"])
+def test_no_folder_and_no_process_outlives_its_trial(tmp_path, jobs, ending):
+    pids, folders = [], []
+
+    def run_one(harness, folder, number):
+        worker = harness.start(SLEEPER)
+        pids.append(worker.pid)
+        folders.append(folder)
+        (folder / "rows.sqlite").write_bytes(b"x" * 1000)
+        if ending == "timeout" and number == 2:
+            raise TimeoutError("the rows never showed it")
+        if ending == "bug" and number == 2:
+            raise ValueError("a bug")
+        return {"holds": True}
+
+    plan = [trial(str(n), n) for n in (1, 2)]
+    if ending == "bug":
+        with pytest.raises(ValueError):
+            experiment.run_trials(plan, run_one, jobs=jobs, where=tmp_path,
+                                  progress=False)
+    else:
+        records = experiment.run_trials(plan, run_one, jobs=jobs, where=tmp_path,
+                                        progress=False)
+        assert [r["holds"] for r in records] == [True, ending == "holds"]
+    assert len(pids) == 2  # both had started a worker
+    assert not any(alive(pid) for pid in pids), "a worker outlived its trial"
+    assert not any(folder.exists() for folder in folders)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_trial_can_keep_what_its_folder_holds():
+    seen = {}
+
+    def run_one(harness, folder, number):
+        worker = harness.start(SLEEPER)
+        seen[number] = worker.pid
+        (folder / "rows.txt").write_text(f"rows of {number}")
+        if number == 2:
+            raise TimeoutError("stuck")
+        return {"case": str(number), "holds": True}
+
+    def with_rows(failed, folder):
+        assert not alive(seen[2])  # its harness has closed: nothing writes now
+        return failed | {"rows": (folder / "rows.txt").read_text()}
+
+    held, failed = experiment.run_trials([trial("1", 1), trial("2", 2)], run_one,
+                                         failed=with_rows, progress=False)
+    assert "rows" not in held  # the hook is for failed trials only
+    assert failed == {"case": "2", "error": "TimeoutError: stuck", "holds": False,
+                      "rows": "rows of 2"}
+
+
+def test_timed_gives_every_record_its_seconds():
+    def run_one(harness, folder, broken):
+        if broken:
+            raise TimeoutError("late")
+        return {"holds": True}
+
+    records = experiment.run_trials([trial("a", False), trial("b", True)], run_one,
+                                    timed="elapsed_s", progress=False)
+    assert [sorted(r) for r in records] == [["elapsed_s", "holds"],
+                                            ["case", "elapsed_s", "error", "holds"]]
+    assert all(r["elapsed_s"] >= 0 for r in records)
+
+
+def test_one_progress_line_per_trial(capsys):
+    def run_one(harness, folder, verdict):
+        return {"holds": verdict}
+
+    experiment.run_trials([trial("a #1", True), trial("b #1", False),
+                           trial("c #1", True)], run_one)
+    assert capsys.readouterr().err.splitlines() == [
+        "[1/3] a #1: holds", "[2/3] b #1: FAILS", "[3/3] c #1: holds"]
+    experiment.run_trials([trial("quiet", True)], run_one, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_the_harness_gets_the_environment_given():
+    def run_one(harness, folder):
+        done = harness.run(["-c", "import os; print(os.environ['CC_TEST'])"])
+        return {"said": done.stdout.strip(), "holds": True}
+
+    [record] = experiment.run_trials([trial("env")], run_one,
+                                     env={"CC_TEST": "given"}, progress=False)
+    assert record["said"] == "given"
+
+
+# The tail: one call.
+
+
+def test_script_is_the_checkpoint_s_main(tmp_path):
+    calls = []
+
+    def run(args):
+        calls.append(args)
+        return {"held": 1}, [{"holds": True}], {"manifest": {"server": "pg 17"}}
+
+    main = experiment.script(__file__, schema="crashcourse.test/1",
+                             parser=parser(), run=run)
+    output = tmp_path / "evidence.json"
+    assert main(["--output", str(output), "--quick"]) == 0 and len(calls) == 1
+    document = json.loads(output.read_text())
+    assert document["schema"] == "crashcourse.test/1"
+    manifest = document["manifest"]  # the run's fields added, nothing lost
+    assert manifest["server"] == "pg 17"
+    assert f"script/{Path(__file__).name}" in manifest["sources_sha256"]
+    assert manifest["argv"][1:] == ["--output", str(output), "--quick"]
+
+
+def test_script_refuses_options_its_check_rejects_before_anything(tmp_path, capsys):
+    calls = []
+    main = experiment.script(
+        __file__, schema="crashcourse.test/1", parser=parser(),
+        run=lambda args: calls.append(args) or ({}, [{"holds": True}]),
+        check=lambda args: "--quick is not for this" if args.quick else None)
+    output = tmp_path / "evidence.json"
+    with pytest.raises(SystemExit) as refused:
+        main(["--output", str(output), "--quick"])
+    assert refused.value.code == experiment.REFUSED and calls == []
+    said = capsys.readouterr().err
+    assert len(said.splitlines()) == 1 and "--quick is not for this" in said
+    assert not output.exists()
+    assert main(["--output", str(output)]) == 0 and len(calls) == 1

@@ -10,6 +10,16 @@ same sequence, so one chapter's evidence reads like another's.
   option's meaning and default; a script adds its own options to the parser.
 - ``Progress`` prints one line on stderr per finished trial:
   ``[3/21] kill_after_payment: holds``, or ``FAILS (why)``.
+- ``run_trials`` is the one trial loop. Each ``Trial`` carries its progress
+  label, the identity a failed trial keeps, and its arguments; each runs as
+  ``run_one(harness, folder, *args)`` in a fresh folder (under one temporary
+  directory) with a ``Harness`` of its own, through ``evidence.attempt``: a
+  trial the harness or the machine could not finish comes back failed, its
+  identity plus ``error`` and ``holds: False``, while a bug still raises.
+  Whatever happens, its workers are killed and reaped and its folder
+  removed. One progress line each; results in the trials' order, ``jobs`` at
+  a time. A checkpoint says only what its trials are and how one is judged.
+- ``script`` is a checkpoint's whole tail: its ``main(argv=None)``.
 - ``main`` refuses, before any trial runs, an ``--output`` that exists or
   that could not be written: its directory is missing, is not a directory, or
   refuses a new file (one is made there and removed to find out). Either is
@@ -30,14 +40,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from crashcourse import evidence, harness
+from crashcourse import evidence
+from crashcourse.harness import DEFAULT_TIMEOUT, Harness
 from crashcourse.workers.options import argument_parser, whole_number
 
-TIMEOUT = harness.DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
+TIMEOUT = DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
 MAX_TRIALS = 10_000  # trials (or repetitions) in one run; more is a typo
 FAILED, REFUSED = 1, 2  # exit statuses: a trial failed; refused before any ran
 
@@ -119,6 +132,85 @@ class Progress:
         return trial
 
 
+@dataclass(frozen=True)
+class Trial:
+    """One trial for ``run_trials`` (chapter 02): ``label`` heads its progress
+    line; ``identity`` is what its record keeps should the harness or the
+    machine not let it finish (the fields that say which trial it was);
+    ``args`` follow the harness and the folder in the call to ``run_one``."""
+
+    label: str
+    identity: dict = field(default_factory=dict)
+    args: tuple = ()
+
+
+def run_trials(
+    trials: Iterable[Trial],
+    run_one: Callable[..., dict],
+    *,
+    jobs: int = 1,
+    env: dict | None = None,
+    where: str | Path | None = None,
+    failed: Callable[[dict, Path], dict] | None = None,
+    timed: str | None = None,
+    progress: bool = True,
+) -> list[dict]:
+    """Every trial, as ``run_one(harness, folder, *trial.args)``; the records
+    in the trials' order (chapter 02).
+
+    Each trial gets a new, empty ``folder`` under one temporary directory
+    (made in ``where``, else the system's) and a ``Harness`` of its own
+    (``env`` added to its workers' environment), and runs through
+    ``evidence.attempt``: a trial the harness or the machine could not
+    finish is recorded as ``trial.identity`` plus its ``error`` and
+    ``holds: False``; any other exception is a bug and propagates, the
+    trials not yet started are dropped. When a trial ends, however it
+    ends, its harness kills and reaps every process it started and its
+    folder is removed.
+
+    ``failed(record, folder)`` may enrich a failed trial's record from what
+    its folder still holds (its harness is closed by then: nothing writes).
+    ``timed`` names a field given every record: the trial's seconds, harness
+    set-up and clean-up included. ``jobs`` trials run at once, each in a
+    thread of its own (the work is in their child processes). ``progress``
+    prints one line per finished trial (``Progress``)."""
+    trials = list(trials)
+    shown = Progress(len(trials)) if progress else None
+    with tempfile.TemporaryDirectory(prefix="trials-", dir=where) as root:
+
+        def one(number: int, trial: Trial) -> dict:
+            started, finished = time.monotonic(), []
+
+            def run(harness: Harness, folder: Path) -> dict:
+                record = run_one(harness, folder, *trial.args)
+                finished.append(True)
+                return record
+
+            with tempfile.TemporaryDirectory(prefix=f"{number:04d}-",
+                                             dir=root) as folder:
+                with Harness(env=env) as harness:
+                    record = evidence.attempt(trial.identity, run, harness,
+                                              Path(folder))
+                if not finished and failed is not None:
+                    record = failed(record, Path(folder))
+            if timed is not None:
+                record = {**record,
+                          timed: round(time.monotonic() - started, 3)}
+            return shown.report(trial.label, record) if shown else record
+
+        if jobs == 1:
+            return [one(number, trial) for number, trial in enumerate(trials, 1)]
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            running = [pool.submit(one, number, trial)
+                       for number, trial in enumerate(trials, 1)]
+            try:
+                return [future.result() for future in running]
+            except BaseException:
+                for future in running:
+                    future.cancel()  # those not started; the rest end first
+                raise
+
+
 Run = Callable[[argparse.Namespace], Sequence]
 
 
@@ -147,14 +239,21 @@ def main(
     schema: str,
     script: str | Path,
     run: Run,
+    check: Callable[[argparse.Namespace], str | None] | None = None,
 ) -> int:
     """Parse, refuse an existing or unwritable ``--output`` (``REFUSED``), run,
     record, judge (chapter 02).
 
+    ``check(args)``, if given, says why options that each parsed cannot go
+    together (refused like any bad usage: one line, exit 2), or None.
     ``run(args)`` returns ``(summary, trials)``, or ``(summary, trials, extra)``
-    where ``extra`` holds further top-level fields of the evidence. Returns 0
-    when there are trials and every one has ``holds: True``, else ``FAILED``."""
+    where ``extra`` holds further top-level fields of the evidence; its
+    ``manifest``, if any, adds fields to the manifest (what ran: a server's
+    version). Returns 0 when there are trials and every one has
+    ``holds: True``, else ``FAILED``."""
     args = parser.parse_args(argv)
+    if check is not None and (why := check(args)) is not None:
+        parser.error(why)  # exits REFUSED, before the output is even looked at
     if evidence.refused_output(args.output):
         return REFUSED
     if (why := unwritable(args.output)) is not None:
@@ -171,9 +270,12 @@ def main(
     summary = {**summary, "elapsed_s": round(time.monotonic() - started, 3),
                "quick": args.quick}
     ran = None if argv is None else [str(script), *argv]
+    extra = dict(extra[0]) if extra else {}
+    if "manifest" in extra:
+        extra["manifest"] = {**evidence.manifest(script, ran), **extra["manifest"]}
     try:
         evidence.record(args.output, schema, script, summary, trials, argv=ran,
-                        **(extra[0] if extra else {}))
+                        **extra)
     except evidence.EvidenceExists as refused:  # appeared while the trials ran
         print(f"refused: {refused}", file=sys.stderr)
         return REFUSED
@@ -185,3 +287,22 @@ def main(
     print(f"{held}/{len(trials)} trials hold -> {args.output}",
           file=sys.stderr, flush=True)
     return 0 if trials and held == len(trials) else FAILED
+
+
+def script(
+    path: str | Path,
+    *,
+    schema: str,
+    parser: argparse.ArgumentParser,
+    run: Run,
+    check: Callable[[argparse.Namespace], str | None] | None = None,
+) -> Callable[[list[str] | None], int]:
+    """The ``main(argv=None)`` of the checkpoint at ``path`` (its ``__file__``):
+    ``main`` above with this script's evidence id, parser and trials
+    (chapter 02). A checkpoint ends ``main = experiment.script(...)``."""
+
+    def checkpoint_main(argv: list[str] | None = None) -> int:
+        return main(argv, parser=parser, schema=schema, script=path, run=run,
+                    check=check)
+
+    return checkpoint_main
