@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from crashcourse import evidence, experiment
-from crashcourse.harness import Harness, kill_and_resume
+from crashcourse import experiment
+from crashcourse.harness import kill_and_resume
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
 
@@ -166,38 +165,31 @@ def judge(name: str, trial: dict) -> bool:
     return bool(holds)
 
 
-def run_trial(name: str, repetition: int) -> dict:
+def identity(name: str, repetition: int) -> dict:
+    """Which trial it was: what even a trial that could not finish records."""
+    return {"intervention": name, "repetition": repetition,
+            "mutant": name in MUTANTS, "expected_notes": INTERVENTIONS[name][3]}
+
+
+def run_trial(harness, folder: Path, name: str, repetition: int) -> dict:
+    """One intervention on a fresh shop database, judged from its rows."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ch01-") as tmp, Harness() as harness:
-        db = Path(tmp) / "shop.db"
-        with opened(db) as conn:
-            restock_note.install(conn)
-        killed = INTERVENTIONS[name][0] is not None
-        trial = evidence.attempt({}, run_killed if killed else run_plain,
-                                 harness, db, name)
-        if "error" in trial:
-            return failed_trial(name, repetition, trial["error"], observe(db))
-    trial |= {
-        "intervention": name,
-        "repetition": repetition,
-        "mutant": name in MUTANTS,
-        "expected_notes": INTERVENTIONS[name][3],
-        "elapsed_ms": round((time.monotonic() - started) * 1000, 1),
-    }
+    db = folder / "shop.db"
+    with opened(db) as conn:
+        restock_note.install(conn)
+    killed = INTERVENTIONS[name][0] is not None
+    trial = (run_killed if killed else run_plain)(harness, db, name)
+    trial |= identity(name, repetition) | {
+        "elapsed_ms": round((time.monotonic() - started) * 1000, 1)}
     trial["holds"] = judge(name, trial)
     return trial
 
 
-def failed_trial(name: str, repetition: int, error: str, seen: dict) -> dict:
-    """A trial the harness could not complete: recorded with its rows, and it
+def with_rows(failed: dict, folder: Path) -> dict:
+    """A trial the harness could not complete keeps the rows it left: it
     fails the run (a timeout is not evidence either way)."""
-    return {
-        "intervention": name, "repetition": repetition, "mutant": name in MUTANTS,
-        "expected_notes": INTERVENTIONS[name][3],
-        "error": error,
-        "final_snapshot": seen["rows"], "final_counts": seen["counts"],
-        "holds": False,
-    }
+    seen = observe(folder / "shop.db")
+    return failed | {"final_snapshot": seen["rows"], "final_counts": seen["counts"]}
 
 
 def summarize(trials: list[dict]) -> dict:
@@ -220,21 +212,18 @@ def summarize(trials: list[dict]) -> dict:
 def run(args) -> tuple[dict, list[dict]]:
     """Every intervention, ``--repetitions`` times (once with ``--quick``)."""
     repetitions = 1 if args.quick else args.repetitions
-    progress = experiment.Progress(repetitions * len(INTERVENTIONS))
-    trials = [progress.report(f"{name} #{repetition}", run_trial(name, repetition))
-              for repetition in range(1, repetitions + 1)
-              for name in INTERVENTIONS]
+    plan = [experiment.Trial(f"{name} #{repetition}", identity(name, repetition),
+                             (name, repetition))
+            for repetition in range(1, repetitions + 1) for name in INTERVENTIONS]
+    trials = experiment.run_trials(plan, run_trial, failed=with_rows)
     return summarize(trials), trials
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment.command_line(
+main = experiment.script(
+    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
         __doc__, count="repetitions", default=3,
         count_help="repetitions of every intervention",
-        quick_help="one repetition, what the test suite runs")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
-
+        quick_help="one repetition, what the test suite runs"))
 
 if __name__ == "__main__":
     sys.exit(main())

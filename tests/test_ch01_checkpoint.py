@@ -1,5 +1,6 @@
 """checkpoints/ch01_operation_keys.py: evidence that agrees with its own rows."""
 
+import argparse
 import copy
 import importlib.util
 import json
@@ -118,8 +119,14 @@ def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails_the_run(monkeyp
         raise BoundaryTimeout("worker did not reach 'after_commit'")
 
     monkeypatch.setattr(checkpoint, "kill_and_resume", never_reaches)
-    trial = checkpoint.run_trial("kill_after_commit", 1)
+    summary, trials = checkpoint.run(argparse.Namespace(quick=True))
+    trial = next(t for t in trials if t["intervention"] == "kill_after_commit")
     assert trial["holds"] is False
     assert trial["error"].startswith("BoundaryTimeout: worker did not reach")
+    assert (trial["repetition"], trial["mutant"], trial["expected_notes"]) == (
+        1, False, 1)  # which trial it was, kept
     assert trial["final_counts"]["restock_notes"] == 0  # read from the real rows
-    assert checkpoint.summarize([trial])["all_held"] is False
+    assert summary["all_held"] is False
+    # the uninterrupted runs never called the stand-in: they still hold
+    assert [t["intervention"] for t in trials if t["holds"]] == [
+        "uninterrupted", "race_two_processes"]
