@@ -34,12 +34,11 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from time import monotonic
 from typing import NamedTuple
 
-from crashcourse import evidence, experiment
+from crashcourse import experiment
 from crashcourse.harness import Harness
 from crashcourse.services import payments
 from crashcourse.workers import paying
@@ -202,11 +201,11 @@ def killed_recovery(harness, spec: Intervention, db: Path, instants) -> list[dic
     return attempts
 
 
-def run_trial(harness: Harness, spec: Intervention, repetition: int, directory,
-              instants: tuple[float, ...] = ()):
+def run_trial(harness: Harness, directory: Path, spec: Intervention,
+              repetition: int, instants: tuple[float, ...] = ()) -> dict:
     """One trial in its own fresh database; every field observed, none assumed.
     ``instants``: when to kill each replacement before the last (seconds)."""
-    db = fresh_database(Path(directory), spec, repetition)
+    db = fresh_database(directory, spec, repetition)
     t0 = monotonic()
 
     def clock() -> float:
@@ -231,41 +230,39 @@ def run_trial(harness: Harness, spec: Intervention, repetition: int, directory,
     return trial | grade(spec, trial)
 
 
-def failed_trial(spec: Intervention, repetition: int, error: str) -> dict:
-    """A trial the harness could not complete: recorded, and it fails the run."""
+def identity(spec: Intervention, repetition: int) -> dict:
+    """What a trial the harness could not complete records: it fails the run,
+    with nothing detected."""
     return {"intervention": spec.name, "role": spec.role, "repetition": repetition,
-            "boundary": spec.boundary, "error": error,
-            "expected_payments": spec.expected_payments,
-            "detected": False, "holds": False}
+            "boundary": spec.boundary, "expected_payments": spec.expected_payments,
+            "detected": False}
 
 
-def lifetime_s(harness: Harness, directory: str) -> float:
+def lifetime(harness: Harness, directory: Path) -> dict:
     """How long an uninterrupted reference run lives on this machine, now: the
     span the random instants are drawn from."""
     spec = Intervention("span", None, REF, False, 1)
-    db = fresh_database(Path(directory), spec, 0)
+    db = fresh_database(directory, spec, 0)
     started = monotonic()
     harness.run(worker_args(db, REF), experiment.TIMEOUT)
-    return monotonic() - started
+    return {"span_s": monotonic() - started}
 
 
 def run_study(repetitions: int, seed: int = 2) -> tuple[list[dict], float]:
     """Every intervention x ``repetitions``, each in a fresh database; and the
     span (seconds) the recovery kills were drawn over."""
-    trials, rng = [], random.Random(seed)
-    progress = experiment.Progress(repetitions * len(INTERVENTIONS))
-    with tempfile.TemporaryDirectory(prefix="ch02-study-") as directory, Harness() as h:
-        span = lifetime_s(h, directory)
-        for repetition in range(1, repetitions + 1):
-            for spec in INTERVENTIONS:
-                instants = tuple(rng.random() * span
-                                 for _ in range(spec.recovery_kills))
-                trial = evidence.attempt({}, run_trial, h, spec, repetition,
-                                         directory, instants)
-                if "error" in trial:
-                    trial = failed_trial(spec, repetition, trial["error"])
-                trials.append(progress.report(f"{spec.name} #{repetition}", trial))
-    return trials, span
+    [measured] = experiment.run_trials([experiment.Trial("span")], lifetime,
+                                       progress=False)
+    if "error" in measured:  # no span, no instants: nothing to study
+        raise RuntimeError(f"the uninterrupted run failed: {measured['error']}")
+    span, rng = measured["span_s"], random.Random(seed)
+    plan = [experiment.Trial(f"{spec.name} #{repetition}",
+                             identity(spec, repetition),
+                             (spec, repetition, tuple(
+                                 rng.random() * span
+                                 for _ in range(spec.recovery_kills))))
+            for repetition in range(1, repetitions + 1) for spec in INTERVENTIONS]
+    return experiment.run_trials(plan, run_trial), span
 
 
 def summarize(trials: list[dict]) -> dict:
@@ -304,14 +301,11 @@ def run(args) -> tuple[dict, list[dict]]:
                                 "span_ms": round(span * 1000, 3)}, trials
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment.command_line(
+main = experiment.script(
+    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
         __doc__, count="repetitions", default=3,
         count_help="repetitions of every intervention",
-        quick_help="one repetition, what the test suite runs", seed=2)
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
-
+        quick_help="one repetition, what the test suite runs", seed=2))
 
 if __name__ == "__main__":
     sys.exit(main())
