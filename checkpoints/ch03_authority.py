@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import NamedTuple
 
-from crashcourse import authority, evidence, experiment
+from crashcourse import authority, experiment
 from crashcourse.harness import Harness
 from crashcourse.services import payments
+from crashcourse.waiting import wait_until
 from crashcourse.workers import paying
 
 SCHEMA = "crashcourse.ch03.authority/1"
@@ -95,8 +95,8 @@ def change_authority(db: Path, change: str) -> dict:
     elif change == "expire":
         expires = time.time() + EXPIRY_S
         authority.set_expiry(db, ORDER, expires)
-        while time.time() <= expires:  # a real wait on the wall clock, bounded
-            time.sleep(0.05)
+        wait_until(lambda: time.time() > expires, EXPIRY_S + experiment.TIMEOUT,
+                   interval=0.05, what="the wall clock pass the stored expiry")
         return {"expiry": "set 0.5 s ahead, then waited until the clock passed it"}
     return {"change": change}
 
@@ -125,7 +125,8 @@ def durable(db: Path) -> dict:
             **paying.recount(db, state)}
 
 
-def run_case(harness: Harness, db: Path, case: Intervention) -> dict:
+def run_case(harness: Harness, folder: Path, case: Intervention) -> dict:
+    db = folder / "payments.db"
     payments.install(db)
     payments.approve(db, ORDER, AMOUNT, CURRENCY)
     worker = harness.start(worker_args(db), stop_at=case.kill_at)
@@ -177,23 +178,15 @@ def grade(case, killed_rc, at_kill, change, resumed, after_resume, fresh, final)
 def run(args) -> tuple[dict, list[dict]]:
     """Every intervention (four with ``--quick``), each in a new payment
     database."""
-    cases = [c for c in INTERVENTIONS if not args.quick or c.name in QUICK]
-    progress, trials = experiment.Progress(len(cases)), []
-    with tempfile.TemporaryDirectory() as directory, Harness() as harness:
-        for case in cases:
-            db = Path(directory) / f"{case.name}.db"
-            trial = evidence.attempt({"intervention": case.name}, run_case, harness,
-                                     db, case)
-            trials.append(progress.report(case.name, trial))
+    cases = [experiment.Trial(c.name, {"intervention": c.name}, (c,))
+             for c in INTERVENTIONS if not args.quick or c.name in QUICK]
+    trials = experiment.run_trials(cases, run_case)
     return {"trials": len(trials), "held": sum(t["holds"] for t in trials)}, trials
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment.command_line(
-        __doc__, quick_help="four cases only, what the test suite runs")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
-
+main = experiment.script(
+    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+        __doc__, quick_help="four cases only, what the test suite runs"))
 
 if __name__ == "__main__":
     sys.exit(main())
