@@ -39,10 +39,9 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
-from crashcourse import evidence, experiment
+from crashcourse import experiment
 from crashcourse.budget import budget_snapshot
 from crashcourse.harness import Harness
 from crashcourse.services import payments
@@ -124,9 +123,10 @@ def judge_mutant_race(final: dict) -> tuple[list[str], list[str], dict]:
     return won, unfinished, checks
 
 
-def race(harness: Harness, db: Path, repetition: int, name: str = "race") -> dict:
+def race(harness: Harness, folder: Path, name: str, repetition: int) -> dict:
     """One race for the last unit: ``name`` picks the worker and its barrier."""
     worker, barrier = RACES[name]
+    db = folder / "payments.db"
     payments.install(db, max_actions=2, currency_caps={CURRENCY: 2 * AMOUNT})
     for order in ("PO-4000", *RACERS):
         payments.approve(db, order, AMOUNT, CURRENCY)
@@ -154,7 +154,8 @@ def race(harness: Harness, db: Path, repetition: int, name: str = "race") -> dic
             "final": final, "checks": checks, "holds": all(checks.values())}
 
 
-def kill_trial(harness: Harness, db: Path, name: str, boundary: str) -> dict:
+def kill_trial(harness: Harness, folder: Path, name: str, boundary: str) -> dict:
+    db = folder / "payments.db"
     payments.install(db, max_actions=1, currency_caps={CURRENCY: AMOUNT})
     payments.approve(db, "PO-4101", AMOUNT, CURRENCY)
     args = worker_args(db, "restock-4", "pay-4101", "PO-4101")
@@ -198,29 +199,26 @@ def judge_kill(boundary: str, killed_rc: int, at_kill: dict, after_resume: dict,
     }
 
 
-def run_all(directory: Path, n: int) -> list[dict]:
-    """The two kill trials, then ``n`` races of each kind, each in a new
-    payment database."""
-    progress, trials = experiment.Progress(2 + n * len(RACES)), []
-    with Harness() as harness:
-        for name, boundary in (("kill_before_commit", "payment_inserted"),
-                               ("kill_after_commit", "after_payment")):
-            trial = evidence.attempt({"trial": name}, kill_trial, harness,
-                                     directory / f"{name}.db", name, boundary)
-            trials.append(progress.report(name, trial))
-        for name in RACES:
-            for i in range(n):
-                trial = evidence.attempt({"trial": name, "repetition": i}, race,
-                                         harness, directory / f"{name}-{i}.db", i,
-                                         name)
-                trials.append(progress.report(f"{name} #{i}", trial))
-    return trials
+KILLS = {"kill_before_commit": "payment_inserted", "kill_after_commit": "after_payment"}
+
+
+def run_one(harness: Harness, folder: Path, name: str, *more) -> dict:
+    """A kill trial or a race, by its name, in a new payment database."""
+    return (kill_trial if name in KILLS else race)(harness, folder, name, *more)
+
+
+def plan(n: int) -> list[experiment.Trial]:
+    """The two kill trials, then ``n`` races of each kind."""
+    kills = [experiment.Trial(name, {"trial": name}, (name, boundary))
+             for name, boundary in KILLS.items()]
+    return kills + [experiment.Trial(f"{name} #{i}", {"trial": name, "repetition": i},
+                                     (name, i))
+                    for name in RACES for i in range(n)]
 
 
 def run(args) -> tuple[dict, list[dict]]:
     n = QUICK_REPETITIONS if args.quick else args.repetitions
-    with tempfile.TemporaryDirectory() as directory:
-        trials = run_all(Path(directory), n)
+    trials = experiment.run_trials(plan(n), run_one)
     two = {name: sum(t.get("committed", 0) > 1 for t in trials if t["trial"] == name)
            for name in RACES}
     summary = {"trials": len(trials), "held": sum(t["holds"] for t in trials),
@@ -230,13 +228,10 @@ def run(args) -> tuple[dict, list[dict]]:
     return summary, trials
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment.command_line(
+main = experiment.script(
+    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
         __doc__, count="repetitions", default=20, count_help="race repetitions",
-        quick_help=f"{QUICK_REPETITIONS} race repetitions, what the test suite runs")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
-
+        quick_help=f"{QUICK_REPETITIONS} race repetitions, what the test suite runs"))
 
 if __name__ == "__main__":
     sys.exit(main())
