@@ -43,17 +43,16 @@ from __future__ import annotations
 
 import random
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from crashcourse import claims, experiment, orders
-from crashcourse.evidence import attempt
 from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.harness import Harness
 from crashcourse.services import start_supplier
 from crashcourse.store import opened, table_rows
+from crashcourse.waiting import wait_until
 from crashcourse.workers.shop_worker import run_once
 
 SCHEMA = "crashcourse/ch06_worker_recovery/1"
@@ -67,7 +66,6 @@ class Case:
     """One case's files, processes and database reads."""
 
     def __init__(self, root: Path, harness: Harness, lease: float, wait: float):
-        root.mkdir(parents=True)
         self.agent, self.harness = root / "agent.db", harness
         self.lease, self.wait = lease, wait
         with opened(self.agent) as conn:
@@ -276,9 +274,10 @@ def fenced_at_supplier(case: Case, hold: float) -> dict:
     status_after_child = case.agent_rows()["orders"][0]["status"]
     case.wait_for_expiry()
     case.replace()
-    deadline = time.monotonic() + hold + experiment.TIMEOUT
-    while len(case.supplier_rows()["requests"]) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)  # the held request is still asleep inside the supplier
+    # the held request is still asleep inside the supplier until it is decided
+    wait_until(lambda: len(case.supplier_rows()["requests"]) >= 3,
+               hold + experiment.TIMEOUT, interval=0.05,
+               what="the held request decided by the supplier")
     found = facts(case)
     found |= {"child_exit": finished.returncode,
               "agent_order_after_child": status_after_child,
@@ -304,6 +303,11 @@ def common_holds(found: dict, lease: float) -> bool:
             and found["agent_order_status"] == orders.CONFIRMED)
 
 
+def run_case(harness: Harness, folder: Path, name: str, one_case, lease: float,
+             wait: float) -> dict:
+    return {"case": name, **one_case(Case(folder, harness, lease, wait))}
+
+
 def run(args) -> tuple[dict, list[dict]]:
     mode = "quick" if args.quick else "full"
     lease, wait, hold = TIMING[mode]
@@ -312,29 +316,19 @@ def run(args) -> tuple[dict, list[dict]]:
              "frozen_after_admit": frozen_after_admit, "lost_ack": lost_ack,
              "crash_during_recovery": lambda case: crash_during_recovery(case, rng),
              "fenced_at_supplier": lambda case: fenced_at_supplier(case, hold)}
-    progress, trials = experiment.Progress(len(cases)), []
-    with tempfile.TemporaryDirectory(prefix="ch06-") as tmp:
-        for name, one_case in cases.items():
-            started = time.monotonic()
-            with Harness() as harness:
-                case = Case(Path(tmp) / name, harness, lease, wait)
-                found = attempt({}, one_case, case)
-            trials.append(progress.report(name, {
-                "case": name, **found,
-                "elapsed_s": round(time.monotonic() - started, 3)}))
+    trials = experiment.run_trials(
+        [experiment.Trial(name, {"case": name}, (name, one_case, lease, wait))
+         for name, one_case in cases.items()], run_case, timed="elapsed_s")
     summary = {"mode": mode, "seed": args.seed, "cases": len(trials),
                "lease_configured_s": lease,
                "held": sum(1 for t in trials if t["holds"])}
     return summary, trials
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment.command_line(
+main = experiment.script(
+    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
         __doc__, seed=6,
-        quick_help="shorter leases and supplier hold, what the test suite runs")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
-
+        quick_help="shorter leases and supplier hold, what the test suite runs"))
 
 if __name__ == "__main__":
     sys.exit(main())
