@@ -294,6 +294,7 @@ def main(argv=None) -> int:
 
         with psycopg.connect(server.url) as conn:
             server_version = conn.execute("SHOW server_version").fetchone()[0]
+            server_fsync = conn.execute("SHOW fsync").fetchone()[0]
     from importlib.metadata import version
 
     points = {key: {"per_s": round(statistics.median(r["per_s"] for r in done)),
@@ -311,6 +312,7 @@ def main(argv=None) -> int:
     document = {
         "measured_on": time.strftime("%Y-%m-%d"),
         "machine": {**machine(), "postgresql": server_version,
+                    "postgresql_fsync": server_fsync,
                     **{name: version(name) for name in ("psycopg", "procrastinate",
                                                         "pgqueuer")},
                     "load_avg_at_start": load_before, "load_avg_at_end": load_now()},
