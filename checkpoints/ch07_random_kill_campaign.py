@@ -74,12 +74,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import crashcourse
-from crashcourse import evidence, experiment, journal
+from crashcourse import experiment, journal
 from crashcourse.example import restock_plan
 from crashcourse.harness import BoundaryNotReached, Harness
 from crashcourse.services import drive, mail
@@ -112,6 +111,7 @@ STOPS = ("held", "frozen")
 MAX_STALE_KILLS = 3  # a held worker gives up after boundary.HOLD_SECONDS (30 s)
 LEASE_RETRIES = 3  # a run that lost its lease under load is started again
 SRC = str(Path(crashcourse.__file__).resolve().parent.parent)
+ENV = {"PYTHONPATH": SRC}  # added to every worker's environment
 # -S skips site-packages: the worker needs only the stdlib and src/ (PYTHONPATH)
 WORKER = ["-S", "-m", "crashcourse.workers.journal_worker"]
 
@@ -385,28 +385,27 @@ def copy_world(template: str, directory: str) -> None:
         shutil.copyfile(source, target)
 
 
-def run_trial(number: int, points: list, world: World) -> dict:
+def run_trial(harness: Harness, directory: str, number: int, points: list,
+              world: World) -> dict:
     """Kill at each point in turn, resume to the end, check from durable rows."""
-    with (tempfile.TemporaryDirectory() as directory,
-          Harness(env={"PYTHONPATH": SRC}) as harness):
-        copy_world(world.template, directory)
-        task, kills = world.task, []
-        for point in points:
-            if isinstance(point, BoundaryKill):
-                kills.append(kill_at_boundary(harness, world, directory, point))
-                continue
-            kills.append(kill_at_instant(harness, world.args(directory), directory,
-                                         task, point.fraction, world.span_s))
-            if kills[-1]["returncode"] != -9:
-                break  # the run ended before its instant: nothing is left to kill
+    copy_world(world.template, directory)
+    task, kills = world.task, []
+    for point in points:
+        if isinstance(point, BoundaryKill):
+            kills.append(kill_at_boundary(harness, world, directory, point))
+            continue
+        kills.append(kill_at_instant(harness, world.args(directory), directory,
+                                     task, point.fraction, world.span_s))
+        if kills[-1]["returncode"] != -9:
+            break  # the run ended before its instant: nothing is left to kill
 
-        def finish():
-            done = harness.run(world.args(directory), timeout=experiment.TIMEOUT)
-            return done, done.returncode
+    def finish():
+        done = harness.run(world.args(directory), timeout=experiment.TIMEOUT)
+        return done, done.returncode
 
-        resumed, refusals, restarts = answered(finish, directory, task)
-        final = end_state(directory)
-        after = journal_view(directory, task)
+    resumed, refusals, restarts = answered(finish, directory, task)
+    final = end_state(directory)
+    after = journal_view(directory, task)
     return judge(number, kills, resumed.returncode, refusals, final, after,
                  world.reference, restarts)
 
@@ -438,42 +437,41 @@ def judge(number, kills, resumed_rc, refusals, final, after, reference,
 # --- the live stale holder ----------------------------------------------------------
 
 
-def stale_holder_trial(number: int, plan: StaleHolder, world: World) -> dict:
+def stale_holder_trial(harness: Harness, directory: str, number: int,
+                       plan: StaleHolder, world: World) -> dict:
     """The first worker stopped alive at its pause, replacements killed at
     instants, a last one finishing, the first let go; judged from the rows."""
-    with (tempfile.TemporaryDirectory() as directory,
-          Harness(env={"PYTHONPATH": SRC}) as harness):
-        copy_world(world.template, directory)
-        task = world.task
-        holder = harness.start(world.args(directory, "holder"),
-                               stop_at=f"step-{plan.step}:{plan.pause}")
-        holder.wait_for_boundary(timeout=experiment.TIMEOUT)
-        at_pause = journal_view(directory, task)
-        if plan.stop == "frozen":
-            holder.freeze()  # SIGSTOP: alive, its lease running out
-            holder.release()  # read once it runs again
-        kills = []
-        for kill in plan.kills:  # each waits out the lease before it starts
-            kills.append(kill_at_instant(
-                harness, world.args(directory, "replacement"), directory, task,
-                kill.fraction, resumed_span(world, directory), inject=False))
-            if kills[-1]["returncode"] != -9:
-                break
+    copy_world(world.template, directory)
+    task = world.task
+    holder = harness.start(world.args(directory, "holder"),
+                           stop_at=f"step-{plan.step}:{plan.pause}")
+    holder.wait_for_boundary(timeout=experiment.TIMEOUT)
+    at_pause = journal_view(directory, task)
+    if plan.stop == "frozen":
+        holder.freeze()  # SIGSTOP: alive, its lease running out
+        holder.release()  # read once it runs again
+    kills = []
+    for kill in plan.kills:  # each waits out the lease before it starts
+        kills.append(kill_at_instant(
+            harness, world.args(directory, "replacement"), directory, task,
+            kill.fraction, resumed_span(world, directory), inject=False))
+        if kills[-1]["returncode"] != -9:
+            break
 
-        def finish():
-            done = harness.run(world.args(directory, "replacement"),
-                               timeout=experiment.TIMEOUT)
-            return done, done.returncode
+    def finish():
+        done = harness.run(world.args(directory, "replacement"),
+                           timeout=experiment.TIMEOUT)
+        return done, done.returncode
 
-        resumed, _, restarts = answered(finish, directory, task)
-        holder.thaw() if plan.stop == "frozen" else holder.release()
-        late = holder.finish(experiment.TIMEOUT)
-        where = paths(directory)
-        final, after = end_state(directory), journal_view(directory, task)
-        messages = mail.messages(where["mail"])
-        with opened(where["drive"]) as drive_db:
-            replays = drive_db.execute(
-                "SELECT coalesce(sum(replays), 0) FROM rename_requests").fetchone()[0]
+    resumed, _, restarts = answered(finish, directory, task)
+    holder.thaw() if plan.stop == "frozen" else holder.release()
+    late = holder.finish(experiment.TIMEOUT)
+    where = paths(directory)
+    final, after = end_state(directory), journal_view(directory, task)
+    messages = mail.messages(where["mail"])
+    with opened(where["drive"]) as drive_db:
+        replays = drive_db.execute(
+            "SELECT coalesce(sum(replays), 0) FROM rename_requests").fetchone()[0]
     return judge_stale(number, plan, world.reference, {
         "at_pause": at_pause, "kills": kills, "resumed_returncode": resumed.returncode,
         "holder_returncode": late.returncode, "lease_restarts": restarts,
@@ -549,19 +547,18 @@ def judge_stale(number: int, plan: StaleHolder, reference: dict, seen: dict) -> 
 # --- the draw, the trials, the summary ------------------------------------------------
 
 
-def uninterrupted_run(world: World) -> dict:
+def uninterrupted_run(harness: Harness, folder: Path, world: World) -> dict:
     """One run with no kill, in a worker process too: its end state, and how
     long it lived from the moment it was started to its exit."""
-    with (tempfile.TemporaryDirectory() as directory,
-          Harness(env={"PYTHONPATH": SRC}) as harness):
-        copy_world(world.template, directory)
-        worker = harness.start(world.args(directory))
-        worker.process.wait(timeout=experiment.TIMEOUT)
-        lived = time.monotonic() - worker.started
-        done = worker.finish(experiment.TIMEOUT)
-        if done.returncode != 0:
-            raise RuntimeError(f"uninterrupted run failed: {done.stderr}")
-        return {"state": end_state(directory)["state"], "lived_s": round(lived, 4)}
+    directory = str(folder)
+    copy_world(world.template, directory)
+    worker = harness.start(world.args(directory))
+    worker.process.wait(timeout=experiment.TIMEOUT)
+    lived = time.monotonic() - worker.started
+    done = worker.finish(experiment.TIMEOUT)
+    if done.returncode != 0:
+        raise RuntimeError(f"uninterrupted run failed: {done.stderr}")
+    return {"state": end_state(directory)["state"], "lived_s": round(lived, 4)}
 
 
 def kill_points(trials: int, kills: int, seed: int) -> list[list[BoundaryKill]]:
@@ -602,8 +599,12 @@ def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int,
         world = World(template, build_world(template, PLAN),
                       "instant" if stale else kill_at, lease, probe)
         runs = SPAN_RUNS if world.kill_at == "instant" else 1
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            timed = list(pool.map(uninterrupted_run, [world] * runs))
+        timed = experiment.run_trials(
+            [experiment.Trial(f"uninterrupted #{n}", {}, (world,))
+             for n in range(1, runs + 1)],
+            uninterrupted_run, jobs=jobs, env=ENV, progress=False)
+        if failed := [t["error"] for t in timed if "error" in t]:
+            raise RuntimeError(f"an uninterrupted run did not finish: {failed[0]}")
         world.reference = timed[0]["state"]
         if any(t["state"] != world.reference for t in timed):
             raise RuntimeError("two uninterrupted runs ended in different states")
@@ -616,9 +617,9 @@ def campaign(trials: int, kills: int, seed: int, probe: str, jobs: int,
         else:
             points = [[InstantKill(u) for u in fractions]
                       for fractions in instant_fractions(trials, kills, seed)]
-        done = run_trials(points, jobs, world)
-    return {**done, "uninterrupted_s": [t["lived_s"] for t in timed],
-            "span_s": world.span_s}
+        done = run_kill_plans(points, jobs, world)
+    return {"reference": world.reference, "trials": done,
+            "uninterrupted_s": [t["lived_s"] for t in timed], "span_s": world.span_s}
 
 
 def where(kill: dict) -> str:
@@ -630,27 +631,26 @@ def where(kill: dict) -> str:
     return f"{kill['planned_s']:.3f} s"
 
 
-def run_trials(points: list, jobs: int, world: World) -> dict:
-    progress = experiment.Progress(len(points))
+def run_point(harness: Harness, folder: Path, number: int, point, world: World
+              ) -> dict:
+    """One trial: a live stale holder, or a killed one at its points."""
+    one = stale_holder_trial if isinstance(point, StaleHolder) else run_trial
+    return one(harness, str(folder), number, point, world)
 
-    def one(item):
-        number, point = item
-        if isinstance(point, StaleHolder):
-            plan = [point.planned(world.span_s)]
-            result = evidence.attempt({"trial": number, "planned_kills": plan},
-                                      stale_holder_trial, number, point, world)
-        else:
-            plan = [kill.planned(world.span_s) for kill in point]
-            result = evidence.attempt({"trial": number, "planned_kills": plan},
-                                      run_trial, number, point, world)
+
+def run_kill_plans(points: list, jobs: int, world: World) -> list[dict]:
+    """Every trial, ``jobs`` at a time; a failed one keeps what was planned."""
+    trials = []
+    for number, point in enumerate(points, start=1):
+        stale = isinstance(point, StaleHolder)
+        plan = ([point.planned(world.span_s)] if stale
+                else [kill.planned(world.span_s) for kill in point])
         said = ", ".join(where(kill) for kill in plan)
-        return progress.report(f"trial {number} killed at {said}"
-                               if "pause" not in plan[0]
-                               else f"trial {number}: holder {said}", result)
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(one, enumerate(points, start=1)))
-    return {"reference": world.reference, "trials": results}
+        trials.append(experiment.Trial(
+            f"trial {number}: holder {said}" if stale
+            else f"trial {number} killed at {said}",
+            {"trial": number, "planned_kills": plan}, (number, point, world)))
+    return experiment.run_trials(trials, run_point, jobs=jobs, env=ENV)
 
 
 def summarize(results: list[dict], kill_at: str = "boundary") -> dict:
@@ -782,17 +782,18 @@ def command_line():
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = command_line()
-    args = parser.parse_args(argv)  # the cross-checks, before anything runs
+def cross_checks(args) -> str | None:
+    """Options that each parse but cannot go together, refused before anything."""
     if args.wait >= args.ttl:
-        parser.error(f"--wait ({args.wait}) must be below --ttl ({args.ttl})")
+        return f"--wait ({args.wait}) must be below --ttl ({args.ttl})"
     if args.stale_holder and not args.quick and args.kills > MAX_STALE_KILLS:
-        parser.error(f"--stale-holder kills at most {MAX_STALE_KILLS} replacements"
-                     " per trial (a held worker gives up after 30 s)")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
+        return (f"--stale-holder kills at most {MAX_STALE_KILLS} replacements"
+                " per trial (a held worker gives up after 30 s)")
+    return None
 
+
+main = experiment.script(__file__, schema=SCHEMA, run=run, parser=command_line(),
+                         check=cross_checks)
 
 if __name__ == "__main__":
     sys.exit(main())

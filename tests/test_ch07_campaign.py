@@ -149,17 +149,18 @@ def test_an_existing_output_is_refused_before_anything_runs(tmp_path):
 def test_a_trial_the_harness_cannot_finish_fails_the_campaign(monkeypatch):
     module = load_campaign()
 
-    def stuck(number, kills, world):
+    def stuck(harness, directory, number, kills, world):
         raise BoundaryTimeout("worker did not reach 'step-3:after_intent' within 60 s")
 
     monkeypatch.setattr(module, "run_trial", stuck)
     world = module.World("unused", "task", "boundary", (), reference={})
-    run = module.run_trials([[module.BoundaryKill(3, "after_intent")]], 1, world)
-    summary = module.summarize(run["trials"])
+    trials = module.run_kill_plans([[module.BoundaryKill(3, "after_intent")]], 1,
+                                   world)
+    summary = module.summarize(trials)
     assert summary["failed_trials"] == summary["unfinished_trials"] == [1]
     assert summary["held"] == summary["kills"] == 0
     assert summary["max_in_doubt_at_kill"] is None
-    trial = run["trials"][0]
+    trial = trials[0]
     assert trial["error"].startswith("BoundaryTimeout: worker did not")
     assert trial["planned_kills"] == [{"step": 3, "boundary": "after_intent"}]
 
