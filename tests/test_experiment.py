@@ -356,22 +356,29 @@ def test_each_trial_runs_in_a_fresh_folder_with_a_harness_of_its_own(tmp_path):
     assert list(tmp_path.iterdir()) == []  # every folder removed, the root too
 
 
-def test_with_jobs_the_trials_run_at_once_and_come_back_in_their_order(capsys):
-    second_done = threading.Event()
+def test_with_jobs_the_trials_run_at_once_and_come_back_in_their_order(
+        capsys, monkeypatch):
+    second_reported = threading.Event()
+    report = experiment.Progress.report
+
+    def reporting(self, label, record):
+        done = report(self, label, record)
+        if label == "second":
+            second_reported.set()  # trial 2 is over but for returning
+        return done
+
+    monkeypatch.setattr(experiment.Progress, "report", reporting)
 
     def run_one(harness, folder, number):
-        if number == 1:  # finishes only after trial 2: needs both at once
-            return {"number": 1, "holds": second_done.wait(timeout=60)}
-        second_done.set()
+        if number == 1:  # ends only after trial 2 has: needs both at once
+            return {"number": 1, "holds": second_reported.wait(timeout=60)}
         return {"number": 2, "holds": True}
 
     records = experiment.run_trials([trial("first", 1), trial("second", 2)],
                                     run_one, jobs=2)
     assert records == [{"number": 1, "holds": True}, {"number": 2, "holds": True}]
-    lines = capsys.readouterr().err.splitlines()  # numbered as they finish
-    assert sorted(line.split("] ")[1] for line in lines) == [
-        "first: holds", "second: holds"]
-    assert [line.split("]")[0] for line in lines] == ["[1/2", "[2/2"]
+    assert capsys.readouterr().err.splitlines() == [  # numbered as they finish
+        "[1/2] second: holds", "[2/2] first: holds"]
 
 
 @pytest.mark.parametrize("error", [
