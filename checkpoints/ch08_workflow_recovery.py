@@ -56,15 +56,14 @@ from __future__ import annotations
 import json
 import random
 import sys
-import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
-from crashcourse import evidence, experiment, workflow, workflow_steps
+from crashcourse import experiment, workflow, workflow_steps
 from crashcourse.harness import Harness
 from crashcourse.services import mail, payments, start_supplier
 from crashcourse.store import opened, table_rows
+from crashcourse.waiting import wait_until
 from crashcourse.workers import workflow_worker
 
 SCHEMA = "crashcourse.ch08.workflow_recovery/2"
@@ -164,14 +163,18 @@ class World:
     def wait_for_rows(self, who: str, rows: int, worker) -> None:
         """Until ``who`` has written ``rows`` history rows, or has exited, or
         the workflow is final (bounded by ``experiment.TIMEOUT``)."""
-        deadline = time.monotonic() + experiment.TIMEOUT
-        while time.monotonic() < deadline and worker.alive():
+
+        def there() -> bool:
+            if not worker.alive():
+                return True
             with opened(self.paths["workflow"]) as conn:
                 history = workflow.history(conn, self.id)
-            if (sum(h["who"] == who for h in history) >= rows
-                    or history[-1]["to_state"] in workflow.FINAL):
-                return
-            time.sleep(0.002)
+            return (sum(h["who"] == who for h in history) >= rows
+                    or history[-1]["to_state"] in workflow.FINAL)
+
+        # a short interval: the rows a recovery writes take milliseconds
+        wait_until(there, experiment.TIMEOUT, interval=0.002,
+                   what=f"{rows} history rows by {who}, or its exit")
 
     def probe_mail(self) -> dict:
         """What the mail's probe says now, by the key header: found, copies."""
@@ -474,15 +477,9 @@ def case_list(text: str) -> tuple[str, ...]:
 
 def run(args) -> tuple[dict, list[dict]]:
     """Every chosen case, each in a fresh world."""
-    cases = chosen(args)
-    progress, trials = experiment.Progress(len(cases)), []
-    with tempfile.TemporaryDirectory() as directory, Harness() as harness:
-        for number, case in enumerate(cases):
-            folder = Path(directory) / f"case-{number}"
-            folder.mkdir()
-            trial = evidence.attempt({"case": case}, run_case, harness, folder, case,
-                                     args)
-            trials.append(progress.report(case, trial))
+    trials = experiment.run_trials(
+        [experiment.Trial(case, {"case": case}, (case, args)) for case in chosen(args)],
+        run_case)
     held = [t for t in trials if t["holds"]]
     return {"cases": len(trials), "held": len(held), "lease_s": args.lease,
             "winners": {t["case"]: t.get("winners") for t in trials}}, trials
@@ -495,7 +492,7 @@ def seconds(text: str) -> float:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line():
     parser = experiment.command_line(
         __doc__, quick_help="eight cases only, what the test suite runs", seed=8)
     parser.add_argument("--cases", type=case_list, metavar="CASE,CASE", default=None,
@@ -505,9 +502,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="every worker's attempt lease, above a call's"
                         f" declared wait of {workflow_worker.CALL_WAIT_S} s"
                         " (default: %(default)s)")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
+    return parser
 
+
+main = experiment.script(__file__, schema=SCHEMA, run=run, parser=command_line())
 
 if __name__ == "__main__":
     sys.exit(main())
