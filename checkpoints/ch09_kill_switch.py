@@ -65,17 +65,17 @@ from __future__ import annotations
 import inspect
 import shlex
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from crashcourse import control, decisions, evidence, experiment, journal
+from crashcourse import control, decisions, experiment, journal
 from crashcourse.boundary import boundary
 from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
 from crashcourse.services import broker, drive, mail, payments
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 from crashcourse.workers import paying
 from crashcourse.workers.journal_worker import (
     REFUSED,
@@ -96,17 +96,8 @@ SCANS = {f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, 41)}
 IN_WRITE = f"{drive.RENAME}:admitted"  # inside the guarded write, judged
 
 
-def wait_until(predicate, what: str) -> None:
-    """Poll durable rows until ``predicate`` holds, bounded by the one timeout."""
-    deadline = time.monotonic() + experiment.TIMEOUT
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"never saw {what} within {experiment.TIMEOUT} s")
-        time.sleep(0.02)
-
-
 def new_world(folder: Path, guarded: bool = False) -> dict:
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)  # the case's own, or one inside it
     where = {**paths(str(folder)), "broker": str(folder / "broker.sqlite"),
              "dir": str(folder)}
     if guarded:
@@ -220,12 +211,12 @@ def wedged_worker_revoked(harness: Harness, folder: Path, quick: bool) -> dict:
                             "--drive", world["drive"], "--mail", world["mail"],
                             "--runtime", world["journal"], "--credential", token])
     wait_until(lambda: committed_after(rows(world), token, 0.0) >= wanted,
-               "the loop's effects")
+               experiment.TIMEOUT, what="the loop's effects")
     with opened(world["journal"]) as conn:
         control.set_paused(conn, True)
         paused_at = control.runtime(conn)["changed_at"]
     wait_until(lambda: committed_after(rows(world), token, paused_at) >= wanted,
-               "effects after the flag")
+               experiment.TIMEOUT, what="effects after the flag")
     revoked_at = broker.revoke(world["broker"], token, "night-owner")
     finished = worker.finish(experiment.TIMEOUT)
     before_delivery = rows(world)
@@ -273,7 +264,6 @@ rename_checked_naive(*sys.argv[1:])
 
 
 def revocation_naive(harness: Harness, folder: Path, quick: bool) -> dict:
-    folder.mkdir()
     broker_path = str(folder / "broker.sqlite")
     drive_path = str(folder / "drive.sqlite")
     broker.install(broker_path)
@@ -405,7 +395,6 @@ def live_stale_holder(harness: Harness, folder: Path, quick: bool,
 
 
 def scheduler_stays_stopped(harness: Harness, folder: Path, quick: bool) -> dict:
-    folder.mkdir()
     state, fresh = folder / "runtime.sqlite", folder / "fresh.sqlite"
     ticks = "10" if quick else "40"
 
@@ -420,7 +409,8 @@ def scheduler_stays_stopped(harness: Harness, folder: Path, quick: bool) -> dict
     with opened(state) as conn:
         control.start_scheduler(conn, "day-owner")
     first = harness.start(scheduler(state, "first"))
-    wait_until(lambda: len(runs()) >= 3, "runs while allowed")
+    wait_until(lambda: len(runs()) >= 3, experiment.TIMEOUT,
+               what="runs while allowed")
     with opened(state) as conn:
         stop = control.stop_scheduler(conn, "night-owner", "run 122 went wrong")
     time.sleep(0.1)  # the first scheduler ticks on, stopped, before its kill
@@ -449,7 +439,6 @@ def scheduler_stays_stopped(harness: Harness, folder: Path, quick: bool) -> dict
 
 
 def notification_ack_gap(harness: Harness, folder: Path, quick: bool) -> dict:
-    folder.mkdir()
     service, state = folder / "payments.sqlite", folder / "worker.sqlite"
     mail_path = folder / "mail.sqlite"
     payments.install(service)
@@ -642,18 +631,22 @@ CASES = [
 ]
 
 
+def trial(name: str, case, variant: str | None, quick: bool) -> experiment.Trial:
+    """One row of ``CASES``, to run as ``case(harness, folder, quick[, variant])``."""
+    if variant is None:
+        return experiment.Trial(name, {"case": name}, (case, quick))
+    return experiment.Trial(f"{name}:{variant}", {"case": name, "variant": variant},
+                            (case, quick, variant))
+
+
+def run_case(harness: Harness, folder: Path, case, *more) -> dict:
+    return case(harness, folder, *more)
+
+
 def run(args) -> tuple[dict, list[dict]]:
     """The cases in order, each in its own folder and world."""
-    progress, trials = experiment.Progress(len(CASES)), []
-    with tempfile.TemporaryDirectory() as directory, Harness() as harness:
-        for name, case, variant in CASES:
-            label = name if variant is None else f"{name}:{variant}"
-            extra = () if variant is None else (variant,)
-            identity = {"case": name, **({"variant": variant} if variant else {})}
-            trial = evidence.attempt(identity, case, harness,
-                                     Path(directory) / label.replace(":", "-"),
-                                     args.quick, *extra)
-            trials.append(progress.report(label, trial))
+    trials = experiment.run_trials([trial(*row, args.quick) for row in CASES],
+                                   run_case)
 
     def measured(case: str, field: str):
         return [t.get(field) for t in trials if t["case"] == case]
@@ -673,13 +666,10 @@ def run(args) -> tuple[dict, list[dict]]:
                                            "notifications_sent")[0]}, trials
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment.command_line(
+main = experiment.script(
+    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
         __doc__, quick_help="the same cases with shorter loops, what the test "
-        "suite runs")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
-
+        "suite runs"))
 
 if __name__ == "__main__":
     sys.exit(main())
