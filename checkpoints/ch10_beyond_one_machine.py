@@ -59,10 +59,13 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
+from dataclasses import replace
+from pathlib import Path
 
-from crashcourse import claims, evidence, experiment, hosts, pgstore, postgres
+from crashcourse import claims, experiment, hosts, pgstore, postgres
+from crashcourse.harness import Harness
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 from crashcourse.workers.host_worker import LATE
 from crashcourse.workers.two_hosts import (
     HOLDER,
@@ -157,12 +160,12 @@ def activity(shop: Shop, backends: dict[str, int]) -> dict[str, dict | None]:
 
 
 def wait_gone(shop: Shop, backends: dict[str, int], timeout: float = 10.0) -> bool:
-    """Poll (bounded) until the server has ended every named connection."""
-    deadline = time.monotonic() + timeout
-    while any(activity(shop, backends).values()):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+    """Whether the server ended every named connection within ``timeout``."""
+    try:
+        wait_until(lambda: not any(activity(shop, backends).values()), timeout,
+                   interval=0.05, what="the server end the killed host's connections")
+    except TimeoutError:
+        return False  # a check of its own: the server did not hear at once
     return True
 
 
@@ -340,34 +343,40 @@ CASES = {"partitioned_holder": partitioned_holder, "dead_host": host_death,
          "killed_processes": killed_processes, "claims_race": claims_race}
 
 
-def run(args, argv: list[str] | None) -> tuple[dict, list[dict], dict]:
+def run_case(harness: Harness, folder: Path, made, case, name: str, number: int,
+             quick: bool) -> dict:
+    """One trial on the shared server and hosts, its supplier in its own
+    harness; every process it left on a host is killed when it ends."""
+    try:
+        found = case(replace(made, harness=harness, folder=folder),
+                     f"{name}_{number}", quick)
+    finally:
+        for host in made.hosts.values():
+            hosts.kill_host(host)  # nothing of one trial lives into the next
+    return {"case": name, "trial": number, **found}
+
+
+def run(args) -> tuple[dict, list[dict], dict]:
     count = 1 if args.quick else args.trials
     cases = {name: CASES[name] for name in args.case or CASES}
     if args.no_fence:
         cases = {"partitioned_holder": lambda *a: partitioned_holder(*a, fenced=False)}
     if args.read_first:
         cases = {"claims_race": lambda *a: claims_race(*a, read_first=True)}
-    plan = [(name, i) for i in range(1, count + 1) for name in cases]
-    progress, trials = experiment.Progress(len(plan)), []
     isolate = {"auto": None, hosts.NETNS: True, hosts.FROZEN: False}[args.hosts]
     with (tempfile.TemporaryDirectory(prefix="ch10-") as folder,
           world(folder, isolate=isolate) as made):
-        for name, i in plan:
-            label = f"{name} #{i}"
-            trial = evidence.attempt({"case": name}, cases[name], made,
-                                     f"{name}_{i}", args.quick)
-            for host in made.hosts.values():
-                hosts.kill_host(host)  # nothing of one trial lives into the next
-            made.harness.cleanup()  # its supplier too
-            trials.append(progress.report(label, {"case": name, "trial": i, **trial}))
+        trials = experiment.run_trials(
+            [experiment.Trial(f"{name} #{i}", {"case": name, "trial": i},
+                              (made, case, name, i, args.quick))
+             for i in range(1, count + 1) for name, case in cases.items()], run_case)
         setup = made.facts()
     summary = {"cases": len(trials), "held": sum(t["holds"] for t in trials),
                **setup, "fenced": not args.no_fence, "read_first": args.read_first}
     for field in ("stale_writes_refused", "stale_writes_landed", "sent_twice",
                   "double_claims"):
         summary[field] = sum(t.get(field, 0) for t in trials)
-    ran = None if argv is None else [__file__, *argv]
-    return summary, trials, {"manifest": {**evidence.manifest(__file__, ran), **setup}}
+    return summary, trials, {"manifest": setup}
 
 
 def host_mode(text: str) -> str:
@@ -383,7 +392,7 @@ def host_mode(text: str) -> str:
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line():
     parser = experiment.command_line(
         __doc__, quick_help="each case once, what the test suite runs",
         count="trials", default=3, count_help="trials of each case")
@@ -400,9 +409,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="how the hosts are kept apart: network namespaces, or "
                         "processes paused by SIGSTOP; auto takes namespaces where "
                         "they work (default: %(default)s)")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=lambda args: run(args, argv))
+    return parser
 
+
+main = experiment.script(__file__, schema=SCHEMA, run=run, parser=command_line())
 
 if __name__ == "__main__":
     sys.exit(main())
