@@ -153,26 +153,33 @@ def plans(quick: bool, seed: int) -> list[tuple]:
     return plan
 
 
+def trial(case: str, runner, positional: tuple, options: dict) -> experiment.Trial:
+    """One row of ``plans``: labelled by its case, its modes and its model."""
+    modes = "/".join(str(arg) for arg in positional if isinstance(arg, Mode))
+    return experiment.Trial(f"{case} {modes} {options['model']}",
+                            {"case": case, "model": options["model"]},
+                            (case, runner, positional, options))
+
+
+def run_case(harness, folder: Path, case: str, runner, positional: tuple,
+             options: dict) -> dict:
+    return judged(case, runner(folder, *positional, **options))
+
+
 def run(args) -> tuple[dict, list[dict], dict]:
-    todo = plans(args.quick, args.seed)
-    progress, trials = experiment.Progress(len(todo)), []
     # The recorded runs need no disk (the recording is the model): in memory
     # when the machine has a tmpfs. The cost is measured on the real disk.
-    with tempfile.TemporaryDirectory(prefix="ch11-", dir=SCRATCH) as directory:
-        for i, (case, runner, positional, options) in enumerate(todo):
-            folder = Path(directory) / f"{i:02d}-{case}"
-            folder.mkdir()
-            trial = judged(case, runner(folder, *positional, **options))
-            trials.append(progress.report(
-                f"{case} {trial['mode']} {trial['model']}", trial))
+    trials = experiment.run_trials(
+        [trial(*row) for row in plans(args.quick, args.seed)], run_case, where=SCRATCH)
     with tempfile.TemporaryDirectory(prefix="ch11-cost-") as directory:
         cost = commit_cost(directory, commits=10 if args.quick else 40,
                            rounds=3 if args.quick else 7)
-    lost = {t["mode"]: t["acknowledged_lost"] for t in trials
+    ran = [t for t in trials if "error" not in t]  # a full tmpfs fails a trial
+    lost = {t["mode"]: t["acknowledged_lost"] for t in ran
             if t["case"] == "service" and t["model"] == SYNCED_ONLY}
     summary = {"trials": len(trials), "held": sum(t["holds"] for t in trials),
-               "crash_points": sum(t["crash_points"] for t in trials),
-               "images": sum(t["images"] for t in trials),
+               "crash_points": sum(t["crash_points"] for t in ran),
+               "images": sum(t["images"] for t in ran),
                "us_per_commit": {level: c["us_per_commit"]
                                  for level, c in cost.items()},
                "images_losing_acknowledged_synced_only": lost}
@@ -180,13 +187,10 @@ def run(args) -> tuple[dict, list[dict], dict]:
         "version": apsw.apsw_version(), "sqlite": apsw.sqlite_lib_version()}}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = experiment.command_line(
+main = experiment.script(
+    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
         __doc__, quick_help="two payments per run, smaller samples, the journal "
-        "under synced_only only: what the test suite runs", seed=11)
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
-
+        "under synced_only only: what the test suite runs", seed=11))
 
 if __name__ == "__main__":
     sys.exit(main())
