@@ -16,9 +16,11 @@ from crashcourse import control
 from crashcourse.harness import Harness
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 
 SCOPE = "drive:rename mail:submit"
 WEDGED = ["-m", "crashcourse.workers.wedged_worker"]
+WAIT = 60.0  # seconds: bounded, with margin for a loaded machine
 
 
 @pytest.fixture
@@ -46,15 +48,6 @@ def refused_reason(call) -> str:
     with pytest.raises(broker.CredentialRefused) as refused:
         call()
     return refused.value.reason
-
-
-def wait_until(predicate, timeout: float = 60.0) -> None:
-    """Poll durable rows, bounded: a worker that never gets there fails the test."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the rows never showed it")
-        time.sleep(0.02)
 
 
 # --- the broker on its own ------------------------------------------------------
@@ -192,10 +185,12 @@ def test_the_flag_does_nothing_to_a_wedged_worker_and_revocation_stops_it(
         worker = harness.start([*WEDGED, "--drive", str(guarded["drive"]),
                                 "--mail", str(guarded["mail"]),
                                 "--credential", token])
-        wait_until(lambda: effects(guarded, 0.0, token) >= 10)
+        wait_until(lambda: effects(guarded, 0.0, token) >= 10, WAIT,
+                   what="ten effects of the wedged worker")
         control.set_paused(runtime, True)
         paused_at = control.runtime(runtime)["changed_at"]
-        wait_until(lambda: effects(guarded, paused_at, token) >= 10)  # flag: ignored
+        wait_until(lambda: effects(guarded, paused_at, token) >= 10,  # flag: ignored
+                   WAIT, what="ten effects after the flag")
         revoked_at = broker.revoke(broker_path, token, "sam")
         finished = worker.finish()
     assert finished.returncode == 3, finished.stderr  # refused, then it ended

@@ -19,8 +19,10 @@ import pytest
 from crashcourse import control
 from crashcourse.harness import Harness
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 
 SCHEDULER = ["-m", "crashcourse.workers.scheduler"]
+WAIT = 60.0  # seconds: bounded, with margin for a loaded machine
 
 
 def scheduler(state, name: str, ticks: int = 10_000, interval: float = 0.01):
@@ -31,14 +33,6 @@ def scheduler(state, name: str, ticks: int = 10_000, interval: float = 0.01):
 def runs(state) -> list[dict]:
     with opened(state) as conn:
         return control.snapshot(conn)["runs"]
-
-
-def wait_until(predicate, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the rows never showed it")
-        time.sleep(0.02)
 
 
 def test_a_scheduler_nobody_started_starts_nothing(tmp_path):
@@ -55,7 +49,7 @@ def test_a_stop_outlives_the_scheduler_process(tmp_path):
         control.start_scheduler(conn, "sam")
     with Harness() as harness:
         first = harness.start(scheduler(state, "first"))
-        wait_until(lambda: len(runs(state)) >= 3)
+        wait_until(lambda: len(runs(state)) >= 3, WAIT, what="three runs")
         with opened(state) as conn:
             control.stop_scheduler(conn, "sam", "run 122 went wrong")
             stopped_at = control.snapshot(conn)["scheduler_switch"][-1]["at"]
@@ -77,7 +71,7 @@ def test_sigterm_ends_the_scheduler_after_its_tick(tmp_path):
     state = tmp_path / "runtime.sqlite"
     with Harness() as harness:
         worker = harness.start(scheduler(state, "told", interval=0.05))
-        wait_until(lambda: state.exists())
+        wait_until(state.exists, WAIT, what="the scheduler's file")
         time.sleep(0.3)
         os.killpg(worker.pid, signal.SIGTERM)  # our own child's group
         finished = worker.finish()

@@ -117,3 +117,58 @@ def test_with_the_real_clock_it_ends(tmp_path):
         wait_until(flag.exists, 0.05, interval=0.01, what="the flag file")
     flag.touch()
     assert wait_until(flag.exists, 0.05, what="the flag file") is True
+
+
+# The waits built on it: each gives up at once on a process that has ended,
+# and says why, instead of waiting out its bound.
+
+
+def test_a_supplier_that_exits_is_reported_at_once_with_why(tmp_path):
+    from crashcourse.harness import Harness
+    from crashcourse.services import start_supplier
+
+    with Harness() as harness:
+        with pytest.raises(RuntimeError) as refused:
+            start_supplier(harness, tmp_path / "missing" / "sup.db", timeout=60)
+        [worker] = harness.workers
+        assert not worker.alive()  # reaped, not left to the harness
+    assert "supplier exited (1) before it was ready" in str(refused.value)
+    assert "unable to open database file" in str(refused.value)
+
+
+def test_a_supplier_that_never_gets_ready_is_stopped_at_the_bound(tmp_path,
+                                                                    monkeypatch):
+    from crashcourse.harness import Harness
+    from crashcourse.services import start_supplier
+
+    with Harness() as harness:
+        monkeypatch.setattr(harness, "start", lambda args, stop_at=None: (
+            Harness.start(harness, ["-c", "import time; time.sleep(120)"])))
+        with pytest.raises(RuntimeError, match="did not become ready within 0.3 s"):
+            start_supplier(harness, tmp_path / "sup.db", timeout=0.3)
+        [worker] = harness.workers
+        assert not worker.alive()
+
+
+@pytest.mark.parametrize("program, timeout", [
+    ("import sys; sys.exit(3)", 60),  # exits: said at once
+    ("import time; time.sleep(120)", 0.3),  # never ready: stopped at the bound
+])
+def test_a_postgres_that_does_not_start_is_stopped_and_its_log_shown(
+        tmp_path, program, timeout):
+    import subprocess
+    import sys
+
+    from crashcourse import postgres
+
+    (tmp_path / "server.log").write_text("FATAL: the log's last words\n")
+    process = subprocess.Popen([sys.executable, "-c", program])
+    postgres._STARTED[process.pid] = process
+    try:
+        with pytest.raises(postgres.ServerUnavailable, match="last words"):
+            postgres._wait_ready(process, tmp_path / "data", tmp_path, timeout)
+        assert process.poll() is not None  # halted and reaped
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -30,10 +30,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from crashcourse.waiting import wait_until
 
 NETNS, FROZEN = "netns", "frozen"  # how a host is separated from the others
 SUBNET = "10.231"  # host N is 10.231.N.0/30: .1 the machine's end, .2 the host's
@@ -149,18 +150,20 @@ def _link_state(host: Host) -> str:
         return state.read().strip()
 
 
+def _stopped(process: subprocess.Popen) -> bool:
+    """Whether ``process`` shows stopped (T) in /proc, or has exited."""
+    if process.poll() is not None:
+        return True  # nothing left to stop
+    with open(f"/proc/{process.pid}/stat") as stat:  # unreaped: still listed
+        return stat.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
 def _wait_stopped(host: Host, timeout: float = 5.0) -> None:
     """A signal is delivered when the kernel next runs the process: wait
     (bounded) until each process started on ``host`` shows stopped (T)."""
-    deadline = time.monotonic() + timeout
-    for process in host.started:
-        while process.poll() is None:
-            with open(f"/proc/{process.pid}/stat") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] in "Tt":
-                    break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"pid {process.pid} did not stop")
-            time.sleep(0.005)
+    wait_until(lambda: all(_stopped(process) for process in host.started),
+               timeout, interval=0.005,
+               what=f"every process on host {host.name} stopped")
 
 
 def cut(host: Host) -> None:
@@ -180,11 +183,8 @@ def restore(host: Host, timeout: float = 5.0) -> None:
     (FROZEN: let its processes run on). Introduced in chapter 10."""
     if host.mode == NETNS:
         _ip("link", "set", host.link, "up")
-        deadline = time.monotonic() + timeout
-        while _link_state(host) != "up":
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{host.link} still {_link_state(host)}")
-            time.sleep(0.01)
+        wait_until(lambda: _link_state(host) == "up", timeout, interval=0.01,
+                   what=f"{host.link} up")
     else:
         _signal_groups(host, signal.SIGCONT)
     host.is_cut = False

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from crashcourse.postgres_binaries import binaries, reachable
+from crashcourse.waiting import wait_until
 
 URL_ENV = "CRASHCOURSE_PG_URL"
 SERVER_USER = "crashcourse-pg"
@@ -145,7 +146,8 @@ def start(*, listen: tuple[str, ...] = ("127.0.0.1",), timeout: float = 30.0,
                                        start_new_session=True,
                                        preexec_fn=_stop_with_parent(), **_as_user(user))
         _STARTED[process.pid] = process
-        _wait_ready(process, data, folder, began + timeout)
+        _wait_ready(process, data, folder,
+                    max(0.0, began + timeout - time.monotonic()))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -166,14 +168,22 @@ def _stop_with_parent():
 
 
 def _wait_ready(process: subprocess.Popen, data: Path, folder: Path,
-                deadline: float) -> None:
+                timeout: float) -> None:
     """Poll until the server takes connections; on failure stop it and say why."""
-    while not _ready(data):
-        if process.poll() is not None or time.monotonic() > deadline:
-            _halt(process.pid, 5.0)
-            log = (folder / "server.log").read_text(errors="replace")[-2000:]
-            raise ServerUnavailable(f"PostgreSQL did not start:\n{log}")
-        time.sleep(0.02)
+
+    def ready() -> bool:
+        if _ready(data):
+            return True
+        if process.poll() is not None:
+            raise ServerUnavailable("it exited")  # no use waiting on
+        return False
+
+    try:
+        wait_until(ready, timeout, what="PostgreSQL taking connections")
+    except (ServerUnavailable, TimeoutError):
+        _halt(process.pid, 5.0)
+        log = (folder / "server.log").read_text(errors="replace")[-2000:]
+        raise ServerUnavailable(f"PostgreSQL did not start:\n{log}") from None
 
 
 def _children(pid: int) -> list[int]:

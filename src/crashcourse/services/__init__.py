@@ -16,7 +16,6 @@ of a ``Harness`` and waits, bounded, for its ready file.
 from __future__ import annotations
 
 import json
-import time
 
 READY_TIMEOUT = 10.0
 
@@ -56,17 +55,30 @@ def start_supplier(harness, db, *flags: str, timeout: float = READY_TIMEOUT,
     Introduced in chapter 06."""
     import pathlib
 
+    from crashcourse.waiting import wait_until  # the parent side only
+
     db = pathlib.Path(db)
     ready = db.with_name(db.name + ".ready")
     ready.unlink(missing_ok=True)
     worker = harness.start(["-m", "crashcourse.services.supplier", "--db", str(db),
                             "--ready", str(ready), "--host", host, *flags])
-    deadline = time.monotonic() + timeout
-    while not ready.exists():
-        if not worker.alive() or time.monotonic() > deadline:
-            worker.kill(expect_sigkill=False)
-            raise RuntimeError(f"supplier did not become ready within {timeout} s")
-        time.sleep(0.02)
+
+    def up() -> bool:
+        if ready.exists():
+            return True
+        if not worker.alive():  # no use waiting on: say why it ended
+            ended = worker.kill(expect_sigkill=False)  # reaped, its output read
+            said = (ended.stderr.strip().splitlines() or ["nothing"])[-1]
+            raise RuntimeError(f"supplier exited ({ended.returncode}) before it was"
+                               f" ready: {said}")
+        return False
+
+    try:
+        wait_until(up, timeout, what="the supplier's ready file")
+    except TimeoutError:
+        worker.kill(expect_sigkill=False)
+        raise RuntimeError(
+            f"supplier did not become ready within {timeout} s") from None
     port = json.loads(ready.read_text())["port"]
     shown = "127.0.0.1" if host == "0.0.0.0" else host  # every address: this one too
     return RunningSupplier(f"http://{shown}:{port}", db, worker)
