@@ -150,23 +150,33 @@ def test_a_supplier_that_never_gets_ready_is_stopped_at_the_bound(tmp_path,
         assert not worker.alive()
 
 
-@pytest.mark.parametrize("program, timeout", [
-    ("import sys; sys.exit(3)", 60),  # exits: said at once
-    ("import time; time.sleep(120)", 0.3),  # never ready: stopped at the bound
-])
-def test_a_postgres_that_does_not_start_is_stopped_and_its_log_shown(
-        tmp_path, program, timeout):
+def test_a_postgres_that_exited_is_said_at_once_with_its_log(tmp_path, clock):
     import subprocess
     import sys
 
     from crashcourse import postgres
 
     (tmp_path / "server.log").write_text("FATAL: the log's last words\n")
-    process = subprocess.Popen([sys.executable, "-c", program])
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
+    process.wait()  # it has exited before anyone looks
+    postgres._STARTED[process.pid] = process
+    with pytest.raises(postgres.ServerUnavailable, match="last words"):
+        postgres._wait_ready(process, tmp_path / "data", tmp_path, 60)
+    assert clock.slept == []  # not waited out: the exit was seen at the first look
+
+
+def test_a_postgres_that_never_gets_ready_is_halted_at_the_bound(tmp_path):
+    import subprocess
+    import sys
+
+    from crashcourse import postgres
+
+    (tmp_path / "server.log").write_text("LOG: still starting\n")
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     postgres._STARTED[process.pid] = process
     try:
-        with pytest.raises(postgres.ServerUnavailable, match="last words"):
-            postgres._wait_ready(process, tmp_path / "data", tmp_path, timeout)
+        with pytest.raises(postgres.ServerUnavailable, match="still starting"):
+            postgres._wait_ready(process, tmp_path / "data", tmp_path, 0.3)
         assert process.poll() is not None  # halted and reaped
     finally:
         if process.poll() is None:
