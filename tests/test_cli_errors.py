@@ -452,3 +452,23 @@ def test_a_send_whose_wait_outlives_its_lease_is_refused_before_any_claim(
         assert count_rows(conn, "claims") == 0
         assert claims.work_row(conn, claims.work_id_for("ticket-7"))[
             "generation"] == 0
+
+
+def test_a_refusal_of_the_runtime_is_not_reported_as_the_machine(monkeypatch):
+    """``StaleClaim`` and its kin are ``PermissionError``s, hence ``OSError``s:
+    ``one_line_errors`` must not call them a full disk."""
+    from crashcourse.claims import Claim
+    from crashcourse.fence import StaleClaim
+
+    stale = Claim("w", "s", "p", "", "shop", "o", 1, 0.0, "epoch-1")
+
+    def main(argv=None):
+        raise StaleClaim("superseded", stale)
+
+    with pytest.raises(StaleClaim):
+        options.one_line_errors(main)([])
+
+    def full(argv=None):
+        raise OSError(28, "No space left on device")
+
+    assert options.one_line_errors(full)([]) == options.IO_ERROR

@@ -111,15 +111,20 @@ def refuse(reason: object, prog: str | None = None) -> int:
 
 
 def one_line_errors(main):
-    """``main`` with what the machine refuses mid-run (``OSError``, or an
-    ``sqlite3.Error``: a full disk, a read-only mount, a file that is not a
-    database) said on ONE line and ended with ``IO_ERROR`` (chapter 00)."""
+    """``main`` with what the machine refuses mid-run (an ``OSError`` the
+    system raised, with its errno, or an ``sqlite3.Error``: a full disk, a
+    read-only mount, a file that is not a database) said on ONE line and ended
+    with ``IO_ERROR`` (chapter 00). The runtime's own refusals are
+    ``PermissionError``s too (a stale claim, a refused credential): they carry
+    no errno, say something else, and pass through untouched."""
     import sqlite3  # every worker has loaded it already
 
     def guarded(argv: list[str] | None = None) -> int:
         try:
             return main(argv)
         except (OSError, sqlite3.Error) as refused:
+            if isinstance(refused, OSError) and refused.errno is None:
+                raise  # not the machine: the runtime refusing, or a bug
             refuse(f"the machine refused: {type(refused).__name__}: {refused}")
             return IO_ERROR
 
