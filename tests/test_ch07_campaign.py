@@ -49,7 +49,10 @@ def campaign(output: Path, *flags: str) -> subprocess.CompletedProcess:
 def test_correct_probe_holds_over_200_kills(tmp_path):
     # One test, not a module fixture: under xdist each worker would rerun it.
     output = tmp_path / "correct.json"
-    done = campaign(output, "--trials", "25", "--kills", "8", "--seed", "2026")
+    # A short lease: each of the 200 kills waits out the killed worker's lease
+    # before the next worker starts (0.4 s, not the default 1 s: the same kills)
+    done = campaign(output, "--trials", "25", "--kills", "8", "--seed", "2026",
+                    "--ttl", "0.4", "--wait", "0.1")
     assert done.returncode == 0, done.stderr[-2000:]
     evidence = json.loads(output.read_text())
     summary = evidence["summary"]
