@@ -47,7 +47,7 @@ UNDONE, NEEDS_PERSON = "undone", "needs_person"
 CANNOT_UNDO, NOTHING_TO_UNDO = "cannot_undo", "nothing_to_undo"
 COMPENSATIONS = (UNDONE, NEEDS_PERSON, CANNOT_UNDO, NOTHING_TO_UNDO)
 LEASE_TOO_SHORT = "lease_too_short"  # admit: the declared wait would outlive it
-LEASE_S = 10.0  # an attempt's lease: its call's wait, and time to reach ``admit``
+LEASE_S = 5.0  # an attempt's lease: its call's wait, and time to reach ``admit``
 WAIT_S = 2.0  # a call's declared wait unless its ``Remote`` says otherwise
 
 SCHEMA = f"""

@@ -42,7 +42,7 @@ from crashcourse import authority, workflow, workflow_steps
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
 from crashcourse.services import mail, payments, supplier_client, supplier_store
-from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, immediate, opened
+from crashcourse.store import StoreMissing, immediate, opened
 from crashcourse.workers.options import BAD_INPUT, check_installed, refuse, text_options
 from crashcourse.workflow import APPLIED, PENDING, RUNNING, WAITING
 from crashcourse.workflow_steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
@@ -56,7 +56,7 @@ PATIENCE_S = 30.0  # the longest a recovery waits for an earlier attempt's lease
 # Each call's declared wait: how long it may still take effect once admitted.
 # The supplier's client gives up after this; the payment service and the mail
 # provider wait this long at most for their file's write lock.
-CALL_WAIT_S = DEFAULT_BUSY_TIMEOUT_MS / 1000
+CALL_WAIT_S = 3.0
 
 
 def paths(directory: str) -> dict[str, str]:
@@ -143,13 +143,13 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
 
     def send(args, key, token):
         sent = mail.submit(where["mail"], args["to"], args["subject"],
-                           args["body"], {mail.KEY_HEADER: key})
+                           args["body"], {mail.KEY_HEADER: key},
+                           busy_timeout_ms=int(CALL_WAIT_S * 1000))
         return RUNNING, {"happened": True, "message_id": sent["message_id"]}
 
     def sent(args, key):  # by the key header: the provider keeps no key itself
         found, seen = mail.probe_sent(where["mail"], key)
-        copies = sum(m["operation_key"] == key for m in mail.messages(where["mail"]))
-        return found, {**seen, "copies": copies}
+        return found, {**seen, "copies": mail.copies(where["mail"], key)}
 
     owed = ("refund_owed", NEEDS_PERSON, None,
             "the payment service has no refund: a person decides")
