@@ -71,13 +71,13 @@ def test_no_statement_puts_other_content_under_a_queued_id(conn, how):
     row.pop("seq", None)  # a server numbers its rows itself
     columns = ", ".join(row)
     values = ", ".join(f":{name}" for name in row)
-    rewrites = REWRITES[store.dialect(conn)]
+    rewrites = REWRITES[store.dialect(conn).name]
     if how == "delete, then insert":
         statement = "DELETE FROM work WHERE id = :id"
     elif how in rewrites:
         statement = rewrites[how].format(columns=columns, values=values)
     else:
-        pytest.skip(f"no {how} on {store.dialect(conn)}")
+        pytest.skip(f"no {how} on {store.dialect(conn).name}")
     with pytest.raises(sqlite3.IntegrityError, match="immutable"), immediate(conn):
         conn.execute(statement, row)
     assert claims.work_row(conn, work)["prompt"] == "restock 0"

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from crashcourse import claims, control, decisions, fence, journal, store
+from crashcourse.dialect import SQLITE
 from crashcourse.example import restock_plan
 from crashcourse.harness import Harness
 from crashcourse.plan import GateFailed
@@ -45,7 +46,7 @@ def conn(store_at):
 
 def objects(conn) -> int:
     """How many tables and indexes the store holds: a read creates none."""
-    if store.dialect(conn) == "sqlite":
+    if store.dialect(conn) is SQLITE:
         return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
     return conn.execute("SELECT count(*) FROM pg_class"
                         " WHERE relnamespace = current_schema()::regnamespace"

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from crashcourse import effects, store
+from crashcourse.dialect import SQLITE
 from crashcourse.harness import Harness
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
@@ -27,7 +28,7 @@ def conn(store_at):
 
 
 def in_transaction(conn) -> bool:
-    if store.dialect(conn) == "sqlite":
+    if store.dialect(conn) is SQLITE:
         return conn.in_transaction
     return conn.raw.info.transaction_status.name != "IDLE"
 

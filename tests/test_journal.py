@@ -18,6 +18,7 @@ import time
 import pytest
 
 from crashcourse import journal, store
+from crashcourse.dialect import SQLITE
 from crashcourse.effects import operation_key
 from crashcourse.example import restock_plan
 from crashcourse.plan import (
@@ -109,7 +110,7 @@ def status(world):
 
 def objects(conn) -> list:
     """The tables and indexes the store holds: a read creates none."""
-    if store.dialect(conn) == "sqlite":
+    if store.dialect(conn) is SQLITE:
         return conn.execute("SELECT name FROM sqlite_master").fetchall()
     return conn.execute("SELECT relname FROM pg_class"
                         " WHERE relnamespace = current_schema()::regnamespace"

@@ -188,9 +188,10 @@ def test_recovery_pass_takes_only_work_with_an_uncertain_order(conn):
 LEASE = 30.0  # propose and sign_off read the wall clock: leave them time
 
 
-def recovery_case(conn, origin, t0, *, send=True, cancel=False):
-    """Work with a signed-off order, sent (SENDING) or not, claimed at ``t0``."""
-    work = claims.enqueue(conn, origin, origin, "restock flour")
+def recovery_case(conn, origin, t0, *, send=True, cancel=False, session=None):
+    """Work with a signed-off order, sent (SENDING) or not, claimed at ``t0``
+    (its own session, unless ``session`` names one)."""
+    work = claims.enqueue(conn, origin, session or origin, "restock flour")
     claim = claims.claim(conn, "w1", ttl=LEASE, now=t0, work_id=work)
     operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
     orders.sign_off(conn, operation_key)
@@ -216,6 +217,19 @@ def test_claim_recovery_follows_the_chapter_06_rule(conn):
     assert orders.claim_recovery(conn, "r2", ttl=5, now=expired + 1) is None
     ordinary = claims.claim(conn, "o", ttl=5, now=expired + 1)
     assert ordinary.id == unsent and ordinary.id != cancelled
+
+
+def test_a_cancelled_turn_never_holds_back_its_sessions_next_recovery(conn):
+    """Bug: "a turn waits for its session's turns before it" counts every
+    earlier turn with an uncertain order, eligible or not (on a server, the
+    pick's FIRST rule without the pass's own rule): a cancelled turn, which
+    may never be resent, then holds its session's next turn back for ever."""
+    t0 = store.now(conn)
+    cancelled = recovery_case(conn, "phone:first", t0, cancel=True, session="s")
+    sending = recovery_case(conn, "phone:second", t0, session="s")
+    assert claims.work_row(conn, cancelled)["status"] == claims.CANCELLED
+    recovered = orders.claim_recovery(conn, "r", ttl=5, now=t0 + LEASE)
+    assert recovered is not None and recovered.id == sending
 
 
 def test_claim_recovery_takes_blocked_work_with_an_unknown_order(conn):

@@ -16,6 +16,7 @@ import sqlite3
 import pytest
 
 from crashcourse import store
+from crashcourse.dialect import SQLITE
 from crashcourse.plan import (
     OldPlanStore,
     PlanChanged,
@@ -45,7 +46,7 @@ def mixed_plan(renames: int = 6):
 
 def tables(conn) -> list[str]:
     """The tables the store holds, by name."""
-    if store.dialect(conn) == "sqlite":
+    if store.dialect(conn) is SQLITE:
         return [row[0] for row in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")]
     return [row[0] for row in conn.execute(

@@ -81,7 +81,7 @@ def address(url: str, schema: str) -> str:
 def queue(conn, sessions: list[str]) -> None:
     """One turn per entry, in this order, straight into work (setup)."""
     fence.install(conn)
-    with pgstore.immediate(conn):
+    with store.immediate(conn):
         for i, session in enumerate(sessions):
             conn.execute(
                 "INSERT INTO work (id, origin, session, prompt, subject, role, created)"
@@ -162,7 +162,7 @@ def test_a_broken_unique_key_is_sqlite3s_integrity_error(conn):
 def test_commit_after_a_failed_statement_is_refused_not_silent(conn):
     conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
     with pytest.raises(sqlite3.OperationalError, match="aborted"):
-        with pgstore.immediate(conn):
+        with store.immediate(conn):
             conn.execute("INSERT INTO t VALUES (:k)", {"k": "kept?"})
             try:
                 conn.execute("INSERT INTO t VALUES (:k)", {"k": "kept?"})
@@ -173,13 +173,13 @@ def test_commit_after_a_failed_statement_is_refused_not_silent(conn):
 
 def test_require_refuses_a_store_that_is_not_installed(pg_url, conn):
     url, schema = pg_url
-    with pytest.raises(pgstore.StoreMissing, match="work"):
-        pgstore.connect(url, schema=schema, require=("work",))
+    with pytest.raises(store.StoreMissing, match="work"):
+        store.connect(address(url, schema), require=("work",))
     tables = conn.execute("SELECT count(*) FROM information_schema.tables"
                           " WHERE table_schema = :schema", {"schema": schema})
     assert tables.fetchone()[0] == 0  # refused, and nothing was created
     claims.install(conn)
-    pgstore.connect(url, schema=schema, require=("work",)).close()
+    store.connect(address(url, schema), require=("work",)).close()
 
 
 def test_immediate_is_one_writer_at_a_time_and_shared_waits_for_it(pg_url):
@@ -187,13 +187,13 @@ def test_immediate_is_one_writer_at_a_time_and_shared_waits_for_it(pg_url):
     first, second = (pgstore.connect(url, schema=schema) for _ in range(2))
     second.raw.execute("SET lock_timeout = 200")
     try:
-        with store.immediate(first):  # the runtime's own BEGIN IMMEDIATE
+        with store.immediate(first):  # one writer: the store lock EXCLUSIVE
             for shared in (False, True):
                 with pytest.raises(sqlite3.OperationalError, match="locked"):
-                    with pgstore.immediate(second, shared=shared):
+                    with store.immediate(second, shared=shared):
                         pass
-        with pgstore.immediate(first, shared=True):  # two hot paths: both in
-            with pgstore.immediate(second, shared=True):
+        with store.immediate(first, shared=True):  # two hot paths: both in
+            with store.immediate(second, shared=True):
                 pass
     finally:
         first.close()
@@ -288,7 +288,7 @@ def test_a_claimer_passes_a_session_another_claimer_is_deciding(pg_url, conn):
     queue(conn, ["s0", "s0"])  # two turns of one session
     other = pgstore.connect(url, schema=schema)
     try:
-        with pgstore.immediate(conn, shared=True):
+        with store.immediate(conn, shared=True):
             picked = decide(conn)
             assert (picked["id"], picked["session_free"]) == ("work-0", True)
             # work-0's session is being decided: even named, work-1 waits
@@ -303,7 +303,7 @@ def test_a_claimer_never_skips_a_locked_turn_to_take_the_next_of_its_session(
     queue(conn, ["s0", "s0", "s1"])
     other = pgstore.connect(url, schema=schema)
     try:
-        with pgstore.immediate(conn, shared=True):  # work-0's row locked, as a
+        with store.immediate(conn, shared=True):  # work-0's row locked, as a
             conn.execute("SELECT 1 FROM work WHERE id = 'work-0' FOR UPDATE")
             taken = claims.claim(other, "second", ttl=60)  # slow claimer would
             assert taken.id == "work-2"  # s1's turn; s0's second turn waits
@@ -318,7 +318,7 @@ def test_nor_past_a_locked_turn_whose_lease_ran_out(pg_url, conn):
     time.sleep(0.4)
     other = pgstore.connect(url, schema=schema)
     try:
-        with pgstore.immediate(conn, shared=True):  # work-0 being reclaimed
+        with store.immediate(conn, shared=True):  # work-0 being reclaimed
             conn.execute("SELECT 1 FROM work WHERE id = :id FOR UPDATE",
                          {"id": lapsed.id})
             assert claims.claim(other, "second", ttl=60) is None  # work-1 waits

@@ -4,7 +4,8 @@ A row of ``work`` is an *assignment*: what to do (origin, session, prompt,
 subject, role), fixed when it is queued; triggers refuse any change to those
 fields, an INSERT over the row (``INSERT OR REPLACE``) and its DELETE. The
 *holder* fields (status, owner, generation, expires, available_after) say who
-may act on it now.
+may act on it now. The table, the statuses and ``Claim`` are spelled in
+``crashcourse.work``; this module is where callers take them from.
 
 ``claim`` grants a claim in one ``BEGIN IMMEDIATE`` transaction, records it as
 a row of ``claims`` and bumps the generation every time, also when the owner
@@ -18,8 +19,12 @@ another process must read them after a restart; a local budget uses
 belongs to ``crashcourse.control``. Where a claim looks, and in what order,
 is ``crashcourse.turns``: a walk that never reads the turns waiting behind a
 held session, so a claim costs the same with 8,000 of them as with none.
-On a PostgreSQL store (chapter 10) the same functions apply the same rules
-through ``crashcourse.claims_server``, where many claimers run at once.
+
+``install`` and ``claim`` hand the work to the store's own database, in one
+place (``BACKENDS``): SQLite's claim is here (``install_sqlite``,
+``claim_sqlite``, ``PICK``); a PostgreSQL store's (chapter 10), where many
+claimers run at once, is ``crashcourse.claims_server``, with SQL of its own
+that keeps the same rules.
 """
 
 from __future__ import annotations
@@ -27,60 +32,32 @@ from __future__ import annotations
 import hashlib
 import math
 import sqlite3
-from dataclasses import dataclass
+from collections import namedtuple
 
-from crashcourse import control, store, turns
-from crashcourse.store import ensure_schema, immediate, sql_list
-from crashcourse.turns import READY, RUNNING  # an open turn: queued, or held
+from crashcourse import claims_server, control, store, turns
+from crashcourse.dialect import POSTGRES, SQLITE
+from crashcourse.store import ensure_schema, immediate
 from crashcourse.validate import check_flag, check_text
-
-DONE, BLOCKED, CANCELLED = "DONE", "BLOCKED", "CANCELLED"
-STATUSES = (READY, RUNNING, DONE, BLOCKED, CANCELLED)
-OPEN = (READY, RUNNING)  # work a claim may still be granted on
-# A status goes into a query's text from these constants; values are parameters.
-
-
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS work (
-    id              TEXT PRIMARY KEY,
-    origin          TEXT NOT NULL UNIQUE,  -- where the request came from: dedupes
-    session         TEXT NOT NULL,
-    prompt          TEXT NOT NULL,
-    subject         TEXT NOT NULL,
-    role            TEXT NOT NULL,
-    control         INTEGER NOT NULL DEFAULT 0 CHECK (control IN (0, 1)),
-    created         DOUBLE PRECISION NOT NULL,
-    status          TEXT NOT NULL DEFAULT '{READY}'
-                    CHECK (status IN {sql_list(STATUSES)}),
-    owner           TEXT,
-    generation      INTEGER NOT NULL DEFAULT 0,
-    expires         DOUBLE PRECISION,
-    available_after DOUBLE PRECISION NOT NULL DEFAULT 0,
-    finished        DOUBLE PRECISION,
-    outcome         TEXT
-);
--- one session's turns by status, in claim order: the session rule looks up its
--- RUNNING turns, and the walk (crashcourse.turns) its READY ones
-CREATE INDEX IF NOT EXISTS work_in_session
-    ON work (session, status, control DESC, created);
--- files made before crashcourse.turns: the claim query no longer walks work
-DROP INDEX IF EXISTS work_open_in_order;
-DROP INDEX IF EXISTS work_live_in_session;
-CREATE TABLE IF NOT EXISTS claims (
-    work_id    TEXT NOT NULL REFERENCES work (id),
-    generation INTEGER NOT NULL,
-    owner      TEXT NOT NULL,
-    claimed_at DOUBLE PRECISION NOT NULL,
-    expires    DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (work_id, generation)
+from crashcourse.work import (  # noqa: F401  (claims.DONE, claims.Claim...)
+    ASSIGNMENT,
+    BLOCKED,
+    CANCELLED,
+    DONE,
+    MAX_TTL,
+    OPEN,
+    ORDINARY,
+    READY,
+    RUNNING,
+    SCHEMA,
+    STATUSES,
+    Claim,
 )
-"""
 
 # An assignment is never changed under its id: no UPDATE of its fields, no
 # INSERT over it (INSERT OR REPLACE deletes the old row WITHOUT firing an
 # UPDATE or a DELETE trigger, so the INSERT itself is refused) and no DELETE.
 # Each body holds a ';', so each is created on its own (ensure_schema splits
-# on ';').
+# on ';'). SQLite's triggers; a server's are in claims_server.
 FIXED_ASSIGNMENT = ("""
 CREATE TRIGGER IF NOT EXISTS work_assignment_is_fixed
 BEFORE UPDATE OF id, origin, session, prompt, subject, role ON work
@@ -95,37 +72,23 @@ CREATE TRIGGER IF NOT EXISTS work_assignment_is_kept
 BEFORE DELETE ON work
 BEGIN SELECT RAISE(ABORT, 'assignment fields are immutable: never deleted'); END
 """)
-MAX_TTL = 3600.0
-ASSIGNMENT = ("session", "prompt", "subject", "role")
 
 
 class AssignmentConflict(ValueError):
     """The origin is already queued with other content (chapter 05)."""
 
 
-@dataclass(frozen=True)
-class Claim:
-    """What a holder presents at every fenced write (chapter 05)."""
-
-    id: str
-    session: str
-    prompt: str
-    subject: str
-    role: str
-    owner: str
-    generation: int
-    expires: float
-    epoch: str
-
-
 def install(conn: sqlite3.Connection) -> None:
-    """Create the work and claims tables and the walk's ``sessions`` (chapter
-    05), and the pause flag's row every claim reads (``control.install``, since
-    chapter 09); a server's own (``claims_server``, chapter 10)."""
-    if store.dialect(conn) == "postgres":
-        from crashcourse import claims_server
+    """Create the work and claims tables, on the store's own database
+    (``BACKENDS``): SQLite's here, a server's in ``claims_server`` (chapter
+    10). Introduced in chapter 05."""
+    _backend(conn).install(conn)
 
-        return claims_server.install(conn)
+
+def install_sqlite(conn: sqlite3.Connection) -> None:
+    """``install`` on SQLite: the work and claims tables and the walk's
+    ``sessions`` (chapter 05), and the pause flag's row every claim reads
+    (``control.install``, since chapter 09)."""
     control.install(conn)
     ensure_schema(conn, SCHEMA)
     with immediate(conn):
@@ -181,7 +144,7 @@ def enqueue(
 
 
 # Read the predicates by responsibility; each block is one rule. {eligible} is
-# the pass's own rule (ORDINARY below, or orders.RECOVERY), comment included.
+# the pass's own rule (ORDINARY, or orders.RECOVERY), comment included.
 PICK = f"""
 SELECT item.* FROM work AS item
 WHERE
@@ -205,10 +168,6 @@ WHERE
 ORDER BY item.control DESC, item.created ASC, item.rowid ASC
 LIMIT 1
 """
-ORDINARY = f"""-- eligible: queued, or held under a lease that has run out
-    AND item.status IN {sql_list(OPEN)}
-    AND (item.status = '{READY}' OR item.expires <= :now)"""
-
 
 def claim(
     conn: sqlite3.Connection, owner: str, *, ttl: float, now: float | None = None,
@@ -221,16 +180,23 @@ def claim(
     (never built from input) in the shape of ``ORDINARY``. A pass looks at the
     turns ``turns.in_claim_order`` walks to (queued work, lapsed leases), or at
     ``work_id`` alone, or at the work ids ``among`` selects (SQL written in
-    code, as ``orders.claim_recovery`` looks at work that is not queued)."""
+    code, as ``orders.claim_recovery`` looks at work that is not queued).
+    The claim itself is the store's own database's (``BACKENDS``):
+    ``claim_sqlite`` below, or a server's (``claims_server``, chapter 10)."""
     ttl = check_lease(owner, ttl)
     check_text("role", role)
     check_text("work_id", work_id, none_ok=True)
     check_flag("control_only", control_only)
-    if store.dialect(conn) == "postgres":  # many claimers at once (chapter 10)
-        from crashcourse import claims_server
+    return _backend(conn).claim(conn, owner, ttl, now, role, work_id,
+                                control_only, eligible, among)
 
-        return claims_server.claim(conn, owner, ttl, now, role, work_id,
-                                   control_only, eligible, among)
+
+def claim_sqlite(conn: sqlite3.Connection, owner: str, ttl: float,
+                 now: float | None, role: str, work_id: str | None,
+                 control_only: bool, eligible: str, among: str | None
+                 ) -> Claim | None:
+    """``claim`` on SQLite, its arguments checked there: one writer at a
+    time decides, so the rules hold by taking turns (chapter 05)."""
     with immediate(conn):
         now = store.now(conn, now)  # under the write lock: claims never interleave
         switches = control.runtime(conn)
@@ -262,3 +228,15 @@ def work_row(conn: sqlite3.Connection, work_id: str) -> dict:
     if row is None:
         raise KeyError(f"no work {work_id!r}")
     return dict(row)
+
+
+# Each database's own claim, with SQL of its own: SQLite's above, where one
+# writer decides, and a server's, where many claimers decide at once (chapter
+# 10). The one place the two part; ``install`` and ``claim`` ask it.
+Backend = namedtuple("Backend", "install claim")
+BACKENDS = {SQLITE: Backend(install_sqlite, claim_sqlite),
+            POSTGRES: Backend(claims_server.install, claims_server.claim)}
+
+
+def _backend(conn) -> Backend:
+    return BACKENDS[store.dialect(conn)]

@@ -21,7 +21,8 @@ passes in (like ``claims`` and ``journal``):
 The stop that works whatever the worker does is out of band, at the
 credential broker (``crashcourse.services.broker``); the person's decisions
 on an interrupted task are in ``crashcourse.decisions``. On a PostgreSQL
-store (chapter 10) the same rows, numbered by the database (``POSTGRES``).
+store (chapter 10) the same rows, numbered by the database (the dialect's
+``identity_key``).
 """
 
 from __future__ import annotations
@@ -29,20 +30,19 @@ from __future__ import annotations
 import sqlite3
 
 from crashcourse import store
-from crashcourse.store import ensure_schema, immediate, sql_list, table_rows
+from crashcourse.store import (
+    dialect,
+    ensure_schema,
+    immediate,
+    sql_list,
+    table_exists,
+    table_rows,
+)
 from crashcourse.validate import check_text, clock
 
 RUNNING, STOPPED = "running", "stopped"
 SWITCH_STATES = (RUNNING, STOPPED)
-
-# The words that differ on a PostgreSQL store (chapter 10), in one place: a
-# key numbered by the database, and where a read asks whether a table exists.
-SQLITE = {"numbered": "INTEGER PRIMARY KEY AUTOINCREMENT",
-          "installed": "SELECT 1 FROM sqlite_master"
-                       " WHERE type = 'table' AND name = :table"}
-POSTGRES = {"numbered": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-            "installed": "SELECT 1 WHERE to_regclass(:table) IS NOT NULL"}
-WORDS = {"sqlite": SQLITE, "postgres": POSTGRES}  # by store.dialect(conn)
+# {identity_key}: a key the database numbers (crashcourse.dialect)
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runtime_control (
     id         INTEGER PRIMARY KEY CHECK (id = 1),
@@ -53,14 +53,14 @@ CREATE TABLE IF NOT EXISTS runtime_control (
 INSERT INTO runtime_control (id, paused, epoch) VALUES (1, 0, 'epoch-1')
     ON CONFLICT (id) DO NOTHING;
 CREATE TABLE IF NOT EXISTS scheduler_switch (
-    seq    {{numbered}},
+    seq    {{identity_key}},
     state  TEXT NOT NULL CHECK (state IN {sql_list(SWITCH_STATES)}),
     who    TEXT NOT NULL,
     reason TEXT NOT NULL,
     at     DOUBLE PRECISION NOT NULL
 );
 CREATE TABLE IF NOT EXISTS runs (
-    run_id     {{numbered}},
+    run_id     {{identity_key}},
     scheduler  TEXT NOT NULL,       -- the scheduler process that started it
     allowed_by INTEGER NOT NULL REFERENCES scheduler_switch (seq),
     started_at DOUBLE PRECISION NOT NULL
@@ -71,13 +71,7 @@ TABLES = {"runtime_control": "id", "scheduler_switch": "seq", "runs": "run_id"}
 
 def install(conn: sqlite3.Connection) -> None:
     """Create the pause flag's row, the scheduler switch and the runs (chapter 09)."""
-    ensure_schema(conn, SCHEMA.format(**WORDS[store.dialect(conn)]))
-
-
-def _installed(conn: sqlite3.Connection, table: str) -> bool:
-    """Whether ``table`` exists; a read asks, it never creates it."""
-    return conn.execute(WORDS[store.dialect(conn)]["installed"],
-                        {"table": table}).fetchone() is not None
+    ensure_schema(conn, SCHEMA.format(identity_key=dialect(conn).identity_key))
 
 
 def runtime(conn: sqlite3.Connection) -> sqlite3.Row:
@@ -106,7 +100,7 @@ def is_paused(conn: sqlite3.Connection) -> bool:
     """Whether the pause flag is set; a read: no table yet means not paused.
 
     The journal worker asks it before every step (chapter 09)."""
-    if not _installed(conn, "runtime_control"):
+    if not table_exists(conn, "runtime_control"):
         return False
     row = runtime(conn)
     return bool(row is not None and row["paused"])
@@ -151,7 +145,7 @@ def scheduler_may_run(conn: sqlite3.Connection) -> bool:
     """Whether the newest switch row says running (chapter 09).
 
     No row, or no table: nobody has looked, and the answer is no. A read."""
-    if not _installed(conn, "scheduler_switch"):
+    if not table_exists(conn, "scheduler_switch"):
         return False
     latest = _latest_switch(conn)
     return latest is not None and latest["state"] == RUNNING
@@ -179,5 +173,5 @@ def start_run(conn: sqlite3.Connection, scheduler: str,
 
 def snapshot(conn: sqlite3.Connection) -> dict[str, list[dict]]:
     """The switches and the runs, row by row, for evidence; a read (chapter 09)."""
-    return {table: table_rows(conn, table, key) if _installed(conn, table) else []
+    return {table: table_rows(conn, table, key) if table_exists(conn, table) else []
             for table, key in TABLES.items()}  # key: SQLite's rowid, by name

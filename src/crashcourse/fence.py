@@ -19,24 +19,19 @@ from contextlib import contextmanager
 
 from crashcourse import claims, control, store
 from crashcourse.claims import BLOCKED, CANCELLED, DONE, RUNNING, Claim
-from crashcourse.store import ensure_schema, immediate
+from crashcourse.store import dialect, ensure_schema, immediate
 from crashcourse.validate import check_text
 
-# What differs on a PostgreSQL store (chapter 10): a key the database numbers,
-# and the work row locked by the check until the write commits.
-SQLITE = {"numbered": "INTEGER PRIMARY KEY", "lock_row": ""}
-POSTGRES = {"numbered": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-            "lock_row": " FOR UPDATE"}
-WORDS = {"sqlite": SQLITE, "postgres": POSTGRES}  # by store.dialect(conn)
+# {identity_key}: a key the database numbers (crashcourse.dialect)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS transcript (
-    seq        {numbered},
+    seq        {identity_key},
     work_id    TEXT NOT NULL REFERENCES work (id),
     generation INTEGER NOT NULL,          -- which claim produced the message
     message    TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS refusals (
-    seq        {numbered},
+    seq        {identity_key},
     work_id    TEXT NOT NULL,
     generation INTEGER NOT NULL,
     owner      TEXT NOT NULL,
@@ -62,7 +57,7 @@ class StaleClaim(PermissionError):
 def install(conn: sqlite3.Connection) -> None:
     """Create the claims tables plus transcript and refusals (chapter 06)."""
     claims.install(conn)
-    ensure_schema(conn, SCHEMA.format(**WORDS[store.dialect(conn)]))
+    ensure_schema(conn, SCHEMA.format(identity_key=dialect(conn).identity_key))
 
 
 def stale_reason(row, control, claim: Claim, now: float) -> str | None:
@@ -92,7 +87,7 @@ def assert_current(conn: sqlite3.Connection, claim: Claim,
     Call it inside the write's own ``immediate`` block."""
     switches = control.runtime(conn)  # the pause flag and epoch (control)
     row = conn.execute("SELECT * FROM work WHERE id = :id"
-                       + WORDS[store.dialect(conn)]["lock_row"],
+                       + dialect(conn).lock_row,
                        {"id": claim.id}).fetchone()
     at = store.now(conn, now)  # after the row's lock: a wait for it counts
     reason = stale_reason(row, switches, claim, at)
@@ -222,7 +217,7 @@ def install_refusals(conn: sqlite3.Connection) -> None:
     store whose writes are fenced but which keeps no transcript (the
     journal's file, chapter 07)."""
     claims.install(conn)
-    ddl = SCHEMA.format(**WORDS[store.dialect(conn)])
+    ddl = SCHEMA.format(identity_key=dialect(conn).identity_key)
     ensure_schema(conn, next(part for part in ddl.split(";") if "refusals" in part))
 
 
@@ -237,7 +232,7 @@ def assert_holder(conn: sqlite3.Connection, claim: Claim,
     running. Call it inside the write's own transaction (chapter 07)."""
     switches = control.runtime(conn)
     row = conn.execute("SELECT * FROM work WHERE id = :id"
-                       + WORDS[store.dialect(conn)]["lock_row"],
+                       + dialect(conn).lock_row,
                        {"id": claim.id}).fetchone()
     at = store.now(conn, now)  # after the row's lock, as in assert_current
     history = {"paused": 0, "epoch": switches["epoch"]}  # the flag set aside

@@ -182,8 +182,7 @@ def claim_task(conn: sqlite3.Connection, task: str, owner: str, *, ttl: float,
 def holder(conn: sqlite3.Connection, task: str) -> dict | None:
     """The task's work row (status, owner, generation, expires), or None if
     it was never queued; a read (chapter 07)."""
-    queued = control.WORDS[store.dialect(conn)]["installed"]  # a read, no create
-    if conn.execute(queued, {"table": "work"}).fetchone() is None:
+    if not store.table_exists(conn, "work"):  # a read: never queued here
         return None
     row = conn.execute(
         "SELECT status, owner, generation, expires FROM work WHERE id = :id",

@@ -25,11 +25,6 @@ from crashcourse.plan import GateFailed, Plan, Step
 from crashcourse.validate import canonical, check_count, check_flag, check_text
 
 RUN, PROBE = "run", "probe"  # how an outcome was established (resolved_by)
-# Whether the journal exists, asked where each database keeps its tables: the
-# one read that differs on a PostgreSQL store (chapter 10).
-INSTALLED = {"sqlite": "SELECT 1 FROM sqlite_master"
-                       " WHERE type = 'table' AND name = 'journal'",
-             "postgres": "SELECT 1 WHERE to_regclass('journal') IS NOT NULL"}
 
 
 def check_task(task: object) -> str:
@@ -113,7 +108,7 @@ def installed(conn: sqlite3.Connection) -> bool:
     """Whether the journal table exists; a read asks, it never creates it.
 
     Introduced in chapter 07."""
-    return conn.execute(INSTALLED[store.dialect(conn)]).fetchone() is not None
+    return store.table_exists(conn, "journal")
 
 
 def confirmed_count(conn: sqlite3.Connection, task: str) -> int:

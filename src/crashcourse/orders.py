@@ -35,13 +35,10 @@ UNSENT = (DRAFT, SIGNED_OFF)  # no request has left yet
 NOT_FOUND = "NOT_FOUND"  # what ``lookup`` says when the supplier has no such key
 # A status goes into a query's text from these constants; values are parameters.
 
-# A PostgreSQL store (chapter 10) has no rowid: the order written first, a column.
-SQLITE = {"written": "", "first": "rowid"}
-POSTGRES = {"written": "seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,",
-            "first": "seq"}
-WORDS = {"sqlite": SQLITE, "postgres": POSTGRES}  # by store.dialect(conn)
+# A PostgreSQL store (chapter 10) has no rowid: which order was written first
+# is a column there, {insertion_column} (crashcourse.dialect).
 SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS orders ({{written}}
+CREATE TABLE IF NOT EXISTS orders ({{insertion_column}}
     operation_key TEXT PRIMARY KEY,
     work_id       TEXT NOT NULL REFERENCES work (id),
     sku           TEXT NOT NULL,
@@ -97,7 +94,8 @@ class Proposal:
 def install(conn: sqlite3.Connection) -> None:
     """Claims, fence and the agent's orders table (chapter 06)."""
     fence.install(conn)
-    ensure_schema(conn, SCHEMA.format(**WORDS[store.dialect(conn)]))
+    column = store.dialect(conn).insertion_column
+    ensure_schema(conn, SCHEMA.format(insertion_column=column and f"\n    {column},"))
 
 
 def claim_recovery(conn: sqlite3.Connection, owner: str, *, ttl: float,
@@ -109,7 +107,7 @@ def claim_recovery(conn: sqlite3.Connection, owner: str, *, ttl: float,
 
 def order_for(conn: sqlite3.Connection, work_id: str) -> dict | None:
     """The (single) order a piece of work has, or None (chapter 06)."""
-    first = WORDS[store.dialect(conn)]["first"]  # the one written first
+    first = store.dialect(conn).insertion_order  # the one written first
     row = conn.execute(f"SELECT * FROM orders WHERE work_id = :id ORDER BY {first}"
                        " LIMIT 1", {"id": work_id}).fetchone()
     return dict(row) if row else None

@@ -1,8 +1,8 @@
 """The runtime's store on a PostgreSQL server (chapter 10).
 
 SERVER-ONLY: this module imports ``psycopg`` (PostgreSQL's driver). Nothing
-imports it unless a store is a server's URL, so the runtime itself still
-needs only the standard library.
+imports it unless a store is a server's URL (``store.connect``), so the
+runtime itself still needs only the standard library.
 
 ``connect`` gives a psycopg connection the interface every runtime module
 already uses on ``sqlite3``, so one module's code runs on both:
@@ -10,28 +10,29 @@ already uses on ``sqlite3``, so one module's code runs on both:
 * ``execute(sql, {named})``: ``:name`` parameters become psycopg's
   ``%(name)s``, bound on the client (``ClientCursor``), so ``:work_id IS
   NULL`` needs no cast, as in SQLite;
-* rows read by position and by column name (``Row``), ``dict(row)``;
-* autocommit, with transactions opened explicitly: ``BEGIN IMMEDIATE``, the
-  only statement ``store.immediate`` sends, means what it means in SQLite,
-  ONE writer at a time: a transaction-scoped advisory lock on the store
-  (``EXCLUSIVE``). The claim and the fenced writes, the hot paths, begin with
-  the same lock SHARED instead and rely on row locks against each other
-  (``FOR UPDATE``, ``SKIP LOCKED``): every other writer still excludes them;
-* psycopg's errors arrive as the ``sqlite3`` classes the modules catch (a
-  unique key broken: ``sqlite3.IntegrityError``; a lock waited out:
-  ``sqlite3.OperationalError``, "database is locked").
+* rows read by position and by column name (``rows.Row``), ``dict(row)``;
+* autocommit, with transactions opened by ``begin`` (``store.immediate``
+  calls it): ``POSTGRES.begin`` means what ``BEGIN IMMEDIATE`` means in
+  SQLite, ONE writer at a time: a transaction-scoped advisory lock on the
+  store. The claim and the fenced writes, the hot paths, begin with the same
+  lock SHARED instead (``POSTGRES.begin_shared``) and rely on row locks
+  against each other (``FOR UPDATE``, ``SKIP LOCKED``): every other writer
+  still excludes them. A ``COMMIT`` after a statement failed inside the
+  transaction is refused, where PostgreSQL would roll back in silence;
+* psycopg's errors arrive as the ``sqlite3`` classes the modules catch
+  (``rows.as_sqlite``: a unique key broken, ``sqlite3.IntegrityError``; a
+  lock waited out, ``sqlite3.OperationalError``, "database is locked").
 
-What does differ (``lastrowid`` is ``RETURNING``; ``INTEGER PRIMARY KEY`` an
-identity; triggers; the database's clock) lives in each module's dialect
-fragments, keyed by ``dialect(conn)``.
+The connection says it is a server's: ``Connection.dialect`` is
+``dialect.POSTGRES``, where every SQL spelling that differs from SQLite's is
+kept (``lastrowid`` is ``RETURNING``, a numbered key an identity, the
+database's clock...).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 
 import psycopg
@@ -39,14 +40,9 @@ from psycopg import errors
 from psycopg.pq import TransactionStatus
 from psycopg.types.string import StrDumper
 
-from crashcourse.store import StoreMissing
+from crashcourse.dialect import POSTGRES
+from crashcourse.rows import LOCKED, Row, as_sqlite, columns
 
-POSTGRES, SQLITE = "postgres", "sqlite"
-EXCLUSIVE = "SELECT pg_advisory_xact_lock(:store_lock)"
-SHARED = "SELECT pg_advisory_xact_lock_shared(:store_lock)"
-# The database's clock, read when the statement runs (not when the transaction
-# began, as now() is): after a lock wait it is still the present.
-CLOCK = "SELECT extract(epoch FROM clock_timestamp())::float8 AS now"
 LOCK_TIMEOUT_MS = 5000  # a waited-out lock is "busy", as SQLite's busy timeout
 # A transaction here lasts milliseconds. One idle for 2 s is a holder cut off
 # (or frozen) mid-write: the server ends it, its row locks free the work, and
@@ -57,36 +53,17 @@ IDLE_IN_TRANSACTION_MS = 2000
 _PIECES = re.compile(r"('(?:[^']|'')*')|(--[^\n]*)|(?<![:\w]):([A-Za-z_]\w*)|(%)")
 # psycopg's error -> the sqlite3 class the modules catch, and its words: a
 # waited-out lock reads "database is locked" as SQLite's busy error does.
-BUSY = "database is locked: "
+ABORTED = "transaction aborted by an earlier error"
 _AS_SQLITE = ((errors.IntegrityError, sqlite3.IntegrityError, ""),
-              (errors.LockNotAvailable, sqlite3.OperationalError, BUSY),
-              (errors.DeadlockDetected, sqlite3.OperationalError, BUSY),
-              (errors.SerializationFailure, sqlite3.OperationalError, BUSY),
+              (errors.LockNotAvailable, sqlite3.OperationalError, LOCKED),
+              (errors.DeadlockDetected, sqlite3.OperationalError, LOCKED),
+              (errors.SerializationFailure, sqlite3.OperationalError, LOCKED),
               (errors.InFailedSqlTransaction, sqlite3.OperationalError,
-               "transaction aborted by an earlier error: "))
-
-
-class Row(tuple):
-    """A result row read by position or by column name, like ``sqlite3.Row``.
-
-    Introduced in chapter 10."""
-
-    def __new__(cls, names: dict[str, int], values):
-        row = super().__new__(cls, values)
-        row._names = names
-        return row
-
-    def keys(self) -> list[str]:
-        return list(self._names)
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._names[key])
-        return tuple.__getitem__(self, key)
+               ABORTED + ": "))
 
 
 def _row_maker(cursor):
-    names = {column.name: i for i, column in enumerate(cursor.description or ())}
+    names = columns(column.name for column in cursor.description or ())
     return lambda values: Row(names, values)
 
 
@@ -104,18 +81,12 @@ def translate(sql: str, nulls: frozenset[str] = frozenset()) -> str:
     return _PIECES.sub(piece, sql)
 
 
-def dialect(conn) -> str:
-    """``POSTGRES`` for a connection from ``connect``, else ``SQLITE`` (the
-    stdlib-only spelling for ``store``: ``getattr(conn, "dialect", SQLITE)``)."""
-    return getattr(conn, "dialect", SQLITE)
-
-
 class Connection:
     """A psycopg connection the runtime's modules use as a ``sqlite3`` one.
 
     Introduced in chapter 10."""
 
-    dialect = POSTGRES  # what ``store`` would read to pick a module's fragments
+    dialect = POSTGRES  # what ``store.dialect`` reads: a server's spellings
 
     def __init__(self, raw: psycopg.Connection):
         self.raw = raw
@@ -125,10 +96,7 @@ class Connection:
             " 0)").fetchone()[0]
 
     def execute(self, sql: str, parameters=None):
-        command = sql.strip().upper()
-        if command == "BEGIN IMMEDIATE":  # store.immediate
-            return self.begin(shared=False)
-        if command == "COMMIT":
+        if sql.strip().upper() == "COMMIT":  # store.immediate's: never silent
             return self.commit()
         try:
             if not parameters:  # no formatting: '%' stays as written
@@ -140,10 +108,10 @@ class Connection:
                 nulls = frozenset(k for k, v in parameters.items() if v is None)
                 cursor = self.raw.execute(translate(sql, nulls), parameters)
         except psycopg.Error as error:
-            for theirs, ours, words in _AS_SQLITE:
-                if isinstance(error, theirs):
-                    raise ours(words + str(error)) from error
-            raise
+            ours = as_sqlite(error, _AS_SQLITE)
+            if ours is None:
+                raise
+            raise ours from error
         while cursor.nextset():  # several statements in one trip: the last's rows
             pass
         return cursor
@@ -153,16 +121,17 @@ class Connection:
         a statement failed inside the transaction and someone went on."""
         if self.raw.info.transaction_status == TransactionStatus.INERROR:
             self.raw.execute("ROLLBACK")
-            raise sqlite3.OperationalError("transaction aborted by an earlier error")
+            raise sqlite3.OperationalError(ABORTED)
         self.raw.execute("COMMIT")
 
     def begin(self, *, shared: bool, then: str = "", parameters=None):
         """BEGIN and the store lock, EXCLUSIVE (SQLite's one writer) or SHARED
         (a hot path that locks its own rows), and ``then``, a statement whose
-        snapshot is taken under the lock, all in ONE round trip: its cursor."""
-        lock = SHARED if shared else EXCLUSIVE
+        snapshot is taken under the lock, all in ONE round trip: its cursor.
+        ``store.immediate`` calls it, and ends the transaction."""
+        begin = POSTGRES.begin_shared if shared else POSTGRES.begin
         try:
-            return self.execute(";".join(filter(None, ("BEGIN", lock, then))),
+            return self.execute(";".join(filter(None, (begin, then))),
                                 {**(parameters or {}), "store_lock": self.store_lock})
         except BaseException:  # the lock waited out: no half-open transaction
             if self.raw.info.transaction_status != TransactionStatus.IDLE:
@@ -171,18 +140,16 @@ class Connection:
 
     def server_time(self) -> float:
         """The server's clock, in seconds since the epoch, read now."""
-        return self.raw.execute(CLOCK).fetchone()[0]
+        return self.raw.execute(POSTGRES.store_clock).fetchone()[0]
 
     def close(self) -> None:
         self.raw.close()
 
 
-def connect(url: str, *, schema: str | None = None,
-            require: tuple[str, ...] = ()) -> Connection:
+def connect(url: str, *, schema: str | None = None) -> Connection:
     """Open the store at ``url`` (in ``schema``, if given), autocommit.
-
-    With ``require`` (table names), the tables must exist: otherwise
-    ``StoreMissing``, and nothing is created (as ``store.connect``). Chapter 10."""
+    Nothing is created: ``store.connect`` asks for the tables it requires.
+    Chapter 10."""
     options = (f"-c lock_timeout={LOCK_TIMEOUT_MS}"
                f" -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}")
     if schema is not None:
@@ -192,17 +159,10 @@ def connect(url: str, *, schema: str | None = None,
     raw = psycopg.connect(url, autocommit=True, options=options,
                           row_factory=_row_maker)
     raw.adapters.register_dumper(str, StrDumper)  # text, not "unknown": typed
-    conn = Connection(raw)
-    missing = [table for table in require if conn.execute(
-        "SELECT to_regclass(:table) AS found", {"table": table}).fetchone()[0] is None]
-    if missing:
-        conn.close()
-        raise StoreMissing(f"{url.rsplit('@', 1)[-1]}: not installed"
-                           f" (no table {', '.join(missing)})")
-    return conn
+    return Connection(raw)
 
 
-def connect_url(url: str, *, require: tuple[str, ...] = ()) -> Connection:
+def connect_url(url: str) -> Connection:
     """``connect`` for a store named by one URL, as ``store.connect`` gets it:
     ``postgresql://user:pass@host:port/db?schema=S`` (``schema`` is ours, not
     libpq's: it is taken off before the driver sees the URL). Chapter 10."""
@@ -213,22 +173,7 @@ def connect_url(url: str, *, require: tuple[str, ...] = ()) -> Connection:
     schema = [value for key, value in query if key == "schema"]
     rest = urlencode([(key, value) for key, value in query if key != "schema"])
     return connect(urlunsplit(parts._replace(query=rest)),
-                   schema=schema[-1] if schema else None, require=require)
-
-
-@contextmanager
-def immediate(conn: Connection, *, shared: bool = False, then: str = "",
-              parameters=None) -> Iterator:
-    """``store.immediate`` on a server: yields ``conn``, or, with ``then``,
-    the cursor of that statement, sent with the BEGIN (``Connection.begin``).
-    ``shared`` is for a claim or a fenced write. Introduced in chapter 10."""
-    cursor = conn.begin(shared=shared, then=then, parameters=parameters)
-    try:
-        yield cursor if then else conn
-    except BaseException:
-        conn.raw.execute("ROLLBACK")
-        raise
-    conn.commit()
+                   schema=schema[-1] if schema else None)
 
 
 def create_schema(url: str, schema: str) -> None:
@@ -236,8 +181,3 @@ def create_schema(url: str, schema: str) -> None:
     with connect(url).raw as raw:
         raw.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         raw.execute(f'CREATE SCHEMA "{schema}"')
-
-
-def statements(ddl: str) -> Iterator[str]:
-    """The statements of a DDL script split on ``;`` (no ``;`` inside one)."""
-    return (part for part in ddl.split(";") if part.strip())

@@ -27,7 +27,6 @@ import sqlite3
 from collections import namedtuple
 from collections.abc import Sequence
 
-from crashcourse import plan_server
 from crashcourse.store import dialect, ensure_schema, immediate
 
 PLAN_SCHEMA = """
@@ -43,11 +42,6 @@ CREATE TABLE IF NOT EXISTS plan_steps (
     PRIMARY KEY (task, number)
 ){without_rowid}
 """
-# SQLite's words where a PostgreSQL store has its own (plan_server, chapter 10)
-SQLITE = {"without_rowid": " WITHOUT ROWID",
-          "columns": "SELECT name FROM pragma_table_info('plans')",
-          "steps": "SELECT :task, key + 1, value FROM json_each(:steps)"}
-WORDS = {"sqlite": SQLITE, "postgres": plan_server.POSTGRES}
 
 
 class UnknownTask(LookupError):
@@ -196,7 +190,7 @@ def save_plan(conn: sqlite3.Connection, plan: Plan) -> str:
     if _columns(conn) == "old":
         raise OldPlanStore("this store keeps plans as one JSON body each (before"
                            " issue 11): it loads them, but new plans go in a new file")
-    ensure_schema(conn, PLAN_SCHEMA.format(**WORDS[dialect(conn)]))
+    ensure_schema(conn, PLAN_SCHEMA.format(without_rowid=dialect(conn).without_rowid))
     task = plan.task  # and each step's JSON, as Plan.body writes it in its list:
     steps = [json.dumps(step._asdict(), sort_keys=True) for step in plan.steps]
     with immediate(conn):
@@ -207,7 +201,7 @@ def save_plan(conn: sqlite3.Connection, plan: Plan) -> str:
         ).rowcount
         if added:  # step n is the list's n-th: one statement, one round trip
             conn.execute("INSERT INTO plan_steps (task, number, step) "
-                         + WORDS[dialect(conn)]["steps"],
+                         + dialect(conn).plan_steps,
                          {"task": task, "steps": json.dumps(steps)})
             return task
         head = conn.execute("SELECT name, steps FROM plans WHERE task = :task",
@@ -241,7 +235,8 @@ def load_plan(conn: sqlite3.Connection, task: str) -> Plan:
 def _columns(conn: sqlite3.Connection) -> str | None:
     """Which ``plans`` table the file holds: "rows", "old" (one body per
     plan, before issue 11) or None (no table yet)."""
-    names = {row[0] for row in conn.execute(WORDS[dialect(conn)]["columns"])}
+    names = {row[0] for row in conn.execute(dialect(conn).table_columns,
+                                            {"table": "plans"})}
     return None if not names else "old" if "body" in names else "rows"
 
 

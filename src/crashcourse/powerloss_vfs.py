@@ -39,6 +39,8 @@ from collections import namedtuple
 
 import apsw
 
+from crashcourse.rows import Row, as_sqlite, columns
+
 CREATE, WRITE, TRUNCATE, SYNC = "create", "write", "truncate", "sync"
 DELETE, DIRSYNC, MARK = "delete", "dirsync", "mark"
 VFS_NAME = "crashcourse-recording"
@@ -166,24 +168,6 @@ class RecordingVFS(apsw.VFS):
             self.recorder.sync_folder()
 
 
-class Row(tuple):
-    """A result row read by position or by column name, like ``sqlite3.Row``
-    (chapter 11)."""
-
-    def __new__(cls, names: tuple[str, ...], values):
-        row = super().__new__(cls, values)
-        row._names = names
-        return row
-
-    def keys(self) -> list[str]:
-        return list(self._names)
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            return tuple.__getitem__(self, self._names.index(key))
-        return tuple.__getitem__(self, key)
-
-
 class Cursor:
     """The rows of one statement, read at once (an open read statement would
     hold its transaction), with ``lastrowid`` and ``rowcount`` (chapter 11)."""
@@ -202,17 +186,19 @@ class Cursor:
         return iter(self.fetchall())
 
 
-# apsw's exceptions as the sqlite3 ones the runtime's modules catch.
-_ERRORS = {apsw.ConstraintError: sqlite3.IntegrityError,
-           apsw.BusyError: sqlite3.OperationalError,
-           apsw.LockedError: sqlite3.OperationalError,
-           apsw.SQLError: sqlite3.OperationalError}
+# apsw's exceptions as the sqlite3 ones the runtime's modules catch (any
+# other apsw error: sqlite3.DatabaseError); apsw's own words say "locked".
+_AS_SQLITE = ((apsw.ConstraintError, sqlite3.IntegrityError, ""),
+              (apsw.BusyError, sqlite3.OperationalError, ""),
+              (apsw.LockedError, sqlite3.OperationalError, ""),
+              (apsw.SQLError, sqlite3.OperationalError, ""))
 
 
 class Connection:
     """An apsw connection that the runtime's modules can use as if it were a
-    ``sqlite3`` one: ``execute`` with named parameters, rows by name, sqlite3
-    exceptions (chapter 11). Autocommit, like ``store.connect``'s."""
+    ``sqlite3`` one: ``execute`` with named parameters, rows by name
+    (``rows.Row``), sqlite3 exceptions (``rows.as_sqlite``; chapter 11).
+    Autocommit, like ``store.connect``'s."""
 
     row_factory = None  # store.connect sets it; rows are always Row here
 
@@ -223,14 +209,13 @@ class Connection:
         try:
             cursor = self.apsw.execute(sql, parameters)
             try:
-                names = tuple(d[0] for d in cursor.get_description())
+                names = columns(d[0] for d in cursor.get_description())
             except apsw.ExecutionCompleteError:  # no rows to describe
-                names = ()
-            rows = [Row(names, values) for values in cursor]
+                names = {}
+            found = [Row(names, values) for values in cursor]
         except apsw.Error as error:
-            raise _ERRORS.get(type(error), sqlite3.DatabaseError)(
-                str(error)) from error
-        return Cursor(rows, self.apsw.last_insert_rowid(), self.apsw.changes())
+            raise as_sqlite(error, _AS_SQLITE, sqlite3.DatabaseError) from error
+        return Cursor(found, self.apsw.last_insert_rowid(), self.apsw.changes())
 
     def executemany(self, sql: str, sequence) -> None:
         for parameters in sequence:

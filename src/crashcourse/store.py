@@ -33,6 +33,12 @@ the worker's own progress, which may stay at NORMAL.
 Connections are in autocommit mode (``isolation_level=None``): transactions
 are opened explicitly with ``immediate`` so the reader sees where each one
 begins and ends.
+
+From chapter 10 a store may also be a PostgreSQL server's (an address
+``postgresql://...``): ``connect`` then opens it through the adapter,
+``crashcourse.pgstore``, imported only then, and ``dialect(conn)`` says which
+database a connection is on (``crashcourse.dialect``: every spelling that
+differs between the two, by name).
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from crashcourse.dialect import SQLITE, Dialect
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
@@ -85,9 +93,7 @@ def connect(
     if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
         raise TypeError("busy_timeout_ms must be an int")
     if on_server(path):  # chapter 10: the same modules on a PostgreSQL server
-        from crashcourse import pgstore  # imports psycopg: only for a server's URL
-
-        return pgstore.connect_url(path, require=require)
+        return _open_server(path, require)
     for connector in reversed(_CONNECTORS):
         conn = connector(path, synchronous=level, busy_timeout_ms=busy_timeout_ms,
                          require=require)
@@ -147,6 +153,24 @@ def _open(path, timeout: float, require: tuple[str, ...],
     return conn
 
 
+def _open_server(url: str, require: tuple[str, ...]):
+    """A PostgreSQL store through the adapter; with ``require``, its tables
+    must exist, else ``StoreMissing`` and nothing is created (chapter 10)."""
+    from crashcourse import pgstore  # imports psycopg: only for a server's URL
+
+    conn = pgstore.connect_url(url)
+    try:
+        missing = [table for table in require if not table_exists(conn, table)]
+    except BaseException:
+        conn.close()
+        raise
+    if missing:
+        conn.close()
+        raise StoreMissing(f"{url.rsplit('@', 1)[-1]}: not installed"
+                           f" (no table {', '.join(missing)})")
+    return conn
+
+
 def refuse_damaged(conn, path, record: bool, schema: str = "main") -> None:
     """``StoreDamaged`` unless SQLite finds the file sound: ``quick_check``
     (every page readable and well formed), or for a system of record
@@ -190,10 +214,19 @@ def on_server(path) -> bool:
     return isinstance(path, str) and path.startswith(SERVER_SCHEMES)
 
 
-def dialect(conn) -> str:
-    """``"sqlite"`` or ``"postgres"``: which of a module's SQL fragments to use
-    where the two databases differ (chapter 10)."""
-    return getattr(conn, "dialect", "sqlite")
+def dialect(conn) -> Dialect:
+    """The spellings of ``conn``'s database (``crashcourse.dialect``):
+    ``POSTGRES`` for the adapter's connection, which says so; ``SQLITE`` for
+    any other, a sqlite3 connection or chapter 11's recording one. The one
+    place a module asks which database it is on (chapter 10)."""
+    return getattr(conn, "dialect", SQLITE)
+
+
+def table_exists(conn, table: str) -> bool:
+    """Whether ``table`` exists in ``conn``'s store; a read, it creates
+    nothing (chapter 07; on either database since chapter 10)."""
+    return conn.execute(dialect(conn).table_exists,
+                        {"table": table}).fetchone() is not None
 
 
 def now(conn, now: float | None = None) -> float:
@@ -202,14 +235,15 @@ def now(conn, now: float | None = None) -> float:
     worker's (chapter 10); a SQLite file has one host, so it is this one's."""
     from crashcourse.validate import clock
 
-    if now is not None or dialect(conn) == "sqlite":
+    store_clock = dialect(conn).store_clock
+    if now is not None or store_clock is None:
         return clock(now)
-    return conn.server_time()
+    return conn.execute(store_clock).fetchone()[0]
 
 
 @contextmanager
-def immediate(conn: sqlite3.Connection, *, shared: bool = False
-              ) -> Iterator[sqlite3.Connection]:
+def immediate(conn: sqlite3.Connection, *, shared: bool = False, then: str = "",
+              parameters: dict | None = None) -> Iterator:
     """Run the block in one ``BEGIN IMMEDIATE`` transaction.
 
     IMMEDIATE takes the write lock before the first read, so a check made inside
@@ -221,13 +255,20 @@ def immediate(conn: sqlite3.Connection, *, shared: bool = False
     writer excludes every other, as in SQLite, except the hot paths (a claim, a
     fenced write) which pass ``shared=True``, run side by side and lock their
     own rows instead. SQLite ignores ``shared``: its one writer is the rule.
+    ``then``, a statement (with ``parameters``), runs first under the lock,
+    and the block gets its cursor instead of ``conn``; on a server it goes in
+    the same round trip as the BEGIN (a claim's first, chapter 10).
     """
-    if shared and dialect(conn) != "sqlite":
-        conn.begin(shared=True)
-    else:
-        conn.execute("BEGIN IMMEDIATE")
+    spelled = dialect(conn)
+    if spelled.one_writer:
+        conn.execute(spelled.begin)
+        found = None
+    else:  # the store's lock, EXCLUSIVE or SHARED, and ``then``: one trip
+        found = conn.begin(shared=shared, then=then, parameters=parameters)
     try:
-        yield conn
+        if then and found is None:
+            found = conn.execute(then, parameters or {})
+        yield found if then else conn
     except BaseException:
         conn.execute("ROLLBACK")
         raise

@@ -36,9 +36,7 @@ from contextlib import closing
 from itertools import islice
 
 from crashcourse.store import immediate
-
-# An open turn is queued or held; ``claims`` takes these two and adds the ends.
-READY, RUNNING = "READY", "RUNNING"
+from crashcourse.work import READY, RUNNING  # an open turn: queued, or held
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

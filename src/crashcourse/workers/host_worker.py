@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 
 from crashcourse import claims, control, fence, orders, store
 from crashcourse.boundary import HOLD_EXPIRED, HOLD_SECONDS, observing
+from crashcourse.dialect import POSTGRES
 from crashcourse.example import FLOUR, ScriptedModel
 from crashcourse.services import supplier_client
 from crashcourse.store import StoreMissing, immediate, opened, sql_list
@@ -190,7 +191,7 @@ def open_work(conn) -> int:
 def backend_of(conn) -> int | None:
     """The server process serving ``conn`` (None for a SQLite file): the
     parent finds this worker's connection on the server by it."""
-    if store.dialect(conn) != "postgres":
+    if store.dialect(conn) is not POSTGRES:
         return None
     return conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
 

@@ -1,0 +1,176 @@
+"""One place for each difference between SQLite and PostgreSQL (chapter 10):
+``crashcourse.dialect``, read through ``store.dialect(conn)``; one ``Row``
+and one error mapping (``crashcourse.rows``); imports that run one way.
+
+The cases that take ``conn`` run on both backends (``store_at``)."""
+
+from __future__ import annotations
+
+import ast
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from crashcourse import claims, claims_server, control, fence, rows, store
+from crashcourse.dialect import POSTGRES, SQLITE
+from crashcourse.store import immediate, opened
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "crashcourse"
+
+
+@pytest.fixture
+def conn(store_at):
+    with opened(store_at("dialect")) as conn:
+        yield conn
+
+
+def test_a_connection_says_its_database(conn, backend):
+    assert store.dialect(conn) is {"sqlite": SQLITE, "postgres": POSTGRES}[backend]
+    assert store.dialect(sqlite3.connect(":memory:")) is SQLITE
+
+
+def test_whether_a_table_exists_is_a_read_on_both(conn):
+    assert not store.table_exists(conn, "runtime_control")
+    assert not control.is_paused(conn)  # a read: no table, not paused
+    assert not store.table_exists(conn, "runtime_control")  # and none made
+    control.install(conn)
+    assert store.table_exists(conn, "runtime_control")
+
+
+@pytest.mark.parametrize("table", ["scheduler_switch", "refusals", "transcript"])
+def test_a_numbered_key_is_never_given_twice(conn, table):
+    """Bug: SQLite's INTEGER PRIMARY KEY without AUTOINCREMENT gives the
+    largest number again once its row is deleted, so evidence that names a
+    row by its number (a run's ``allowed_by``, a refusal) would then name
+    another. A server's identity never does; the dialect keeps them equal."""
+    control.install(conn)
+    fence.install(conn)
+    row = {"scheduler_switch": "INSERT INTO scheduler_switch (state, who, reason,"
+                               " at) VALUES ('stopped', 'p', 'r', 0)",
+           "refusals": "INSERT INTO refusals (work_id, generation, owner, action,"
+                       " reason, at) VALUES ('w', 1, 'o', 'a', 'r', 0)",
+           "transcript": None}[table]
+    if row is None:  # a transcript row needs its work
+        claims.enqueue(conn, "phone:1", "s", "restock")
+        row = ("INSERT INTO transcript (work_id, generation, message)"
+               " SELECT id, 1, '{}' FROM work")
+    numbered = []
+    for _ in range(2):
+        with immediate(conn):
+            numbered.append(conn.execute(row + " RETURNING seq").fetchone()[0])
+            conn.execute(f"DELETE FROM {table}")
+    assert numbered[1] > numbered[0]
+
+
+def test_immediate_runs_its_first_statement_under_the_lock_and_rolls_back(conn):
+    conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
+    with immediate(conn, then="SELECT count(*) AS n FROM t") as found:
+        assert found.fetchone()[0] == 0
+        conn.execute("INSERT INTO t VALUES (:k)", {"k": "a"})
+    with pytest.raises(RuntimeError), immediate(conn, then="SELECT 1 AS one"):
+        conn.execute("INSERT INTO t VALUES (:k)", {"k": "b"})
+        raise RuntimeError("the block failed")
+    assert [row[0] for row in conn.execute("SELECT k FROM t")] == ["a"]
+
+
+def test_one_row_reads_by_position_and_by_name():
+    row = rows.Row(rows.columns(["k", "v"]), ("a", 1.5))
+    assert (row[0], row["v"], row.keys(), dict(row)) == (
+        "a", 1.5, ["k", "v"], {"k": "a", "v": 1.5})
+    with pytest.raises(KeyError):
+        row["missing"]
+
+
+def test_one_error_mapping_first_match_then_the_default():
+    class Theirs(Exception):
+        pass
+
+    class Busy(Theirs):
+        pass
+
+    table = ((Busy, sqlite3.OperationalError, rows.LOCKED),
+             (Theirs, sqlite3.IntegrityError, ""))
+    busy = rows.as_sqlite(Busy("waited"), table)
+    assert type(busy) is sqlite3.OperationalError and "locked" in str(busy)
+    assert type(rows.as_sqlite(Theirs("x"), table)) is sqlite3.IntegrityError
+    assert rows.as_sqlite(ValueError("y"), table) is None  # the driver's own
+    assert type(rows.as_sqlite(ValueError("y"), table,
+                               sqlite3.DatabaseError)) is sqlite3.DatabaseError
+
+
+# --- where the differences are written ---------------------------------------
+
+
+def imports_of(path: Path) -> set[str]:
+    """The crashcourse modules ``path`` imports, at the top or in a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.startswith("crashcourse.")}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_two_modules_import_each_other_even_lazily():
+    """Bug: ``store`` imported the adapter and the adapter ``store``;
+    ``claims`` handed over to ``claims_server``, which imported ``claims``."""
+    modules = {module_name(path): path for path in SRC.rglob("*.py")}
+    graph = {name: imports_of(path) & modules.keys()
+             for name, path in modules.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            name = todo.pop()
+            if name == goal:
+                return True
+            if name not in seen:
+                seen.add(name)
+                todo.extend(graph[name])
+        return False
+
+    cycles = sorted((name, other) for name, imported in graph.items()
+                    for other in imported if reaches(other, name))
+    assert cycles == []
+    assert "crashcourse.store" not in graph["crashcourse.pgstore"]
+    assert "crashcourse.claims" not in graph["crashcourse.claims_server"]
+
+
+# Words only a PostgreSQL store understands: outside the dialect, the adapter,
+# the server's own claim (complete SQL of its own) and the server process.
+SERVER_WORDS = ("to_regclass", "GENERATED ALWAYS AS IDENTITY", "information_schema",
+                "pg_advisory", "FOR UPDATE", "json_array_elements", "clock_timestamp")
+SERVER_MODULES = {"dialect.py", "pgstore.py", "claims_server.py", "postgres.py"}
+
+
+def test_a_servers_spellings_are_in_the_dialect_not_in_each_module():
+    spelled = sorted(
+        (path.name, word) for path in SRC.rglob("*.py")
+        if path.name not in SERVER_MODULES and "adapters" not in path.parts
+        for word in SERVER_WORDS if word in path.read_text())
+    assert spelled == []
+
+
+def test_no_module_asks_which_database_by_its_name():
+    asked = sorted(path.name for path in SRC.rglob("*.py")
+                   if "WORDS[" in (text := path.read_text())
+                   or 'dialect(conn) == "' in text or 'dialect(conn) != "' in text
+                   or ('getattr(conn, "dialect"' in text and path.name != "store.py"))
+    assert asked == []
+
+
+def test_the_ordinary_pick_on_a_server_says_where_it_looks_once():
+    """Its rule is where it looks (queued turns): the status is read once,
+    not as a look and again as ORDINARY's two tests of the same row."""
+    queued = claims_server.pick_sql(claims.ORDINARY, "queued", False, False)
+    assert queued.count("item.status") == 1
+    named = claims_server.pick_sql(claims.ORDINARY, "work_id", False, False)
+    assert claims.ORDINARY in named  # a named turn: the rule is needed whole
