@@ -38,7 +38,7 @@ from crashcourse.harness import kill_and_resume
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
 
-SCHEMA = "crashcourse.ch01.operation_keys/1"
+EVIDENCE_ID = "crashcourse.ch01.operation_keys/1"
 WORKER = ["-m", "crashcourse.workers.restock_note"]
 NOTE = {"sku": "oat-milk", "quantity": 24, "text": "24 cartons of oat milk"}
 CHANGED = {**NOTE, "quantity": 48}
@@ -220,7 +220,7 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 main = experiment.script(
-    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+    __file__, evidence_id=EVIDENCE_ID, run=run, parser=experiment.command_line(
         __doc__, count="repetitions", default=3,
         count_help="repetitions of every intervention",
         quick_help="one repetition, what the test suite runs"))

@@ -43,7 +43,7 @@ from crashcourse.harness import Harness
 from crashcourse.services import payments
 from crashcourse.workers import paying
 
-SCHEMA = "crashcourse.ch02.recovery_study/1"
+EVIDENCE_ID = "crashcourse.ch02.recovery_study/1"
 TASK, ORDER, AMOUNT, CURRENCY = "restock-1", "PO-1001", 4000, "USD"
 WORKER = ("-m", "crashcourse.workers.pay_invoice")
 RECOVERY_KILLS = 3  # replacements killed at random instants before the last one
@@ -302,7 +302,7 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 main = experiment.script(
-    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+    __file__, evidence_id=EVIDENCE_ID, run=run, parser=experiment.command_line(
         __doc__, count="repetitions", default=3,
         count_help="repetitions of every intervention",
         quick_help="one repetition, what the test suite runs", seed=2))

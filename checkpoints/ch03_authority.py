@@ -38,7 +38,7 @@ from crashcourse.services import payments
 from crashcourse.waiting import wait_until
 from crashcourse.workers import paying
 
-SCHEMA = "crashcourse.ch03.authority/1"
+EVIDENCE_ID = "crashcourse.ch03.authority/1"
 TASK, ORDER, AMOUNT, CURRENCY, KEY = "restock-3", "PO-3001", 4000, "USD", "pay-3001"
 WORKER = ("-m", "crashcourse.workers.charge")
 EXPIRY_S = 0.5
@@ -185,7 +185,7 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 main = experiment.script(
-    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+    __file__, evidence_id=EVIDENCE_ID, run=run, parser=experiment.command_line(
         __doc__, quick_help="four cases only, what the test suite runs"))
 
 if __name__ == "__main__":

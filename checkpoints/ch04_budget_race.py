@@ -48,7 +48,7 @@ from crashcourse.services import payments
 from crashcourse.store import opened
 from crashcourse.workers import paying
 
-SCHEMA = "crashcourse.ch04.budget_race/1"
+EVIDENCE_ID = "crashcourse.ch04.budget_race/1"
 WORKER = ("-m", "crashcourse.workers.charge")
 # Each race's worker and the boundary its racers are held at together.
 RACES = {"race": (WORKER, "before_payment"),
@@ -229,7 +229,7 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 main = experiment.script(
-    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+    __file__, evidence_id=EVIDENCE_ID, run=run, parser=experiment.command_line(
         __doc__, count="repetitions", default=20, count_help="race repetitions",
         quick_help=f"{QUICK_REPETITIONS} race repetitions, what the test suite runs"))
 

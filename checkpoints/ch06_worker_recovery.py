@@ -55,7 +55,7 @@ from crashcourse.store import opened, table_rows
 from crashcourse.waiting import wait_until
 from crashcourse.workers.shop_worker import run_once
 
-SCHEMA = "crashcourse/ch06_worker_recovery/1"
+EVIDENCE_ID = "crashcourse/ch06_worker_recovery/1"
 WORKER = ["-m", "crashcourse.workers.shop_worker"]
 # lease, request wait, supplier hold (s). Short on purpose: expiry is REAL time.
 TIMING = {"quick": (0.6, 0.3, 2.2), "full": (1.5, 0.8, 4.5)}
@@ -326,7 +326,7 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 main = experiment.script(
-    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+    __file__, evidence_id=EVIDENCE_ID, run=run, parser=experiment.command_line(
         __doc__, seed=6,
         quick_help="shorter leases and supplier hold, what the test suite runs"))
 

@@ -85,14 +85,14 @@ from crashcourse.services import drive, mail
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import (
     HELD,
-    PROBES,
+    PROBE_VARIANTS,
     REFUSED,
     STALE,
     build_world,
     paths,
 )
 
-SCHEMA = "crashcourse.ch07.random_kill_campaign/3"
+EVIDENCE_ID = "crashcourse.ch07.random_kill_campaign/3"
 QUICK_TRIALS = 4
 KILL_AT = ("boundary", "instant")
 PLAN = restock_plan()
@@ -767,7 +767,7 @@ def command_line():
                         "alive after its intent or admission, replacements killed "
                         f"at instants (--kills, at most {MAX_STALE_KILLS}), then "
                         "let go (default: killed holders only)")
-    parser.add_argument("--probe", choices=PROBES, default="correct",
+    parser.add_argument("--probe", choices=PROBE_VARIANTS, default="correct",
                         help="how a resumed run checks a step in doubt; "
                         "filename-only is the mutant (default: %(default)s)")
     parser.add_argument("--jobs", type=experiment.parse_count, default=2,
@@ -792,8 +792,8 @@ def cross_checks(args) -> str | None:
     return None
 
 
-main = experiment.script(__file__, schema=SCHEMA, run=run, parser=command_line(),
-                         check=cross_checks)
+main = experiment.script(__file__, evidence_id=EVIDENCE_ID, run=run,
+                         parser=command_line(), check=cross_checks)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -66,7 +66,7 @@ from crashcourse.store import opened, table_rows
 from crashcourse.waiting import wait_until
 from crashcourse.workers import workflow_worker
 
-SCHEMA = "crashcourse.ch08.workflow_recovery/2"
+EVIDENCE_ID = "crashcourse.ch08.workflow_recovery/2"
 STEPS = workflow_worker.STEPS
 POINTS = ("before_remote", "admitted", "after_remote")
 KILLS = tuple(f"{point}:{step}" for step in STEPS for point in POINTS)
@@ -505,7 +505,8 @@ def command_line():
     return parser
 
 
-main = experiment.script(__file__, schema=SCHEMA, run=run, parser=command_line())
+main = experiment.script(__file__, evidence_id=EVIDENCE_ID, run=run,
+                         parser=command_line())
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -86,7 +86,7 @@ from crashcourse.workers.journal_worker import (
     resume_command,
 )
 
-SCHEMA = "crashcourse.ch09.kill_switch/2"
+EVIDENCE_ID = "crashcourse.ch09.kill_switch/2"
 PLAN = restock_plan()
 GATE, FIRST_MAIL = 41, 42
 JOURNAL_WORKER = ("-m", "crashcourse.workers.journal_worker")
@@ -667,7 +667,7 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 main = experiment.script(
-    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+    __file__, evidence_id=EVIDENCE_ID, run=run, parser=experiment.command_line(
         __doc__, quick_help="the same cases with shorter loops, what the test "
         "suite runs"))
 

@@ -78,7 +78,7 @@ from crashcourse.workers.two_hosts import (
     world,
 )
 
-SCHEMA = "crashcourse.ch10.beyond_one_machine/1"
+EVIDENCE_ID = "crashcourse.ch10.beyond_one_machine/1"
 RACERS_PER_HOST = 4
 
 
@@ -412,7 +412,8 @@ def command_line():
     return parser
 
 
-main = experiment.script(__file__, schema=SCHEMA, run=run, parser=command_line())
+main = experiment.script(__file__, evidence_id=EVIDENCE_ID, run=run,
+                         parser=command_line())
 
 if __name__ == "__main__":
     sys.exit(main())

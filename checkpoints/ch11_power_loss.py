@@ -77,7 +77,7 @@ from crashcourse.powerloss_images import SCRATCH, SYNCED_ONLY, UNSYNCED_SUBSETS
 from crashcourse.powerloss_journal import blind_mail_actions, journal_case
 from crashcourse.powerloss_runs import commit_cost, pay_then_checkpoint_case
 
-SCHEMA = "crashcourse.ch11.power_loss/2"
+EVIDENCE_ID = "crashcourse.ch11.power_loss/2"
 FULL, NORMAL = Mode("WAL", "FULL"), Mode("WAL", "NORMAL")
 AS_SHIPPED = Mode("WAL", AS_OPENED)
 SERVICE_MODES = (FULL, NORMAL, Mode("DELETE", "FULL"), Mode("DELETE", "EXTRA"),
@@ -188,7 +188,7 @@ def run(args) -> tuple[dict, list[dict], dict]:
 
 
 main = experiment.script(
-    __file__, schema=SCHEMA, run=run, parser=experiment.command_line(
+    __file__, evidence_id=EVIDENCE_ID, run=run, parser=experiment.command_line(
         __doc__, quick_help="two payments per run, smaller samples, the journal "
         "under synced_only only: what the test suite runs", seed=11))
 

@@ -181,7 +181,7 @@ def test_a_stop_ends_the_run_at_a_step_boundary_with_nothing_in_doubt(world):
         return len(asked) > 12
 
     done = run(world, should_stop=stop_after_twelve)
-    assert done == {"skip": 0, "probe": 0, "run": 12, journal.STOPPED: 13}
+    assert done == {"skip": 0, "probe": 0, "run": 12, journal.STOPPED_BEFORE: 13}
     assert status(world).summary() == {"confirmed": 12, "in_doubt": 0,
                                        "not_started": 31}
     assert run(world) == {"skip": 12, "probe": 0, "run": 31}  # no key: finished
@@ -225,7 +225,7 @@ def test_the_worker_honours_the_flag_at_the_next_step_boundary(world, held_at,
         worker.release()
         finished = worker.finish()
     assert finished.returncode == 0, finished.stderr
-    assert json.loads(finished.stdout)[journal.STOPPED] == renamed + 1
+    assert json.loads(finished.stdout)[journal.STOPPED_BEFORE] == renamed + 1
     assert status(world).summary() == {"confirmed": renamed, "in_doubt": 0,
                                        "not_started": STEPS - renamed}
     with opened(world["where"]["drive"]) as drive_db:
@@ -250,7 +250,7 @@ def test_resume_rechecks_the_gates_first_and_refuses_when_one_fails(world):
 def test_resume_lifts_the_pause_and_finishes_the_plan(world):
     control.set_paused(world["journal"], True)
     paused = run(world, should_stop=lambda: control.is_paused(world["journal"]))
-    assert paused == {"skip": 0, "probe": 0, "run": 0, journal.STOPPED: 1}
+    assert paused == {"skip": 0, "probe": 0, "run": 0, journal.STOPPED_BEFORE: 1}
     result = decisions.resume(world["journal"], world["task"], world["actions"],
                               who="sam")
     assert sorted(result["gates"]) == [41]

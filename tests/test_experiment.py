@@ -135,7 +135,7 @@ def run_main(tmp_path, trials, *flags, extra=None):
 
     code = experiment.main(["--output", str(output), *flags],
                            parser=parser(count="trials", default=2),
-                           schema="crashcourse.test/1", script=__file__, run=run)
+                           evidence_id="crashcourse.test/1", script=__file__, run=run)
     return code, output, calls
 
 
@@ -195,9 +195,9 @@ def test_main_refuses_an_unwritable_output_before_any_trial(tmp_path, capsys, wh
     (tmp_path / "a-file").write_text("a file, not a directory\n")
     calls = []
     code = experiment.main(["--output", str(tmp_path / where)], parser=parser(),
-                           schema="crashcourse.test/1", script=__file__,
+                           evidence_id="crashcourse.test/1", script=__file__,
                            run=lambda args: calls.append(args) or ({}, []))
-    assert (code, calls) == (experiment.REFUSED, [])
+    assert (code, calls) == (experiment.BAD_INPUT, [])
     said = capsys.readouterr().err
     assert len(said.splitlines()) == 1 and said.startswith("refused: "), said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
@@ -211,12 +211,12 @@ def test_a_directory_that_refuses_a_new_file_is_refused(tmp_path, capsys,
 
     monkeypatch.setattr(experiment.tempfile, "mkstemp", denied)
     code, output, calls = run_main(tmp_path, [{"holds": True}])
-    assert (code, calls) == (experiment.REFUSED, []) and not output.exists()
+    assert (code, calls) == (experiment.BAD_INPUT, []) and not output.exists()
     assert "Permission denied" in capsys.readouterr().err
 
 
 def test_refused_and_failed_have_different_exit_statuses():
-    assert experiment.FAILED == 1 and experiment.REFUSED == 2
+    assert experiment.FAILED == 1 and experiment.BAD_INPUT == 2
 
 
 def test_the_writability_probe_leaves_nothing_behind(tmp_path):
@@ -230,7 +230,7 @@ def test_a_real_checkpoint_refuses_an_unwritable_output_at_once(tmp_path):
     done = subprocess.run([sys.executable, str(CH07), "--quick", "--output",
                            str(blocker / "evidence.json")],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == experiment.REFUSED, done.stderr
+    assert done.returncode == experiment.BAD_INPUT, done.stderr
     assert len(done.stderr.splitlines()) == 1 and "[1/" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
@@ -242,7 +242,7 @@ def test_a_dangling_symlink_as_output_is_refused_before_any_trial(tmp_path, caps
     output = tmp_path / "evidence.json"
     output.symlink_to(tmp_path / "elsewhere" / "evidence.json")
     code, _, calls = run_main(tmp_path, [{"holds": True}])
-    assert (code, calls) == (experiment.REFUSED, [])
+    assert (code, calls) == (experiment.BAD_INPUT, [])
     said = capsys.readouterr().err
     assert len(said.splitlines()) == 1 and "symlink" in said
     assert not (tmp_path / "elsewhere").exists()
@@ -272,7 +272,7 @@ def test_trials_the_machine_stopped_are_recorded_with_the_error(tmp_path, capsys
         raise OSError(errno.ENOSPC, "No space left on device", "/tmp/trial")
 
     code = experiment.main(["--output", str(output)], parser=parser(),
-                           schema="crashcourse.test/1", script=__file__, run=run)
+                           evidence_id="crashcourse.test/1", script=__file__, run=run)
     assert code == experiment.FAILED
     document = json.loads(output.read_text())
     assert document["trials"] == []
@@ -298,7 +298,7 @@ def test_a_really_full_filesystem_leaves_no_partial_evidence(tmp_path, capsys):
         output = folder / "evidence.json"
         big = [{"holds": True, "note": "y" * 200} for _ in range(100)]
         code = experiment.main(["--output", str(output)], parser=parser(),
-                               schema="crashcourse.test/1", script=__file__,
+                               evidence_id="crashcourse.test/1", script=__file__,
                                run=lambda args: ({}, big))
         assert code == experiment.FAILED
         assert sorted(p.name for p in folder.iterdir()) == ["filler"]
@@ -316,7 +316,7 @@ def test_a_really_full_filesystem_leaves_no_partial_evidence(tmp_path, capsys):
 def test_a_checkpoint_refuses_bad_arguments_in_one_line(argv, capsys):
     with pytest.raises(SystemExit) as refused:
         parser(count="trials", default=2, seed=7).parse_args(argv)
-    assert refused.value.code == experiment.REFUSED
+    assert refused.value.code == experiment.BAD_INPUT
     said = capsys.readouterr().err
     assert len(said.splitlines()) == 1 and "error:" in said and "usage" not in said
 
@@ -517,7 +517,7 @@ def test_script_is_the_checkpoint_s_main(tmp_path):
         calls.append(args)
         return {"held": 1}, [{"holds": True}], {"manifest": {"server": "pg 17"}}
 
-    main = experiment.script(__file__, schema="crashcourse.test/1",
+    main = experiment.script(__file__, evidence_id="crashcourse.test/1",
                              parser=parser(), run=run)
     output = tmp_path / "evidence.json"
     assert main(["--output", str(output), "--quick"]) == 0 and len(calls) == 1
@@ -532,13 +532,13 @@ def test_script_is_the_checkpoint_s_main(tmp_path):
 def test_script_refuses_options_its_check_rejects_before_anything(tmp_path, capsys):
     calls = []
     main = experiment.script(
-        __file__, schema="crashcourse.test/1", parser=parser(),
+        __file__, evidence_id="crashcourse.test/1", parser=parser(),
         run=lambda args: calls.append(args) or ({}, [{"holds": True}]),
         check=lambda args: "--quick is not for this" if args.quick else None)
     output = tmp_path / "evidence.json"
     with pytest.raises(SystemExit) as refused:
         main(["--output", str(output), "--quick"])
-    assert refused.value.code == experiment.REFUSED and calls == []
+    assert refused.value.code == experiment.BAD_INPUT and calls == []
     said = capsys.readouterr().err
     assert len(said.splitlines()) == 1 and "--quick is not for this" in said
     assert not output.exists()

@@ -120,19 +120,19 @@ def first_step(conn, name="reserve") -> dict:
 
 
 def test_a_recovery_neither_probes_nor_calls_while_the_lease_is_live(conn):
-    """Bug: ``run_step`` probes a step in doubt whatever its attempt's lease
+    """Bug: ``advance_step`` probes a step in doubt whatever its attempt's lease
     says, so a paused holder and its replacement both call."""
     version = attempted(conn)
     asked = []
     before = workflow_steps.snapshot(conn)
     with pytest.raises(workflow_steps.AttemptHeld) as held:
-        workflow_steps.run_step(conn, WF, first_step(conn), counting_remote(asked),
+        workflow_steps.advance_step(conn, WF, first_step(conn), counting_remote(asked),
                                 version=version, who="recovery", now=LIVE)
     assert (held.value.who, held.value.version) == ("holder", version)
     assert held.value.left_s == pytest.approx(workflow_steps.LEASE_S - 1)
     assert asked == [] and workflow_steps.snapshot(conn) == before
     # once the lease is over the probe settles it, then the recovery calls
-    workflow_steps.run_step(conn, WF, first_step(conn), counting_remote(asked),
+    workflow_steps.advance_step(conn, WF, first_step(conn), counting_remote(asked),
                             version=version, who="recovery", now=OVER)
     assert asked == ["probe", "call"]
 
@@ -144,7 +144,7 @@ def test_a_holder_paused_after_its_attempt_is_refused_before_its_call(conn):
     paused = attempted(conn)
     step = first_step(conn)
     asked = []
-    workflow_steps.run_step(conn, WF, step, counting_remote(asked),
+    workflow_steps.advance_step(conn, WF, step, counting_remote(asked),
                             version=paused, who="recovery", now=OVER)
     assert asked == ["probe", "call"]  # the replacement called, once
     late = []

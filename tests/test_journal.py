@@ -427,7 +427,7 @@ def test_a_stop_is_asked_with_every_earlier_outcome_in_the_journal(world):
         return len(asked) > 12
 
     done = run(world, should_stop=stop)
-    assert done == {"skip": 0, "probe": 0, "run": 12, journal.STOPPED: 13}
+    assert done == {"skip": 0, "probe": 0, "run": 12, journal.STOPPED_BEFORE: 13}
     # ask N (before step N acts) sees steps 1..N-1 confirmed
     assert [a["confirmed"] for a in asked] == list(range(13))
     assert status(world).summary() == {"confirmed": 12, "in_doubt": 0,
@@ -616,7 +616,7 @@ def test_run_step_refuses_a_bad_step_before_anything(world, bad, error):
     assert asked == []
     nothing_done(world, performed)
     with pytest.raises(error):
-        journal.check_gate(world["task"], bad, probe)
+        journal.probe_gate(world["task"], bad, probe)
     assert asked == []
 
 
@@ -633,7 +633,7 @@ def test_every_entry_refuses_a_blank_task_and_writes_nothing(tmp_path, world, ta
                      lambda: journal.run_step(conn, task, first, rename, claim),
                      lambda: journal.Pending(conn, task, claim),
                      lambda: journal.claim_task(conn, task, "w", ttl=5),
-                     lambda: journal.check_gate(task, first, rename),
+                     lambda: journal.probe_gate(task, first, rename),
                      lambda: journal.confirmed_count(conn, task),
                      lambda: journal.journal_status(conn, task, plan),
                      lambda: journal.entries(conn, task),

@@ -203,7 +203,7 @@ def test_a_stop_keeps_new_intents_out_and_lets_the_outcome_in(world):
         else None)
     done = journal.run_plan(conn, task, PLAN, actions, claim)  # no should_stop
     conn.set_trace_callback(None)
-    assert done == {"skip": 0, "probe": 0, "run": 5, journal.STOPPED: 6}
+    assert done == {"skip": 0, "probe": 0, "run": 5, journal.STOPPED_BEFORE: 6}
     assert len(intents) == 5  # step 6's was never written, not written and undone
     status = journal.journal_status(conn, task, PLAN)
     assert status.summary() == {"confirmed": 5, "in_doubt": 0,
@@ -225,7 +225,7 @@ def test_a_pause_refuses_the_admission_and_withdraws_the_intent(world):
     actions, performed = counting(world)
     with boundary.observing(pause):
         done = journal.run_plan(conn, task, PLAN, actions, claim)
-    assert done[journal.STOPPED] == 2 and performed == [1]
+    assert done[journal.STOPPED_BEFORE] == 2 and performed == [1]
     assert journal.journal_status(conn, task, PLAN).summary()["in_doubt"] == 0
 
 
@@ -235,7 +235,7 @@ def test_run_task_gives_the_lease_back_and_a_finished_task_is_done(world):
     conn, task = world["conn"], world["task"]
     stopped = journal.run_task(conn, task, PLAN, world["actions"], owner="a",
                                ttl=600, should_stop=lambda: renamed(world) >= 3)
-    assert stopped[journal.STOPPED] == 4
+    assert stopped[journal.STOPPED_BEFORE] == 4
     assert journal.holder(conn, task)["status"] == claims.READY
     finished = journal.run_task(conn, task, PLAN, world["actions"], owner="b",
                                 ttl=600)

@@ -27,11 +27,11 @@ from crashcourse.powerloss_images import (
     SYNCED_ONLY,
     UNSYNCED_SUBSETS,
     Point,
-    check_database,
     crash_states,
     explore,
     image_at,
     images,
+    judge_database,
     possible,
 )
 from crashcourse.powerloss_vfs import (
@@ -285,8 +285,8 @@ def test_a_garbled_or_missing_database_is_corrupt(folder):
     data = bytearray(path.read_bytes())
     data[4096:8192] = b"\xff" * 4096
     path.write_bytes(bytes(data))
-    assert check_database(path)["corrupt"] is True
-    assert check_database(folder / "none.sqlite") == {"corrupt": True,
+    assert judge_database(path)["corrupt"] is True
+    assert judge_database(folder / "none.sqlite") == {"corrupt": True,
                                                       "problems": ["missing"]}
 
 

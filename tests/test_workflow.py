@@ -238,7 +238,7 @@ def test_a_step_in_doubt_is_probed_before_any_call(conn, happened, calls_expecte
                                           expected_version=version, who="dead")
     calls = []
     step = workflow_steps.progress(conn, WF)[0]
-    state, version = workflow_steps.run_step(conn, WF, step,
+    state, version = workflow_steps.advance_step(conn, WF, step,
                                              fake_remote(happened, calls),
                                              version=version, who="w", now=LATER)
     assert (state, len(calls)) == (RUNNING, calls_expected)

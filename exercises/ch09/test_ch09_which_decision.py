@@ -98,7 +98,7 @@ def read_situation(mod, world, *, plan_right):
     gates = {}
     for step in (s for s in plan.steps if s.gate):
         try:
-            journal.check_gate(task, step, actions[step.action])
+            journal.probe_gate(task, step, actions[step.action])
             gates[step.number] = True
         except GateFailed:
             gates[step.number] = False

@@ -163,7 +163,7 @@ def resume(conn: sqlite3.Connection, task: str, actions: dict, *, who: str,
     if any(row["decision"] == UNWIND for row in history(conn, task)):
         raise DecisionRefused(f"task {task} was unwound; it cannot be resumed")
     journal.wait_out(conn, task)  # a killed or frozen holder's lease runs out
-    gates = {step.number: journal.check_gate(task, step, actions[step.action])
+    gates = {step.number: journal.probe_gate(task, step, actions[step.action])
              for step in plan.steps if step.gate}
     _record(conn, task, RESUME, who, {**shown(conn, task, plan),
                                       "gates_passed": sorted(gates)})

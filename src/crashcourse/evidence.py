@@ -108,16 +108,17 @@ def attempt(identity: dict, run: Callable[..., dict], *args: object) -> dict:
 
 def record(
     path: str | Path,
-    schema: str,
+    evidence_id: str,
     script: str | Path,
     summary: dict,
     trials: list,
     argv: list[str] | None = None,
     **extra: object,
 ) -> Path:
-    """Write a checkpoint's artifact: schema, manifest, summary, trials (+ extra)."""
+    """Write a checkpoint's artifact: what it is (``evidence_id``, kept as the
+    document's ``schema``), manifest, summary, trials (+ extra)."""
     document = {
-        "schema": schema,
+        "schema": evidence_id,
         "manifest": manifest(script, argv),
         "summary": summary,
         "trials": trials,

@@ -23,11 +23,13 @@ same sequence, so one chapter's evidence reads like another's.
 - ``main`` refuses, before any trial runs, an ``--output`` that exists or
   that could not be written: its directory is missing, is not a directory, or
   refuses a new file (one is made there and removed to find out). Either is
-  one line on stderr and exit ``REFUSED`` (2, as argparse's own refusals), so
+  one line on stderr and exit ``BAD_INPUT`` (2, as argparse's own refusals
+  and every worker's bad input), so
   no run is spent on evidence that would be lost. It then runs the trials,
   adds ``elapsed_s`` and ``quick`` to the summary, records the evidence
-  (``evidence.record``) and exits 0 only when every trial holds, else
-  ``FAILED`` (1).
+  (``evidence.record``, under the script's ``EVIDENCE_ID``: what its
+  evidence is, and which version) and exits 0 only when every trial holds,
+  else ``FAILED`` (1).
 
 Every wait in a checkpoint is bounded by ``TIMEOUT``.
 """
@@ -48,11 +50,11 @@ from typing import TextIO
 
 from crashcourse import evidence
 from crashcourse.harness import DEFAULT_TIMEOUT, Harness
-from crashcourse.workers.options import argument_parser, whole_number
+from crashcourse.workers.options import BAD_INPUT, argument_parser, whole_number
 
 TIMEOUT = DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
 MAX_TRIALS = 10_000  # trials (or repetitions) in one run; more is a typo
-FAILED, REFUSED = 1, 2  # exit statuses: a trial failed; refused before any ran
+FAILED = 1  # exit status: a trial failed (BAD_INPUT, 2: refused before any ran)
 
 
 def parse_count(text: str) -> int:
@@ -236,13 +238,19 @@ def main(
     argv: list[str] | None,
     *,
     parser: argparse.ArgumentParser,
-    schema: str,
+    evidence_id: str | None = None,
     script: str | Path,
     run: Run,
     check: Callable[[argparse.Namespace], str | None] | None = None,
+    schema: str | None = None,
 ) -> int:
-    """Parse, refuse an existing or unwritable ``--output`` (``REFUSED``), run,
-    record, judge (chapter 02).
+    """Parse, refuse an existing or unwritable ``--output`` (``BAD_INPUT``),
+    run, record, judge (chapter 02).
+
+    ``evidence_id`` says what the evidence is and its version
+    (``"crashcourse.ch01.operation_keys/1"``), the document's ``schema``
+    field. (``schema=`` is its retired keyword, kept only until chapter 12's
+    checkpoint says ``evidence_id=``.)
 
     ``check(args)``, if given, says why options that each parsed cannot go
     together (refused like any bad usage: one line, exit 2), or None.
@@ -251,14 +259,17 @@ def main(
     ``manifest``, if any, adds fields to the manifest (what ran: a server's
     version). Returns 0 when there are trials and every one has
     ``holds: True``, else ``FAILED``."""
+    evidence_id = evidence_id or schema
+    if not evidence_id:
+        raise TypeError("main() needs evidence_id=")
     args = parser.parse_args(argv)
     if check is not None and (why := check(args)) is not None:
-        parser.error(why)  # exits REFUSED, before the output is even looked at
+        parser.error(why)  # exits BAD_INPUT, before the output is even looked at
     if evidence.refused_output(args.output):
-        return REFUSED
+        return BAD_INPUT
     if (why := unwritable(args.output)) is not None:
         print(f"refused: {why}", file=sys.stderr, flush=True)
-        return REFUSED
+        return BAD_INPUT
     started = time.monotonic()
     try:
         summary, trials, *extra = run(args)
@@ -274,11 +285,11 @@ def main(
     if "manifest" in extra:
         extra["manifest"] = {**evidence.manifest(script, ran), **extra["manifest"]}
     try:
-        evidence.record(args.output, schema, script, summary, trials, argv=ran,
-                        **extra)
+        evidence.record(args.output, evidence_id, script, summary, trials,
+                        argv=ran, **extra)
     except evidence.EvidenceExists as refused:  # appeared while the trials ran
         print(f"refused: {refused}", file=sys.stderr)
-        return REFUSED
+        return BAD_INPUT
     except OSError as lost:  # nothing was left at --output
         print(f"no evidence written to {args.output}: {lost.strerror or lost};"
               f" {len(trials)} trials ran", file=sys.stderr, flush=True)
@@ -292,7 +303,7 @@ def main(
 def script(
     path: str | Path,
     *,
-    schema: str,
+    evidence_id: str,
     parser: argparse.ArgumentParser,
     run: Run,
     check: Callable[[argparse.Namespace], str | None] | None = None,
@@ -302,7 +313,7 @@ def script(
     (chapter 02). A checkpoint ends ``main = experiment.script(...)``."""
 
     def checkpoint_main(argv: list[str] | None = None) -> int:
-        return main(argv, parser=parser, schema=schema, script=path, run=run,
-                    check=check)
+        return main(argv, parser=parser, evidence_id=evidence_id, script=path,
+                    run=run, check=check)
 
     return checkpoint_main

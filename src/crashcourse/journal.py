@@ -53,7 +53,7 @@ ends a run with nothing in doubt.
 * ``after_outcome``: N's outcome held, not written: as at ``after_action``.
 
 The reads (``confirmed_count``, ``journal_status``, ``entries``,
-``resolutions``, ``check_gate``) and the checks at the door are in
+``resolutions``, ``probe_gate``) and the checks at the door are in
 ``journal_reads`` and answer here too. Chapter 09 adds ``should_stop``.
 """
 
@@ -72,13 +72,13 @@ from crashcourse.journal_reads import (  # noqa: F401  (journal.journal_status e
     RUN,
     JournalStatus,
     check_action,
-    check_gate,
     check_remaining,
     check_step,
     check_task,
     confirmed_count,
     entries,
     journal_status,
+    probe_gate,
     resolutions,
     step_key,
     step_row,
@@ -90,7 +90,7 @@ from crashcourse.validate import check_count
 PHASES = ("before_intent", "after_intent", "after_action", "after_outcome")
 ADMITTED = "admitted"  # step-N:admitted: checked, the request not yet sent
 SKIP = "skip"  # how run_step settled a step: SKIP, PROBE or RUN
-STOPPED = "stopped_before"  # run_plan's result: the step a stop came before
+STOPPED_BEFORE = "stopped_before"  # run_plan's result: the step a stop came before
 ROLE = "journal"  # the role of a task's work row, beside chapter 05's "shop"
 DEFAULT_WAIT_S = 1.0  # an action's declared wait, unless it declares its own
 DEFAULT_TTL_S = 3.0  # a run's lease, renewed by every intent it commits
@@ -416,7 +416,7 @@ def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action,
     outcome. In a run (``pending``, from ``run_plan``) the previous outcome
     commits with this intent, this step's outcome is left in ``pending`` for
     the next, and ``should_stop`` is asked after that commit: on True the
-    intent is withdrawn, ``STOPPED`` (chapter 09), as when the pause flag is
+    intent is withdrawn, ``STOPPED_BEFORE`` (chapter 09), as when the pause flag is
     found set at the intent's commit or at the admission. A step the target
     already shows done before its intent (the journal lost its tail: chapter
     07's deleted ``-wal``) is recorded as the probe found it, ``PROBE``, and
@@ -441,15 +441,15 @@ def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action,
               "before": _dumps(before)}
     if done and not step.gate:  # already there: record it as found, never redo
         return PROBE if pending.commit({**intent, "outcome": intent["before"],
-                                        "by": PROBE}) else STOPPED
+                                        "by": PROBE}) else STOPPED_BEFORE
     if not pending.commit(intent):
-        return STOPPED  # the pause flag, read under the intent's lock
+        return STOPPED_BEFORE  # the pause flag, read under the intent's lock
     if should_stop is not None and should_stop():  # every earlier outcome is in
         _withdraw(conn, claim, task, step.number, now)
-        return STOPPED
+        return STOPPED_BEFORE
     boundary(f"{name}:after_intent")
     if not admit(conn, claim, task, step, action.wait_s, now):
-        return STOPPED
+        return STOPPED_BEFORE
     boundary(f"{name}:{ADMITTED}")  # what no check here closes: from here to the send
     result = action.execute(step.args, key)
     boundary(f"{name}:after_action")
@@ -475,7 +475,7 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
     next holder's probe. ``should_stop()`` is asked once per remaining step,
     before it acts and with every earlier outcome in the journal (chapter
     09); on True, or with the pause flag found set, the run ends with nothing
-    in doubt, ``STOPPED``: N. Every step left is checked first
+    in doubt, ``STOPPED_BEFORE``: N. Every step left is checked first
     (``check_remaining``): a bad one raises, nothing written.
     """
     if not isinstance(plan, Plan):
@@ -491,15 +491,15 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
         for step in remaining:
             held = pending.step is not None  # the previous outcome, not written
             if not held and stop():
-                done[STOPPED] = step.number
+                done[STOPPED_BEFORE] = step.number
                 break
             if step.gate:
-                check_gate(task, step, actions[step.action])
+                probe_gate(task, step, actions[step.action])
             how = run_step(conn, task, step, actions[step.action], claim,
                            pending=pending, should_stop=stop if held else None,
                            now=now)
-            if how == STOPPED:
-                done[STOPPED] = step.number
+            if how == STOPPED_BEFORE:
+                done[STOPPED_BEFORE] = step.number
                 break
             done[how] += 1
     except fence.StaleClaim:
@@ -527,7 +527,7 @@ def run_task(conn: sqlite3.Connection, task: str, plan: Plan,
     DONE once every step is confirmed, else queued for the next claim; the
     counts of ``run_plan`` (chapter 07).
 
-    Not claimed: the pause flag is set (the counts, ``STOPPED`` at the next
+    Not claimed: the pause flag is set (the counts, ``STOPPED_BEFORE`` at the next
     step, nothing written), the plan is already finished (every step
     skipped), the task was cancelled (``TaskCancelled``), or another lease
     is live (``TaskHeld``). Whatever ends a run early, the lease is given
@@ -542,7 +542,7 @@ def run_task(conn: sqlite3.Connection, task: str, plan: Plan,
             seen = holder(conn, task)
             raise TaskHeld(f"task {task} is held by {seen['owner']} (generation"
                            f" {seen['generation']}) until {seen['expires']}")
-        stopped = {} if why == "done" else {STOPPED: skipped + 1}
+        stopped = {} if why == "done" else {STOPPED_BEFORE: skipped + 1}
         return {SKIP: skipped, PROBE: 0, RUN: 0, **stopped}
     try:
         done = run_plan(conn, task, plan, actions, claim, should_stop=should_stop,
@@ -553,7 +553,7 @@ def run_task(conn: sqlite3.Connection, task: str, plan: Plan,
         except fence.StaleClaim:
             pass  # no longer this holder's to give back
         raise
-    complete = STOPPED not in done and finished(conn, task, plan)
+    complete = STOPPED_BEFORE not in done and finished(conn, task, plan)
     try:
         fence.release(conn, claim, done=complete, now=now,
                       outcome="plan finished" if complete else "")

@@ -10,7 +10,7 @@ The journal's door is here too, for reads and writes alike: ``check_task``,
 ``check_step`` and ``check_remaining`` refuse what no row could honestly
 record (a blank task, a step numbered 0, -1, 1.5 or True, arguments with NaN)
 before anything is read, written or run (issue 14, as ``effects.apply_once``
-does). So is ``check_gate``, which asks a gate's target and writes nothing.
+does). So is ``probe_gate``, which asks a gate's target and writes nothing.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ def step_key(task: str, step: Step) -> str:
     return operation_key(task, step.number, step.action, step.args)
 
 
-def check_gate(task: str, step: Step, action) -> dict:
-    """Check a verification gate now: what it saw, or ``GateFailed``.
+def probe_gate(task: str, step: Step, action) -> dict:
+    """Ask a verification gate's probe now: what it saw, or ``GateFailed``.
 
-    A gate changes nothing, so it is checked BEFORE its intent: a failing
+    A gate changes nothing, so it is probed BEFORE its intent: a failing
     gate leaves no row, nothing in doubt (chapter 09). The task is checked
     by ``step_key`` (``effects.operation_key``)."""
     check_action(check_step(step), action)

@@ -60,7 +60,7 @@ class OldPlanStore(RuntimeError):
 class GateFailed(RuntimeError):
     """A verification gate's check failed; nothing was written (chapter 09).
 
-    ``journal.check_gate`` raises it, before the gate's intent is written."""
+    ``journal.probe_gate`` raises it, before the gate's intent is written."""
 
     def __init__(self, step: int, observed: dict):
         super().__init__(f"gate step {step} failed: {observed}")

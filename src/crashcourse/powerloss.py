@@ -41,7 +41,7 @@ from pathlib import Path
 import apsw
 
 from crashcourse import store
-from crashcourse.powerloss_images import SYNCED_ONLY, check_database, explore
+from crashcourse.powerloss_images import SYNCED_ONLY, explore, judge_database
 from crashcourse.powerloss_vfs import MARK, Connection, Recorder, RecordingVFS
 from crashcourse.services import payments
 
@@ -201,7 +201,7 @@ def judge_service(folder: Path) -> dict:
     """Experiment 1's judgement of one image: intact? which payments? And
     does the payment service's own open refuse it? (chapter 11)"""
     refused = runtime_opens(folder, "payments.sqlite", payments.TABLES)
-    return {**check_database(folder / "payments.sqlite", paid_keys),
+    return {**judge_database(folder / "payments.sqlite", paid_keys),
             "refused": refused}
 
 

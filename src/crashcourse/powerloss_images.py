@@ -34,7 +34,7 @@ the new, pages dropped after an fsync that failed, a file's new size kept
 without its data. Neither model produces those.
 
 Each image is written into a scratch folder and handed to a ``judge``, which
-opens it with the standard library's ``sqlite3``; ``check_database`` is the
+opens it with the standard library's ``sqlite3``; ``judge_database`` is the
 judgement every experiment starts from: ``PRAGMA integrity_check`` and rows.
 """
 
@@ -254,9 +254,9 @@ def _judged(folder: Path, image: dict[str, bytes], judge) -> dict:
     return judge(folder)
 
 
-def check_database(path: str | os.PathLike, read: Callable | None = None) -> dict:
-    """Open a crash image's database with the standard ``sqlite3`` (without
-    creating it): ``corrupt`` when it is missing, unreadable or fails
+def judge_database(path: str | os.PathLike, read: Callable | None = None) -> dict:
+    """Judge a crash image's database, opened with the standard ``sqlite3``
+    (without creating it): ``corrupt`` when it is missing, unreadable or fails
     ``PRAGMA integrity_check``; else what ``read(conn)`` returns (chapter 11)."""
     if not os.path.exists(path):
         return {"corrupt": True, "problems": ["missing"]}

@@ -43,7 +43,7 @@ from crashcourse.powerloss import (
     recording,
     runtime_opens,
 )
-from crashcourse.powerloss_images import SYNCED_ONLY, check_database, explore
+from crashcourse.powerloss_images import SYNCED_ONLY, explore, judge_database
 from crashcourse.powerloss_runs import marking
 from crashcourse.services import drive, mail
 from crashcourse.workers.journal_worker import paths, restock_actions
@@ -141,7 +141,7 @@ def resume_journal(folder: Path, task: str, actions=restock_actions) -> dict:
         for name, tables, record in (("journal", ("journal",), False),
                                      ("drive", drive.TABLES, True),
                                      ("mail", mail.TABLES, True)))), None)
-    checked = [check_database(where[name]) for name in ("journal", "drive", "mail")]
+    checked = [judge_database(where[name]) for name in ("journal", "drive", "mail")]
     if any(c["corrupt"] for c in checked):
         return {"corrupt": True, "refused": refused,
                 "problems": [p for c in checked for p in c.get("problems", [])]}

@@ -37,7 +37,7 @@ from crashcourse.powerloss import (
     set_up_service,
     tally,
 )
-from crashcourse.powerloss_images import SYNCED_ONLY, check_database, explore
+from crashcourse.powerloss_images import SYNCED_ONLY, explore, judge_database
 from crashcourse.services import payments
 from crashcourse.workers import paying
 from crashcourse.workers.pay_invoice import payment_key
@@ -101,8 +101,8 @@ def resume_payments(folder: Path, count: int) -> dict:
     service, state_path = folder / "payments.sqlite", folder / WORKER
     refused = (runtime_opens(folder, service.name, payments.TABLES)
                or runtime_opens(folder, WORKER, ("checkpoints",), record=False))
-    before = check_database(service, paid_keys)
-    worker = check_database(state_path)
+    before = judge_database(service, paid_keys)
+    worker = judge_database(state_path)
     if before["corrupt"] or worker["corrupt"]:
         return {"corrupt": True, "refused": refused,
                 "problems": before.get("problems", []) + worker.get("problems", [])}

@@ -1,6 +1,6 @@
 """The steps of a workflow and what became of their effects (chapter 08).
 
-A step (``run_step``) is one remote call between two version-checked
+A step (``advance_step``) is one remote call between two version-checked
 transitions of ``crashcourse.workflow``, each with its row here:
 ``attempt_step`` BEFORE the call (of two workers holding one version, only
 one gets past it) and ``record_outcome`` AFTER it, whose ``happened`` says
@@ -211,7 +211,7 @@ def release_lease(conn: sqlite3.Connection, workflow_id: str, version: int, *,
             {"at": at, "id": workflow_id, "version": version}).rowcount == 1
 
 
-def run_step(conn: sqlite3.Connection, workflow_id: str, step: dict,
+def advance_step(conn: sqlite3.Connection, workflow_id: str, step: dict,
              remote: Remote, *, version: int, who: str, lease_s: float = LEASE_S,
              now: float | None = None) -> tuple[str, int]:
     """One step of ``progress`` that is not done; the (state, version) it
@@ -246,7 +246,7 @@ def call_step(conn: sqlite3.Connection, workflow_id: str, step: dict,
     (state, version) it left. Refused at the admission or at the outcome,
     the holder hands its lease back and raises (chapter 08).
 
-    Boundaries: ``before_remote:<step>`` (in ``run_step``: attempted, not yet
+    Boundaries: ``before_remote:<step>`` (in ``advance_step``: attempted, not yet
     admitted), ``admitted:<step>`` (the residual window) and
     ``after_remote:<step>`` (called, outcome not written)."""
     name, args, key = step["step"], step["args"], step["operation_key"]

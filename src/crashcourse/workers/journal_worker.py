@@ -76,7 +76,9 @@ from crashcourse.workers.options import (
     text_options,
 )
 
-PROBES = ("correct", "filename-only")
+# How a resumed run probes a step in doubt: the right probe, or the mutant
+# that reads the file's name alone (chapter 07's negative control).
+PROBE_VARIANTS = ("correct", "filename-only")
 
 
 def paths(directory: str) -> dict[str, str]:
@@ -122,8 +124,8 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
     declaration). Chapter 09 adds the rename's restore and the ``credential``
     presented with every effect.
     """
-    if probe not in PROBES:
-        raise ValueError(f"probe must be one of {PROBES}")
+    if probe not in PROBE_VARIANTS:
+        raise ValueError(f"probe must be one of {PROBE_VARIANTS}")
     by_id = drive.probe_rename if probe == "correct" else drive.probe_rename_by_name
 
     def rename(args: dict, operation_key: str) -> dict:
@@ -189,13 +191,13 @@ def parse(argv: list[str]) -> dict:
     a lease or wait out of range, or a DIR that is not a directory
     (``options.text_options``) (chapter 07)."""
     options = text_options(argv, ("dir", "task"),
-                           {"probe": PROBES[0], "credential": None, "resume-by": None,
-                            "broker": None,
+                           {"probe": PROBE_VARIANTS[0], "credential": None,
+                            "resume-by": None, "broker": None,
                             "ttl": str(journal.DEFAULT_TTL_S),
                             "wait": str(journal.DEFAULT_WAIT_S), "owner": OWNER},
                            USAGE)
-    if options["probe"] not in PROBES:
-        raise ValueError(f"--probe must be one of {PROBES}; {USAGE}")
+    if options["probe"] not in PROBE_VARIANTS:
+        raise ValueError(f"--probe must be one of {PROBE_VARIANTS}; {USAGE}")
     for name in ("ttl", "wait"):
         try:
             options[name] = float(options[name])

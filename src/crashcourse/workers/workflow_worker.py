@@ -27,7 +27,7 @@ refused the call (``refused``); 4 held: an earlier attempt's lease outlasts
 the patience (``held``); 2 bad input (usage, a blank value, an unknown
 workflow, a file in DIR not installed): one line on stderr, nothing written.
 ``--mode unversioned`` and ``--mode unleased`` are DRAFTS (``run_naive``,
-``run_step_unleased``), kept to be caught.
+``advance_step_unleased``), kept to be caught.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
 
 def run(conn, workflow_id: str, remotes: dict, *, who: str, model=None,
         lease_s: float = workflow_steps.LEASE_S, patience_s: float = PATIENCE_S,
-        step=workflow_steps.run_step) -> dict:
+        step=workflow_steps.advance_step) -> dict:
     """Run or recover one workflow from its rows; what it left (chapter 08).
 
     ``model`` is asked only when no such workflow is recorded yet. Every write
@@ -205,12 +205,12 @@ def run(conn, workflow_id: str, remotes: dict, *, who: str, model=None,
             "waited_for": waited}
 
 
-def run_step_unleased(conn, workflow_id: str, step: dict, remote: Remote, *,
+def advance_step_unleased(conn, workflow_id: str, step: dict, remote: Remote, *,
                       version: int, who: str, lease_s: float) -> tuple[str, int]:
     """DRAFT, the chapter's second failed attempt: versions and no lease. A
     step in doubt is probed at once, and the call leaves with no admission,
     so a holder paused after its attempt calls after its replacement did.
-    Never the reference: see ``workflow_steps.run_step`` (chapter 08)."""
+    Never the reference: see ``workflow_steps.advance_step`` (chapter 08)."""
     name, args, key = step["step"], step["args"], step["operation_key"]
     if step["status"] == workflow_steps.IN_DOUBT and remote.probe(args, key)[0]:
         return RUNNING, workflow_steps.record_outcome(
@@ -312,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 report = run(conn, args["workflow"], remotes, who=args["who"],
                              lease_s=args["lease"], patience_s=args["patience"],
-                             step=workflow_steps.run_step
-                             if args["mode"] == "versioned" else run_step_unleased)
+                             step=workflow_steps.advance_step
+                             if args["mode"] == "versioned" else advance_step_unleased)
         except workflow.TransitionRefused as refused:
             report |= {"refused": refused.reason, "current": refused.current}
         except workflow_steps.AttemptHeld as held:
