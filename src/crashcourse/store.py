@@ -130,8 +130,9 @@ def _open(path, timeout: float, require: tuple[str, ...],
     uri = f"file:{where}?mode=rw"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
     try:
-        names = {row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted(table for table in require
+                         if conn.execute(SQLITE.table_exists,
+                                         {"table": table}).fetchone() is None)
     except sqlite3.OperationalError:  # locked, busy: not an answer about the file
         conn.close()
         raise
@@ -141,7 +142,6 @@ def _open(path, timeout: float, require: tuple[str, ...],
             raise StoreDamaged(f"{path}: damaged, refused before any read or "
                                f"write ({bad})") from None
         raise StoreMissing(f"{path}: not a store ({bad})") from None
-    missing = sorted(set(require) - names)
     if missing:
         conn.close()
         raise StoreMissing(f"{path}: not installed (no table {', '.join(missing)})")
