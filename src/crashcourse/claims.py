@@ -169,6 +169,7 @@ ORDER BY item.control DESC, item.created ASC, item.rowid ASC
 LIMIT 1
 """
 
+
 def claim(
     conn: sqlite3.Connection, owner: str, *, ttl: float, now: float | None = None,
     role: str = "shop", work_id: str | None = None, control_only: bool = False,

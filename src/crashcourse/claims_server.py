@@ -10,10 +10,10 @@ rules there:
 * the pick (``PICK``) is SQL of its own that keeps the rules of SQLite's
   (``claims.PICK``), each block of predicates one rule, and locks the row it
   picks ``FOR UPDATE SKIP LOCKED``, so two claimers never take one turn and
-  neither waits for a row
-  the other holds (a claimer still waits for the store's lock while an
-  operator's write holds it EXCLUSIVE, and may find nothing while the only
-  eligible row is locked by a transaction that then rolls back);
+  neither waits for a row the other holds (a claimer still waits for the
+  store's lock while an operator's write holds it EXCLUSIVE, and may find
+  nothing while the only eligible row is locked by a transaction that then
+  rolls back);
 * a turn waits for its session's turns before it that the pass would take
   (``FIRST``): a claimer that finds one of them locked by another claimer
   never skips on to the next turn of that session;
@@ -25,8 +25,8 @@ rules there:
   lock, as ``store.now`` reads it), so a worker's own clock changes nothing;
   a lease starts at its grant;
 * the pick stays small and is planned once per connection: queued turns down
-  one index; held turns whose lease ran out only when a probe of another
-  index finds one; a named pass (``work_id``, ``among``) looks at those
+  one index; held turns whose lease ran out only when a look down another
+  index finds one (``ANY_LAPSED``); a named pass (``work_id``, ``among``) looks at those
   turns alone. (No psycopg here: the connection, ``pgstore``, brings it.)
 
 The tests of the claim run on both databases (``store_at``): they are what
