@@ -29,8 +29,9 @@ fresh thread or workflow id; the children take turns in ``--rounds`` rounds
 so that a slow spell of the machine falls on every side. Reported: the
 median milliseconds per agent run and per tool call (a run over its three
 calls), and each side's overhead per tool call over ``bare``. A side whose
-framework is not installed is recorded as an error; the others stand.
-Summary for the book: bench/results/ch12_frameworks_cost.json.
+framework is not installed is recorded as an error; the others stand, and
+the summary then goes to artifacts/bench/ (exit 1): the book's summary,
+bench/results/ch12_frameworks_cost.json, is only replaced by a complete run.
 """
 
 from __future__ import annotations
@@ -365,13 +366,20 @@ def main(argv=None) -> int:
         return 0
     env = machine()
     result = summary(measure(args), args, env)
-    args.output.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    output = args.output
+    if result["errors"] and output == RESULTS:  # never replace the book's with less
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        output = ROOT / "artifacts" / "bench" / f"ch12_frameworks_cost-{stamp}.json"
+        output.parent.mkdir(parents=True, exist_ok=True)
+        print(f"some sides did not run: {output} (the book's summary is kept)",
+              file=sys.stderr)
+    output.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     for row in result["rows"]:
         print(f"{row['side']:<28} {row['ms_per_tool_call']:>8} ms/call   "
               f"overhead {row['overhead_ms_per_tool_call']} ms/call")
     for side, error in result["errors"].items():
         print(f"{side}: {error}", file=sys.stderr)
-    return 0
+    return 1 if result["errors"] else 0
 
 
 if __name__ == "__main__":
