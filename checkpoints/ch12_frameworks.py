@@ -80,7 +80,7 @@ from crashcourse.store import opened, table_rows
 from crashcourse.workers.frameworks import records
 from crashcourse.workers.frameworks.shop import KEYS, build_world
 
-SCHEMA = "crashcourse/ch12_frameworks/1"
+EVIDENCE_ID = "crashcourse/ch12_frameworks/1"
 PACKAGE = "crashcourse.workers.frameworks"
 POINTS = {"before_request": "before_request:place_order",
           "after_ack": "after_ack:place_order",
@@ -316,8 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: %(default)s)")
     parser.add_argument("--frameworks", default=None, metavar="NAME,...",
                         help="only these frameworks (default: all of them)")
-    return experiment.main(argv, parser=parser, schema=SCHEMA, script=__file__,
-                           run=run)
+    return experiment.main(argv, parser=parser, evidence_id=EVIDENCE_ID,
+                           script=__file__, run=run)
 
 
 if __name__ == "__main__":
