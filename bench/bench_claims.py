@@ -24,7 +24,7 @@
 * The fence per write: ``fence.observe`` next to the same INSERT in a bare
   ``BEGIN IMMEDIATE`` transaction, one process.
 * ``--baseline-rev REV`` (default: the runtime before the walk of
-  ``crashcourse.turns``): every claim measurement also runs on the runtime of
+  ``crashcourse.claims.turns``): every claim measurement also runs on the runtime of
   git REV, extracted with ``git archive``, interleaved with the current one.
 
 Writes the figures' data to bench/results/claims_scaling.json (committed; the
@@ -49,7 +49,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from crashcourse import claims, fence
+from crashcourse import claims
+from crashcourse.claims import fence
 from crashcourse.store import connect, immediate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -337,7 +338,7 @@ def summarize(data: dict) -> dict:
 
 def machine(load_at_start: list[float]) -> dict:
     """Versions, cores, and the load other processes put on them (1, 5, 15 min)."""
-    from crashcourse.evidence import versions
+    from crashcourse.lab.evidence import versions
     return versions() | {"cpus": os.cpu_count(), "load_average_at_start": load_at_start,
                          "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
 
@@ -372,7 +373,7 @@ def main() -> int:
         return 0
     if 0 not in args.sizes:
         parser.error("--sizes must include 0, the empty queue every ratio uses")
-    from crashcourse.evidence import manifest, new_run_path, write_exclusive
+    from crashcourse.lab.evidence import manifest, new_run_path, write_exclusive
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

@@ -145,7 +145,7 @@ def journal_same_id() -> str:
     """What the journal does with the same task and other arguments."""
     import tempfile
 
-    from crashcourse.plan import PlanChanged, Step, make_plan, save_plan
+    from crashcourse.journal.plan import PlanChanged, Step, make_plan, save_plan
     from crashcourse.store import opened
 
     with tempfile.TemporaryDirectory() as d, opened(os.path.join(d, "j")) as conn:
@@ -170,7 +170,7 @@ def same_id_child() -> dict:
     """DBOS's side of the same question, in a child of its own."""
     import tempfile
 
-    from crashcourse.harness import Harness
+    from crashcourse.lab.harness import Harness
 
     with tempfile.TemporaryDirectory() as d, Harness() as harness:
         done = harness.run(child_argv("dbos", "same-id", 3, d), timeout=600)
@@ -241,7 +241,7 @@ def figure(results: dict, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from crashcourse import plots
+    from crashcourse import figures
 
     steps = results["per_step"]
     counts = {side: {f"{what}, WAL+{sync}": (steps[sync][side] or {}).get(field, 0)
@@ -249,7 +249,7 @@ def figure(results: dict, path: Path) -> None:
                      for what, field in (("step", "per_step_us"),
                                          ("overhead", "overhead_us"))}
               for side in SIDES}
-    fig = plots.grouped_bars(counts, "per step: total and overhead over the effect "
+    fig = figures.grouped_bars(counts, "per step: total and overhead over the effect "
                              "(median)", "µs per step")
     fig.savefig(path)
 
@@ -348,7 +348,7 @@ def dbos_child(args) -> None:
 
 
 def saved_run_path() -> Path:
-    from crashcourse.evidence import new_run_path
+    from crashcourse.lab.evidence import new_run_path
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return new_run_path(ARTIFACTS, "journal_vs_dbos")
@@ -374,7 +374,7 @@ def main(argv=None) -> int:
         results, full = measure(args), saved_run_path()
         env = {**machine(), "load_avg_at_start": load_before,
                "load_avg_at_end": load_now()}
-        from crashcourse.evidence import write_exclusive
+        from crashcourse.lab.evidence import write_exclusive
 
         write_exclusive(full, {"machine": env, "parameters": vars(args),
                                "results": results})

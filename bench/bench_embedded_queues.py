@@ -15,7 +15,7 @@ The sides, and what each does per item taken:
 
 * ``ours``: ``claims.claim`` (chapter 05, the runtime's own path): one
   ``BEGIN IMMEDIATE`` transaction that reads the pause flag, walks to the
-  first eligible turn (``crashcourse.turns``), bumps the work row's
+  first eligible turn (``crashcourse.claims.turns``), bumps the work row's
   generation, owner and lease, and INSERTs a ``claims`` row (the history
   the fence and a lease probe read), then commits.
 * ``litequeue`` (``LiteQueue.pop``): one ``BEGIN IMMEDIATE`` transaction with
@@ -68,7 +68,7 @@ LEASE_S = 3600.0  # ours: nothing expires during a drain
 def fill(side: str, db: str, items: int, mode: str) -> None:
     """Queue ``items`` items (untimed)."""
     if side == "ours":
-        from crashcourse import fence
+        from crashcourse.claims import fence
         from crashcourse.store import connect, immediate
 
         conn = connect(db, synchronous=mode)
@@ -367,7 +367,7 @@ def main(argv=None) -> int:
                      for side in SIDES},
         **summarize(runs, parameters),
     }
-    from crashcourse.evidence import new_run_path, write_exclusive
+    from crashcourse.lab.evidence import new_run_path, write_exclusive
 
     (root / "artifacts" / "bench").mkdir(parents=True, exist_ok=True)
     full = write_exclusive(new_run_path(root / "artifacts" / "bench",

@@ -281,8 +281,8 @@ def run_side(side: str, args, root: Path, url: str, server: str | None,
 
 def measure(args) -> dict:
     sys.path.insert(0, str(ROOT / "src"))
-    from crashcourse.harness import Harness
-    from crashcourse.services import start_supplier
+    from crashcourse.lab.harness import Harness
+    from crashcourse.services.supplier.process import start_supplier
 
     sides = args.sides.split(",") if args.sides else list(SIDES)
     per_round = max(1, args.runs // args.rounds)

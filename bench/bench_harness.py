@@ -79,9 +79,9 @@ from pathlib import Path
 
 from crashcourse import effects
 from crashcourse.boundary import CONTROL_FD_ENV, MARKER_FD_ENV, STOP_AT_ENV
-from crashcourse.evidence import manifest, new_run_path, write_exclusive
-from crashcourse.harness import Harness, kill_and_resume
-from crashcourse.pipes import pidfd
+from crashcourse.lab.evidence import manifest, new_run_path, write_exclusive
+from crashcourse.lab.harness import Harness, kill_and_resume
+from crashcourse.lab.pipes import pidfd
 from crashcourse.services import payments
 from crashcourse.store import connect
 

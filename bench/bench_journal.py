@@ -162,7 +162,7 @@ def note_first_step(directory: str) -> None:
 
 
 def touch_plan(n: int, first: int = 1, name: str = "bench"):
-    from crashcourse.plan import Step, make_plan
+    from crashcourse.journal.plan import Step, make_plan
 
     return make_plan(name, [Step(number, "touch", {"i": first + number - 1})
                             for number in range(1, n + 1)])
@@ -260,7 +260,7 @@ def journal_steps(args) -> dict:
     from collections import Counter
 
     from crashcourse import journal
-    from crashcourse.plan import save_plan
+    from crashcourse.journal.plan import save_plan
     from crashcourse.store import opened
 
     fx = effects_db(args.dir, args.sync)
@@ -299,8 +299,9 @@ def journal_kill(args) -> None:
     """Claim the task and run (or, with BENCH_RESUMED set, resume) the stored
     plan; the first run is killed in step ``--stop``. A resumed run writes
     what it spent."""
-    from crashcourse import fence, journal
-    from crashcourse.plan import load_plan
+    from crashcourse import journal
+    from crashcourse.claims import fence
+    from crashcourse.journal.plan import load_plan
     from crashcourse.store import opened
 
     imported = time.time()
@@ -347,7 +348,7 @@ def journal_child(args) -> None:
 
 def prepare_journal(directory: str, n: int) -> str:
     from crashcourse import journal
-    from crashcourse.plan import save_plan
+    from crashcourse.journal.plan import save_plan
     from crashcourse.store import opened
 
     with opened(os.path.join(directory, "journal.sqlite")) as conn:
@@ -368,7 +369,7 @@ def steps_trial(side: str, n: int, sync: str, extra=()) -> dict:
     in ``sync``."""
     import tempfile
 
-    from crashcourse.harness import Harness
+    from crashcourse.lab.harness import Harness
 
     with tempfile.TemporaryDirectory() as d, Harness() as harness:
         done = harness.run(child_argv(side, "steps", n, d, sync=sync, extra=extra),
@@ -396,7 +397,7 @@ def resume_trial(side: str, n: int, stop: int, sync: str = "NORMAL") -> dict:
     import tempfile
     from pathlib import Path
 
-    from crashcourse.harness import Harness
+    from crashcourse.lab.harness import Harness
 
     with tempfile.TemporaryDirectory() as d, Harness() as harness:
         task = prepare_journal(d, n) if side == "journal" else "wf-bench"
@@ -621,7 +622,7 @@ def main(argv=None) -> int:
                 "results": results}
     from pathlib import Path
 
-    from crashcourse.evidence import new_run_path, write_exclusive
+    from crashcourse.lab.evidence import new_run_path, write_exclusive
 
     root, summary = Path(HERE).parent, Path(RESULTS)
     (root / "artifacts" / "bench").mkdir(parents=True, exist_ok=True)

@@ -39,8 +39,9 @@ import time
 import uuid
 from pathlib import Path
 
-from crashcourse import claims, postgres, store
+from crashcourse import claims, store
 from crashcourse.claims import READY, RUNNING
+from crashcourse.store import postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "pg_claims.json"
@@ -92,7 +93,7 @@ def worker(kind: str, address: str, owner: str) -> None:
 
 def prepare(server_url: str, items: int) -> str:
     """A fresh schema with the claims tables and ``items`` queued turns."""
-    from crashcourse import pgstore
+    from crashcourse.store import postgres as pgstore
 
     schema = f"bench_{uuid.uuid4().hex[:10]}"
     pgstore.create_schema(server_url, schema)
@@ -141,7 +142,7 @@ def drain(kind: str, address: str, workers: int) -> dict:
 
 
 def drop(server_url: str, address: str) -> None:
-    from crashcourse import pgstore
+    from crashcourse.store import postgres as pgstore
 
     schema = address.rsplit("schema=", 1)[1]
     with pgstore.connect(server_url).raw as raw:
@@ -182,13 +183,13 @@ def machine(server, load_at_start: list[float]) -> dict:
     processes put on them (1, 5, 15 min)."""
     import psycopg
 
-    from crashcourse.evidence import versions
+    from crashcourse.lab.evidence import versions
     with store.opened(server.url) as conn:
         server_version = conn.execute("SHOW server_version").fetchone()[0]
     return versions() | {
         "postgresql": server_version, "psycopg": psycopg.__version__,
         "libpq": f"{psycopg.pq.version() // 10000}.{psycopg.pq.version() % 10000}",
-        "server": "throwaway (crashcourse.postgres)"
+        "server": "throwaway (crashcourse.store.postgres_server)"
         if server.pid else "the reader's own (CRASHCOURSE_PG_URL)",
         "cpus": os.cpu_count(), "load_average_at_start": load_at_start,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
@@ -206,20 +207,20 @@ def main() -> int:
     if args.worker:
         worker(args.worker, args.url, args.owner)
         return 0
-    from crashcourse.evidence import manifest, new_run_path, write_exclusive
+    from crashcourse.lab.evidence import manifest, new_run_path, write_exclusive
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     from importlib.util import find_spec
 
-    if find_spec("psycopg") is None or (postgres.own_server() is None
-                                        and postgres.binaries() is None):
+    if find_spec("psycopg") is None or (postgres_server.own_server() is None
+                                        and postgres_server.binaries() is None):
         say("skipped: no PostgreSQL here (pip install pgserver psycopg,"
-            f" or set {postgres.URL_ENV})")
+            f" or set {postgres_server.URL_ENV})")
         return 0
     started, load = time.time(), [round(x, 2) for x in os.getloadavg()]
-    with postgres.running() as server:
+    with postgres_server.running() as server:
         data = measure(server.url, args, say)
         host = machine(server, load)
     summary = {key: data[key] for key in ("ours_claims_per_s", "bare_claims_per_s",

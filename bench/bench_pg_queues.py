@@ -19,7 +19,7 @@ afterwards.
 The sides, and what each does per item taken:
 
 * ``ours``: ``claims.claim`` on a ``postgresql://`` store (chapter 10,
-  ``claims_server``): BEGIN with the store's lock SHARED and the database's
+  ``claims.postgres``): BEGIN with the store's lock SHARED and the database's
   clock, the pick with the session rule (``FOR UPDATE SKIP LOCKED``, the
   session's advisory try-lock), the grant that reads the rule again and
   writes the claims row, COMMIT: four round trips, two rows written; the
@@ -178,7 +178,7 @@ def prepare(side: str, server_url: str, items: int) -> tuple[str, str]:
 
         address = bench_pg_claims.prepare(server_url, items)
         return address, address.rsplit("schema=", 1)[1]
-    from crashcourse import pgstore
+    from crashcourse.store import postgres as pgstore
 
     schema = f"bench_{uuid.uuid4().hex[:10]}"
     pgstore.create_schema(server_url, schema)
@@ -213,7 +213,7 @@ def drain(side: str, server_url: str, workers: int, items: int, folder: str) -> 
     import subprocess
     from collections import Counter
 
-    from crashcourse import pgstore
+    from crashcourse.store import postgres as pgstore
 
     address, schema = prepare(side, server_url, items)
     outs = [os.path.join(folder, f"{schema}-w{n}.json") for n in range(workers)]
@@ -271,7 +271,7 @@ def main(argv=None) -> int:
         return 0
     from importlib.util import find_spec
 
-    from crashcourse import postgres
+    from crashcourse.store import postgres_server
 
     if any(find_spec(name) is None for name in ("psycopg", "procrastinate",
                                                 "pgqueuer")):
@@ -282,7 +282,7 @@ def main(argv=None) -> int:
 
     load_before = load_now()
     runs = {f"{side}/{n}": [] for n in args.workers for side in SIDES}
-    with postgres.running() as server, tempfile.TemporaryDirectory() as folder:
+    with postgres_server.running() as server, tempfile.TemporaryDirectory() as folder:
         for repeat in range(args.repeats):
             keys = list(runs) if repeat % 2 == 0 else list(runs)[::-1]
             for key in keys:
@@ -326,7 +326,7 @@ def main(argv=None) -> int:
     }
     from pathlib import Path
 
-    from crashcourse.evidence import new_run_path, write_exclusive
+    from crashcourse.lab.evidence import new_run_path, write_exclusive
 
     root = Path(HERE).parent
     (root / "artifacts" / "bench").mkdir(parents=True, exist_ok=True)

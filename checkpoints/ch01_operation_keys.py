@@ -4,7 +4,7 @@
 
 Every trial gets a fresh shop database (a real SQLite file) and real worker
 processes (``crashcourse.workers.restock_note``). Workers are SIGKILLed at a
-registered boundary by ``crashcourse.harness`` and a new process reruns the task
+registered boundary by ``crashcourse.lab.harness`` and a new process reruns the task
 with the same operation key. Interventions:
 
 * ``uninterrupted``: one run, one note.
@@ -33,8 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from crashcourse import experiment
-from crashcourse.harness import kill_and_resume
+from crashcourse.lab import experiment
+from crashcourse.lab.harness import kill_and_resume
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
 

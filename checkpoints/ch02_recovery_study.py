@@ -38,8 +38,8 @@ from pathlib import Path
 from time import monotonic
 from typing import NamedTuple
 
-from crashcourse import experiment
-from crashcourse.harness import Harness
+from crashcourse.lab import experiment
+from crashcourse.lab.harness import Harness
 from crashcourse.services import payments
 from crashcourse.workers import paying
 

@@ -32,10 +32,11 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from crashcourse import authority, experiment
-from crashcourse.harness import Harness
+from crashcourse.lab import experiment
+from crashcourse.lab.harness import Harness
+from crashcourse.lab.waiting import wait_until
 from crashcourse.services import payments
-from crashcourse.waiting import wait_until
+from crashcourse.services.payments import authority
 from crashcourse.workers import paying
 
 EVIDENCE_ID = "crashcourse.ch03.authority/1"

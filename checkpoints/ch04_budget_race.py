@@ -41,10 +41,10 @@ import json
 import sys
 from pathlib import Path
 
-from crashcourse import experiment
-from crashcourse.budget import budget_snapshot
-from crashcourse.harness import Harness
+from crashcourse.lab import experiment
+from crashcourse.lab.harness import Harness
 from crashcourse.services import payments
+from crashcourse.services.payments.budget import budget_snapshot
 from crashcourse.store import opened
 from crashcourse.workers import paying
 

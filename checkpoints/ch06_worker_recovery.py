@@ -47,12 +47,14 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from crashcourse import claims, experiment, orders
-from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier
+from crashcourse import claims
+from crashcourse.claims import orders
+from crashcourse.lab import experiment
+from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
+from crashcourse.lab.harness import Harness
+from crashcourse.lab.waiting import wait_until
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
-from crashcourse.waiting import wait_until
 from crashcourse.workers.shop_worker import run_once
 
 EVIDENCE_ID = "crashcourse/ch06_worker_recovery/1"

@@ -78,9 +78,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import crashcourse
-from crashcourse import experiment, journal
-from crashcourse.example import restock_plan
-from crashcourse.harness import BoundaryNotReached, Harness
+from crashcourse import journal
+from crashcourse.lab import experiment
+from crashcourse.lab.example import restock_plan
+from crashcourse.lab.harness import BoundaryNotReached, Harness
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import (

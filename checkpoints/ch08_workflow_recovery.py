@@ -59,12 +59,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from crashcourse import experiment, workflow, workflow_steps
-from crashcourse.harness import Harness
-from crashcourse.services import mail, payments, start_supplier
+from crashcourse import workflow
+from crashcourse.lab import experiment
+from crashcourse.lab.harness import Harness
+from crashcourse.lab.waiting import wait_until
+from crashcourse.services import mail, payments
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
-from crashcourse.waiting import wait_until
 from crashcourse.workers import workflow_worker
+from crashcourse.workflow import steps as workflow_steps
 
 EVIDENCE_ID = "crashcourse.ch08.workflow_recovery/2"
 STEPS = workflow_worker.STEPS

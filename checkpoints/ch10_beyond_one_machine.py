@@ -62,12 +62,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from crashcourse import claims, experiment, hosts, pgstore, postgres
-from crashcourse.harness import Harness
-from crashcourse.store import opened
-from crashcourse.waiting import wait_until
-from crashcourse.workers.host_worker import LATE
-from crashcourse.workers.two_hosts import (
+from crashcourse import claims
+from crashcourse.lab import experiment, hosts
+from crashcourse.lab.harness import Harness
+from crashcourse.lab.two_hosts import (
     HOLDER,
     TAKER,
     Shop,
@@ -77,6 +75,10 @@ from crashcourse.workers.two_hosts import (
     said,
     world,
 )
+from crashcourse.lab.waiting import wait_until
+from crashcourse.store import opened, postgres_server
+from crashcourse.store import postgres as pgstore
+from crashcourse.workers.host_worker import LATE
 
 EVIDENCE_ID = "crashcourse.ch10.beyond_one_machine/1"
 RACERS_PER_HOST = 4
@@ -386,9 +388,9 @@ def host_mode(text: str) -> str:
         raise argparse.ArgumentTypeError(f"not auto, netns or frozen: {text!r}")
     if text == hosts.NETNS and (why := hosts.unavailable()) is not None:
         raise argparse.ArgumentTypeError(f"no network namespaces here: {why}")
-    if text == hosts.NETNS and postgres.own_server() is not None:
+    if text == hosts.NETNS and postgres_server.own_server() is not None:
         raise argparse.ArgumentTypeError(
-            f"a namespace cannot reach the server {postgres.URL_ENV} names")
+            f"a namespace cannot reach the server {postgres_server.URL_ENV} names")
     return text
 
 

@@ -45,7 +45,7 @@ Cases:
   ``twice_without_doubt`` the images where a step ran twice that the
   journal, as the cut left it, did not hold in doubt.
 - ``journal_blind``: the journal in NORMAL resumed with a mail probe that
-  never finds the mail (``powerloss_journal.blind_mail_actions``): the
+  never finds the mail (``powerloss.journal.blind_mail_actions``): the
   negative control, where the lost intent lets the mail go twice.
 
 What must hold (``EXPECTED``): WAL+FULL and DELETE+EXTRA lose no
@@ -71,11 +71,11 @@ from pathlib import Path
 
 import apsw
 
-from crashcourse import experiment
+from crashcourse.lab import experiment
 from crashcourse.powerloss import AS_OPENED, Mode, service_case
-from crashcourse.powerloss_images import SCRATCH, SYNCED_ONLY, UNSYNCED_SUBSETS
-from crashcourse.powerloss_journal import blind_mail_actions, journal_case
-from crashcourse.powerloss_runs import commit_cost, pay_then_checkpoint_case
+from crashcourse.powerloss.images import SCRATCH, SYNCED_ONLY, UNSYNCED_SUBSETS
+from crashcourse.powerloss.journal import blind_mail_actions, journal_case
+from crashcourse.powerloss.runs import commit_cost, pay_then_checkpoint_case
 
 EVIDENCE_ID = "crashcourse.ch11.power_loss/2"
 FULL, NORMAL = Mode("WAL", "FULL"), Mode("WAL", "NORMAL")

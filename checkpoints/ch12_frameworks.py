@@ -71,11 +71,12 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from crashcourse import experiment
-from crashcourse.evidence import attempt
-from crashcourse.harness import Harness
-from crashcourse.services import mail, start_supplier
+from crashcourse.lab import experiment
+from crashcourse.lab.evidence import attempt
+from crashcourse.lab.harness import Harness
+from crashcourse.services import mail
 from crashcourse.services.drive import snapshot as drive_snapshot
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
 from crashcourse.workers.frameworks import records
 from crashcourse.workers.frameworks.shop import KEYS, build_world

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from crashcourse.book import CheckpointRun, start_checkpoint
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier
+from crashcourse.lab.harness import Harness
+from crashcourse.services.supplier.process import start_supplier
 
 
 def shared_dir(tmp_path_factory, worker_id: str) -> Path:
@@ -66,11 +66,12 @@ def supplier(tmp_path_factory):
 @pytest.fixture(scope="session")
 def pg_server():
     """The session's PostgreSQL server, or a skip that says why there is none."""
-    from crashcourse import postgres
+    from crashcourse.store import postgres_server
 
-    if postgres.own_server() is None and postgres.binaries() is None:
-        pytest.skip(f"no PostgreSQL: pip install pgserver, or set {postgres.URL_ENV}")
-    with postgres.running() as server:  # the reader's own is never stopped
+    if postgres_server.own_server() is None and postgres_server.binaries() is None:
+        pytest.skip("no PostgreSQL: pip install pgserver, or set "
+                    f"{postgres_server.URL_ENV}")
+    with postgres_server.running() as server:  # the reader's own is never stopped
         yield server
 
 
@@ -92,7 +93,7 @@ def store_at(backend, tmp_path, request):
         return
     import uuid
 
-    from crashcourse import pgstore
+    from crashcourse.store import postgres as pgstore
 
     server, made = request.getfixturevalue("pg_server"), []
 

@@ -28,7 +28,7 @@ import pytest
 
 from crashcourse import journal
 from crashcourse.adapters import EffectTool
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import mail
 
 ROOT = Path(__file__).resolve().parent.parent

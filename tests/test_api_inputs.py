@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from crashcourse import claims, fence, validate
+from crashcourse import claims, validate
+from crashcourse.claims import fence
 from crashcourse.store import count_rows, opened
 
 T0 = 1_000_000.0
@@ -157,7 +158,7 @@ def test_an_operation_key_needs_a_real_step(step):
                                   "set_policy_version", "payment_history"])
 def test_budget_and_authority_refuse_a_payments_file_that_is_not_there(tmp_path,
                                                                       call):
-    from crashcourse import authority, budget
+    from crashcourse.services.payments import authority, budget
     from crashcourse.store import StoreMissing
 
     path = tmp_path / "payments.db"

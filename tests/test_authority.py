@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from crashcourse import authority
 from crashcourse.services import payments
+from crashcourse.services.payments import authority
 
 ORDER, AMOUNT, CURRENCY = "restock-17", 4000, "USD"
 

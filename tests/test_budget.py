@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from crashcourse import budget, store
+from crashcourse import store
 from crashcourse.services import payments
+from crashcourse.services.payments import budget
 from crashcourse.workers import paying
 
 USD = "USD"

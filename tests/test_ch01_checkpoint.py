@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse.harness import BoundaryTimeout
+from crashcourse.lab.harness import BoundaryTimeout
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "checkpoints" / "ch01_operation_keys.py"

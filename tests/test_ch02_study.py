@@ -220,7 +220,7 @@ def test_existing_output_refused_before_any_trial(tmp_path):
 
 
 def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails(monkeypatch):
-    from crashcourse.harness import BoundaryNotReached
+    from crashcourse.lab.harness import BoundaryNotReached
 
     study = load_study()
 

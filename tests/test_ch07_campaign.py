@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse.example import restock_plan
-from crashcourse.harness import BoundaryTimeout, Harness
+from crashcourse.lab.example import restock_plan
+from crashcourse.lab.harness import BoundaryTimeout, Harness
 from crashcourse.workers.journal_worker import build_world
 
 ROOT = Path(__file__).resolve().parent.parent

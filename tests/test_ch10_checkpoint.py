@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import hosts, partition_plots
+from crashcourse.figures import partition as partition_figures
+from crashcourse.lab import hosts
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "checkpoints" / "ch10_beyond_one_machine.py"
@@ -111,7 +112,7 @@ def nothing_twice_and_a_s_work_recovered(trial: dict) -> None:
 
 @pytest.mark.skipif(hosts.unavailable() is not None, reason="needs network namespaces")
 def test_a_dead_host_is_silent_the_server_keeps_its_connections_and_locks(trials):
-    from crashcourse.pgstore import IDLE_IN_TRANSACTION_MS
+    from crashcourse.store.postgres import IDLE_IN_TRANSACTION_MS
 
     trial = trials["dead_host"]
     assert trial["silent"] is True
@@ -223,16 +224,17 @@ def test_the_grader_sees_a_double_claim_and_an_overlap_when_there_is_one():
 def test_the_timeline_is_drawn_from_the_rows(trials):
     trial = trials["partitioned_holder"]
     rows, instants = trial["rows"], trial["instants"]
-    lanes, events = partition_plots.partition_lanes(
+    lanes, events = partition_figures.partition_lanes(
         rows, instants["cut_at"], instants["restoring_at"], trial["host_mode"])
     spans = {lane: (start, end) for lane, start, end, _ in lanes}
     first = rows["store"]["claims"][0]
-    assert spans[partition_plots.LEASE] == (0.0, first["expires"] - first["claimed_at"])
-    assert [label for lane, _, label in events if lane == partition_plots.SUPPLIER] \
+    assert spans[partition_figures.LEASE] == (
+        0.0, first["expires"] - first["claimed_at"])
+    assert [label for lane, _, label in events if lane == partition_figures.SUPPLIER] \
         == ["201 to gen 2", "412 to gen 1"]
-    figure = partition_plots.partition_timeline(rows, instants["cut_at"],
+    figure = partition_figures.partition_timeline(rows, instants["cut_at"],
                                                 instants["restoring_at"])
     assert len(figure.axes[0].get_yticklabels()) == 4
     per_worker = trials["claims_race"]["claims_per_worker"]
-    bars = partition_plots.claims_per_host(per_worker).axes[0].patches
+    bars = partition_figures.claims_per_host(per_worker).axes[0].patches
     assert sorted(b.get_height() for b in bars) == sorted(per_worker.values())

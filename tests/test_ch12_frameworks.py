@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from crashcourse.adapters import EffectTool
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import mail
 
 

@@ -57,7 +57,7 @@ def test_existing_output_is_refused_and_left_alone(quick_run):
 
 
 def test_the_shared_skeleton_shows(quick_run):
-    """crashcourse.experiment: a verdict per trial, numbered progress, one
+    """crashcourse.lab.experiment: a verdict per trial, numbered progress, one
     closing line, and the summary's own timing and mode."""
     _, output, done = quick_run
     evidence = json.loads(output.read_text())

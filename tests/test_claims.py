@@ -2,7 +2,7 @@
 
 Every test that takes ``conn`` runs twice: on a SQLite file and on a
 PostgreSQL store (``store_at``, tests/conftest.py), where the same rules are
-kept by ``crashcourse.claims_server`` (chapter 10)."""
+kept by ``crashcourse.claims.postgres`` (chapter 10)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import sqlite3
 
 import pytest
 
-from crashcourse import claims, control, fence, store
+from crashcourse import claims, control, store
+from crashcourse.claims import fence
 from crashcourse.store import count_rows, immediate, opened
 
 T0 = 1_000_000.0

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 
-from crashcourse import claims, fence
-from crashcourse.harness import Harness
+from crashcourse import claims
+from crashcourse.claims import fence
+from crashcourse.lab.harness import Harness
 from crashcourse.store import immediate, opened
 
 WORKERS, ITEMS, SESSIONS = 8, 1000, 250
@@ -70,7 +71,7 @@ def test_eight_processes_never_share_an_item(store_at):
 
 # How deep the session is. On a server a claim still reads, row by row, the
 # queued turns of a held session in front of the queue (SQLite's walk,
-# crashcourse.turns, skips them), so 1,000 turns there cost ~10 s: 300 are
+# crashcourse.claims.turns, skips them), so 1,000 turns there cost ~10 s: 300 are
 # enough to catch a claimer taking a session's turns out of order.
 DEPTH = {"sqlite": 1000, "postgres": 300}
 

@@ -1,6 +1,6 @@
 """Claims at depth (chapter 05): thousands of rows, checked against a plain model.
 
-``claims.claim`` finds the next turn through ``crashcourse.turns`` (a walk over
+``claims.claim`` finds the next turn through ``crashcourse.claims.turns`` (a walk over
 free sessions and lapsed leases) instead of reading every open row. These
 tests hold it to chapter 05's rule written out in plain Python over EVERY row
 of ``work`` (``expected``): one live holder per session, control work first,
@@ -17,7 +17,8 @@ import re
 
 import pytest
 
-from crashcourse import claims, fence, orders, turns
+from crashcourse import claims
+from crashcourse.claims import fence, orders, turns
 from crashcourse.store import immediate, opened
 
 T0 = 1_000_000.0

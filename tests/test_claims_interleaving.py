@@ -16,7 +16,8 @@ import sqlite3
 
 import pytest
 
-from crashcourse import claims, fence
+from crashcourse import claims
+from crashcourse.claims import fence
 from crashcourse.store import connect, opened
 from crashcourse.workers.shop_worker import claim_read_first
 

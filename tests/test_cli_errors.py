@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import claims, journal, orders
-from crashcourse.example import scan_files
+from crashcourse import claims, journal
+from crashcourse.claims import orders
+from crashcourse.lab.example import scan_files
 from crashcourse.services import drive, mail, payments
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import (
@@ -458,7 +459,7 @@ def test_a_refusal_of_the_runtime_is_not_reported_as_the_machine(monkeypatch):
     """``StaleClaim`` and its kin are ``PermissionError``s, hence ``OSError``s:
     ``one_line_errors`` must not call them a full disk."""
     from crashcourse.claims import Claim
-    from crashcourse.fence import StaleClaim
+    from crashcourse.claims.fence import StaleClaim
 
     stale = Claim("w", "s", "p", "", "shop", "o", 1, 0.0, "epoch-1")
 

@@ -16,13 +16,14 @@ import time
 
 import pytest
 
-from crashcourse import claims, control, decisions, fence, journal, store
-from crashcourse.dialect import SQLITE
-from crashcourse.example import restock_plan
-from crashcourse.harness import Harness
-from crashcourse.plan import GateFailed
+from crashcourse import claims, control, decisions, journal, store
+from crashcourse.claims import fence
+from crashcourse.journal.plan import GateFailed
+from crashcourse.lab.example import restock_plan
+from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import count_rows, opened
+from crashcourse.store.dialect import SQLITE
 from crashcourse.workers.journal_worker import (
     build_world,
     paths,

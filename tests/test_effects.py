@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from crashcourse import effects, store
-from crashcourse.dialect import SQLITE
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.store import count_rows, opened
+from crashcourse.store.dialect import SQLITE
 from crashcourse.workers import restock_note
 
 NOTE = {"sku": "oat-milk", "quantity": 24, "text": "24 cartons of oat milk"}

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from crashcourse import evidence, harness
+from crashcourse.lab import evidence, harness
 
 
 def test_write_exclusive_writes_a_new_file(tmp_path):
@@ -51,8 +51,9 @@ def test_manifest_hashes_are_sha256_of_the_files(tmp_path):
     modules = {name: digest for name, digest in hashes.items()
                if name.startswith("crashcourse/")}
     # top-level and nested modules alike, named by their path in the package
-    assert {"crashcourse/evidence.py", "crashcourse/experiment.py",
-            "crashcourse/services/payments.py"} <= set(modules)
+    assert {"crashcourse/lab/evidence.py", "crashcourse/lab/experiment.py",
+            "crashcourse/services/payments/__init__.py",
+            "crashcourse/store/__init__.py"} <= set(modules)
     for name, digest in modules.items():
         source = evidence.PACKAGE_DIR / name.removeprefix("crashcourse/")
         assert digest == hashlib.sha256(source.read_bytes()).hexdigest(), name

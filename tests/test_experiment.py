@@ -1,4 +1,4 @@
-"""crashcourse.experiment, the one checkpoint skeleton: its command line, its
+"""crashcourse.lab.experiment, the one checkpoint skeleton: its command line, its
 progress lines and its sequence (refuse, run, record, judge)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import evidence, experiment, harness
+from crashcourse.lab import evidence, experiment, harness
 
 ROOT = Path(__file__).resolve().parent.parent
 CH07 = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from crashcourse import claims, control, fence
+from crashcourse import claims, control
+from crashcourse.claims import fence
 from crashcourse.store import immediate, opened
 
 T0 = 1_000_000.0

@@ -22,8 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crashcourse import claims, control, fence, orders
-from crashcourse.example import FLOUR, ScriptedModel
+from crashcourse import claims, control
+from crashcourse.claims import fence, orders
+from crashcourse.lab.example import FLOUR, ScriptedModel
 from crashcourse.store import opened, table_rows
 
 TTL = 60.0  # a live claim's lease: far beyond any test's run

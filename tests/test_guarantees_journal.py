@@ -8,7 +8,7 @@ import time
 import pytest
 
 from crashcourse import journal
-from crashcourse.example import restock_plan
+from crashcourse.lab.example import restock_plan
 from crashcourse.services import mail
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import build_world, paths, restock_actions

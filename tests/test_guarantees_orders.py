@@ -7,9 +7,11 @@ from dataclasses import asdict
 
 import pytest
 
-from crashcourse import claims, fence, orders
-from crashcourse.example import FLOUR, ScriptedModel
-from crashcourse.services import supplier_client, supplier_store
+from crashcourse import claims
+from crashcourse.claims import fence, orders
+from crashcourse.lab.example import FLOUR, ScriptedModel
+from crashcourse.services import supplier as supplier_client
+from crashcourse.services.supplier import store as supplier_store
 from crashcourse.store import immediate, opened
 
 LEASE = 60.0

@@ -7,8 +7,9 @@ import sqlite3
 
 import pytest
 
-from crashcourse import authority, budget, effects
+from crashcourse import effects
 from crashcourse.services import payments
+from crashcourse.services.payments import authority, budget
 from crashcourse.store import opened
 
 USD, EUR = "USD", "EUR"

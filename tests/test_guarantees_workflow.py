@@ -7,10 +7,11 @@ import threading
 
 import pytest
 
-from crashcourse import workflow, workflow_steps
+from crashcourse import workflow
 from crashcourse.store import opened
 from crashcourse.workflow import CANCELLED, PENDING, RUNNING, TransitionRefused
-from crashcourse.workflow_steps import Remote
+from crashcourse.workflow import steps as workflow_steps
+from crashcourse.workflow.steps import Remote
 
 WF = "wf-guarantee"
 CHOICES = {"reserve": {"sku": "flour-25kg"}, "charge": {"amount_cents": 12900}}

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import harness as harness_module
 from crashcourse.boundary import HOLD_EXPIRED
-from crashcourse.harness import (
+from crashcourse.lab import harness as harness_module
+from crashcourse.lab.harness import (
     BoundaryNotReached,
     BoundaryTimeout,
     Harness,

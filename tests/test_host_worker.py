@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import claims, fence, orders
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier
+from crashcourse import claims
+from crashcourse.claims import fence, orders
+from crashcourse.lab.harness import Harness
+from crashcourse.lab.two_hosts import at_schema
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import immediate, opened, table_rows
-from crashcourse.workers.two_hosts import at_schema
 
 WORKER = [sys.executable, "-m", "crashcourse.workers.host_worker"]
 
@@ -181,7 +182,7 @@ def test_the_worker_imports_no_driver_until_a_server_is_named():
     """A host's worker on a SQLite file never loads psycopg; only a store's
     URL does (the runtime stays stdlib-only, chapter 10)."""
     code = ("import sys, crashcourse.workers.host_worker, "
-            "crashcourse.workers.two_hosts; "
+            "crashcourse.lab.two_hosts; "
             "print(sorted(m for m in ('psycopg',) if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, timeout=60, cwd=Path(__file__).parent)

@@ -18,10 +18,8 @@ import time
 import pytest
 
 from crashcourse import journal, store
-from crashcourse.dialect import SQLITE
 from crashcourse.effects import operation_key
-from crashcourse.example import restock_plan
-from crashcourse.plan import (
+from crashcourse.journal.plan import (
     Plan,
     PlanChanged,
     Step,
@@ -32,8 +30,10 @@ from crashcourse.plan import (
     order_plan,
     save_plan,
 )
+from crashcourse.lab.example import restock_plan
 from crashcourse.services import drive, mail
 from crashcourse.store import immediate, opened
+from crashcourse.store.dialect import SQLITE
 from crashcourse.workers.journal_worker import build_world, paths, restock_actions
 
 # The restock plan: 40 renames, the gate verify_drive (41), two mails (42-43).
@@ -496,7 +496,7 @@ KILLED_AT = [  # (step, boundary) -> confirmed, in doubt, as journal.py says
                          ids=[f"{s}-{b}" for (s, b), _ in KILLED_AT])
 def test_a_real_kill_leaves_the_journal_where_the_boundary_says(tmp_path, point,
                                                                 expected):
-    from crashcourse.harness import Harness
+    from crashcourse.lab.harness import Harness
 
     task = build_world(str(tmp_path), restock_plan())
     number, phase = point

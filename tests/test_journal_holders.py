@@ -20,10 +20,11 @@ import time
 
 import pytest
 
-from crashcourse import boundary, claims, control, fence, journal
-from crashcourse.example import restock_plan
-from crashcourse.harness import Harness
-from crashcourse.orders import LeaseTooShort
+from crashcourse import boundary, claims, control, journal
+from crashcourse.claims import fence
+from crashcourse.claims.orders import LeaseTooShort
+from crashcourse.lab.example import restock_plan
+from crashcourse.lab.harness import Harness
 from crashcourse.services import drive, mail
 from crashcourse.store import count_rows, opened, table_rows
 from crashcourse.workers.journal_worker import (

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from crashcourse import journal
-from crashcourse.example import restock_plan
-from crashcourse.harness import Harness
+from crashcourse.lab.example import restock_plan
+from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail, payments
 from crashcourse.store import StoreMissing
 from crashcourse.workers.journal_worker import build_world, paths

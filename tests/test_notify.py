@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import mail, payments
 from crashcourse.store import opened
 from crashcourse.workers import paying

@@ -14,10 +14,12 @@ from dataclasses import asdict
 
 import pytest
 
-from crashcourse import claims, effects, fence, orders, store
-from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier, supplier_client
+from crashcourse import claims, effects, store
+from crashcourse.claims import fence, orders
+from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
+from crashcourse.lab.harness import Harness
+from crashcourse.services import supplier as supplier_client
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import count_rows, opened
 from crashcourse.workers.shop_worker import run_once
 

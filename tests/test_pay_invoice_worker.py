@@ -72,8 +72,8 @@ def test_both_workers_share_one_exit_table_and_checkpoint_after_success(tmp_path
 
 # What a payment or restock worker must not load to do its work: the harness
 # starts two per trial, and their start-up is the trial's cost.
-HEAVY = ("argparse", "shutil", "pathlib", "subprocess", "crashcourse.harness",
-         "crashcourse.example", "crashcourse.services.mail")
+HEAVY = ("argparse", "shutil", "pathlib", "subprocess", "crashcourse.lab.harness",
+         "crashcourse.lab.example", "crashcourse.services.mail")
 
 
 def test_the_workers_start_light(tmp_path):

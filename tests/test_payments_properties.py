@@ -19,8 +19,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from crashcourse import authority, budget, store
+from crashcourse import store
 from crashcourse.services import payments
+from crashcourse.services.payments import authority, budget
 
 MAX_ACTIONS = 3
 CAPS = {"USD": 5000, "EUR": 2500}

@@ -18,9 +18,10 @@ import pytest
 
 pytest.importorskip("psycopg", reason="psycopg is not installed")
 
-from crashcourse import claims, control, fence, journal, orders  # noqa: E402
-from crashcourse.example import FLOUR, ScriptedModel  # noqa: E402
-from crashcourse.plan import Step, UnknownTask, load_plan, make_plan, save_plan  # noqa: E402
+from crashcourse import claims, control, journal
+from crashcourse.claims import fence, orders
+from crashcourse.journal.plan import Step, UnknownTask, load_plan, make_plan, save_plan  # noqa: E402
+from crashcourse.lab.example import FLOUR, ScriptedModel  # noqa: E402
 from crashcourse.store import count_rows, opened, table_rows  # noqa: E402
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"])

@@ -16,8 +16,7 @@ import sqlite3
 import pytest
 
 from crashcourse import store
-from crashcourse.dialect import SQLITE
-from crashcourse.plan import (
+from crashcourse.journal.plan import (
     OldPlanStore,
     PlanChanged,
     Step,
@@ -29,6 +28,7 @@ from crashcourse.plan import (
     save_plan,
 )
 from crashcourse.store import opened
+from crashcourse.store.dialect import SQLITE
 
 OLD_SCHEMA = "CREATE TABLE plans (task TEXT PRIMARY KEY, body TEXT NOT NULL)"
 

@@ -9,9 +9,9 @@ pytest.importorskip("matplotlib")
 
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from crashcourse import plots  # noqa: E402
+from crashcourse import figures
 
-BAD = to_rgb(plots.COLOURS["bad"])
+BAD = to_rgb(figures.COLOURS["bad"])
 
 
 def red(artist) -> bool:
@@ -38,7 +38,7 @@ def texts(ax) -> list:
 
 
 def test_grouped_bars_of_counts_have_whole_ticks_and_numbers():
-    fig = drawn(plots.grouped_bars({"charged": {"a": 1, "b": 2}, "left": {"a": 1}},
+    fig = drawn(figures.grouped_bars({"charged": {"a": 1, "b": 2}, "left": {"a": 1}},
                                    "t", "payments"))
     assert ticks_are_whole(fig.axes[0].yaxis)
     numbers = [t.get_text() for t in texts(fig.axes[0])]
@@ -46,7 +46,7 @@ def test_grouped_bars_of_counts_have_whole_ticks_and_numbers():
 
 
 def test_grouped_bars_of_measurements_keep_their_ticks():
-    fig = drawn(plots.grouped_bars({"cost": {"a": 0.4, "b": 1.3}}, "t", "ms"))
+    fig = drawn(figures.grouped_bars({"cost": {"a": 0.4, "b": 1.3}}, "t", "ms"))
     assert not ticks_are_whole(fig.axes[0].yaxis)
     assert texts(fig.axes[0]) == []
 
@@ -56,7 +56,7 @@ def kill_and_end(**change):
     at_end = {"none": 1, "before": 1, "after": 1, "draft": 2, **change}
     units = ({k: None if v is None else 24 * v for k, v in at_kill.items()},
              {k: 24 * v for k, v in at_end.items()})
-    return drawn(plots.kill_and_end(at_kill, at_end, (1, "one note"), "t", "notes",
+    return drawn(figures.kill_and_end(at_kill, at_end, (1, "one note"), "t", "notes",
                                     twin=("units", 24, *units)))
 
 
@@ -82,7 +82,7 @@ def campaign(held_third: bool):
     kills = [("correct", "trial 1", 4, "doubt"), ("correct", "trial 2", 0, "none"),
              ("wrong", "trial 1", 4, "doubt"), ("wrong", "trial 2", 4, "doubt"),
              ("wrong", "trial 2", 4, "doubt")]
-    return drawn(plots.kill_map(groups, kills, {"none": "idle", "doubt": "doubt"},
+    return drawn(figures.kill_map(groups, kills, {"none": "idle", "doubt": "doubt"},
                                 span=(0, 43)))
 
 
@@ -113,7 +113,7 @@ def test_kill_map_size_depends_on_the_trials_not_the_verdicts():
 
 
 def test_timeline_labels_of_close_events_do_not_overlap():
-    fig = drawn(plots.timeline(
+    fig = drawn(figures.timeline(
         [("first", 0, 54, "bad"), ("replacement", 54, 112, "ok")],
         [("first", 53, "held at after_payment"), ("first", 54, "SIGKILL"),
          ("replacement", 112, "exit 0")]))
@@ -130,6 +130,6 @@ def test_state_grid_writes_who_won_in_each_cell():
     cells = {(r, c): "ok" if won[r] == c else "idle" for r in rows for c in columns}
     words = {(r, c): "paid" if won[r] == c else "not paid"
              for r in rows for c in columns}
-    ax = drawn(plots.state_grid(rows, columns, cells, "race", labels=words)).axes[0]
+    ax = drawn(figures.state_grid(rows, columns, cells, "race", labels=words)).axes[0]
     assert sorted(t.get_text() for t in texts(ax)) == ["not paid"] * 2 + ["paid"] * 2
     assert len(ax.patches) == 4

@@ -20,11 +20,16 @@ import uuid
 
 import pytest
 
-from crashcourse import postgres, store
+from crashcourse import store
+from crashcourse.store import postgres_server
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed")
-from crashcourse import claims, claims_server, fence, hosts, pgstore  # noqa: E402
-from crashcourse.fence import StaleClaim  # noqa: E402
+from crashcourse import claims  # noqa: E402
+from crashcourse.claims import fence  # noqa: E402
+from crashcourse.claims import postgres as claims_postgres  # noqa: E402
+from crashcourse.claims.fence import StaleClaim  # noqa: E402
+from crashcourse.lab import hosts  # noqa: E402
+from crashcourse.store import postgres as pgstore  # noqa: E402
 
 # A worker on a store ADDRESS (a URL naming its schema), through the book's
 # own modules: ``drain`` claims and finishes until nothing is eligible,
@@ -32,7 +37,8 @@ from crashcourse.fence import StaleClaim  # noqa: E402
 # then tries to finish it (a partitioned holder's late write).
 WORKER = """
 import sys, time
-from crashcourse import claims, fence, store
+from crashcourse import claims, store
+from crashcourse.claims import fence
 address, owner, mode = sys.argv[1:4]
 with store.opened(address, require=("work", "claims")) as conn:
     if mode == "late":
@@ -106,9 +112,9 @@ def double_claims(conn) -> dict[str, int]:
 # --- the server -----------------------------------------------------------
 
 def test_a_server_starts_on_tcp_unprivileged_and_stops_leaving_nothing():
-    if postgres.binaries() is None:
+    if postgres_server.binaries() is None:
         pytest.skip("no PostgreSQL binaries (pgserver or Debian's postgresql)")
-    server = postgres.start()
+    server = postgres_server.start()
     try:
         with psycopg.connect(server.url) as raw:  # over TCP: the URL's host
             assert raw.info.hostaddr == "127.0.0.1"
@@ -117,18 +123,18 @@ def test_a_server_starts_on_tcp_unprivileged_and_stops_leaving_nothing():
         with open(f"/proc/{server.pid}/status") as status:
             uid = next(line.split()[1] for line in status if line.startswith("Uid:"))
         assert uid != "0"  # PostgreSQL refuses root; we ran it as SERVER_USER
-        backends = postgres._children(server.pid)
+        backends = postgres_server._children(server.pid)
         assert backends  # checkpointer, writer...: what stop must not leave
     finally:
-        postgres.stop(server)
+        postgres_server.stop(server)
     for pid in (server.pid, *backends):
         assert not os.path.exists(f"/proc/{pid}"), f"pid {pid} left behind"
     assert not os.path.exists(server.folder)
 
 
 def test_the_readers_own_server_is_used_and_never_stopped(monkeypatch, pg_server):
-    monkeypatch.setenv(postgres.URL_ENV, pg_server.url)
-    with postgres.running() as server:
+    monkeypatch.setenv(postgres_server.URL_ENV, pg_server.url)
+    with postgres_server.running() as server:
         assert server.pid is None and server.url == pg_server.url
     with psycopg.connect(pg_server.url) as raw:  # still there
         assert raw.execute("SELECT 1").fetchone()[0] == 1
@@ -279,7 +285,7 @@ def decide(conn, looks: str = "queued") -> object:
     """A claim caught mid-way: its pick (and its session's lock), not granted."""
     rules = {"role": "shop", "now": conn.server_time(), "passed": [],
              "work_id": None, "store_lock": conn.store_lock}
-    return conn.execute(claims_server.decide_sql(
+    return conn.execute(claims_postgres.decide_sql(
         claims.ORDINARY, looks, False, False, None), rules).fetchone()
 
 
@@ -332,7 +338,7 @@ def test_the_grant_reads_the_session_rule_again(conn):
     first = claims.claim(conn, "first", ttl=60)
     assert first.id == "work-0"
     # as if a pick had read the session before that commit
-    granted = conn.execute(claims_server.GRANT, {
+    granted = conn.execute(claims_postgres.GRANT, {
         "id": "work-1", "owner": "second", "now": conn.server_time(), "at": None,
         "ttl": 60.0})
     assert granted.fetchone() is None  # a live holder in s0: refused
@@ -416,12 +422,12 @@ def test_a_cut_host_is_silent_and_comes_back_and_killing_it_leaves_nothing():
 def two_hosts_and_server():
     """Hosts a and b, and a server of their own listening on both gateways."""
     with hosts.hosts(("a", "b")) as pair:
-        server = postgres.start(listen=("127.0.0.1", *(h.gateway for h in pair)))
+        server = postgres_server.start(listen=("127.0.0.1", *(h.gateway for h in pair)))
         try:
             pgstore.create_schema(server.url, "shop")
             yield pair, server, pgstore.connect(server.url, schema="shop")
         finally:
-            postgres.stop(server)
+            postgres_server.stop(server)
 
 
 def start_on(host, server, owner: str, *args: str) -> subprocess.Popen:
@@ -473,7 +479,8 @@ def test_a_partitioned_holders_late_write_is_refused_when_its_link_returns(
 
 HOLDER_MID_WRITE = """
 import sys, time
-from crashcourse import claims, fence, store
+from crashcourse import claims, store
+from crashcourse.claims import fence
 conn = store.connect(sys.argv[1])
 held = claims.claim(conn, "holder", ttl=1.0)
 try:

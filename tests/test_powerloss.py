@@ -19,9 +19,9 @@ import pytest
 
 from crashcourse import boundary, store
 from crashcourse import powerloss as pl
-from crashcourse import powerloss_journal as pj
-from crashcourse import powerloss_runs as pr
-from crashcourse.powerloss_images import (
+from crashcourse.powerloss import journal as pj
+from crashcourse.powerloss import runs as pr
+from crashcourse.powerloss.images import (
     PAGE,
     SCRATCH,
     SYNCED_ONLY,
@@ -34,7 +34,7 @@ from crashcourse.powerloss_images import (
     judge_database,
     possible,
 )
-from crashcourse.powerloss_vfs import (
+from crashcourse.powerloss.vfs import (
     CREATE,
     DELETE,
     DIRSYNC,
@@ -359,7 +359,8 @@ def test_the_runtime_never_imports_apsw():
     modules = sorted(
         "crashcourse." + ".".join(p.relative_to(package).with_suffix("").parts)
         for p in package.rglob("*.py") if p.name != "__init__.py"
-        and not p.name.startswith("powerloss"))
+        and "powerloss" not in p.relative_to(package).parts
+        and p.stem != "powerloss")
     probe = ("import importlib, sys\n"
              f"for name in {modules!r}:\n"
              "    importlib.import_module(name)\n"
@@ -440,7 +441,7 @@ def test_the_commit_cost_is_measured_for_both_levels(tmp_path):
 
 
 def test_a_point_shows_the_worst_of_its_images():
-    from crashcourse.powerloss_plots import CORRUPT, KEPT, LOST, point_outcome
+    from crashcourse.figures.powerloss import CORRUPT, KEPT, LOST, point_outcome
 
     def point(*verdicts, acknowledged=("k1",)):
         return {"acknowledged": list(acknowledged),
@@ -461,7 +462,7 @@ def facecolours(ax) -> list[str]:
 
 
 def test_the_strips_colour_each_point_by_its_outcome():
-    from crashcourse.powerloss_plots import OUTCOME_COLOURS, crash_outcomes
+    from crashcourse.figures.powerloss import OUTCOME_COLOURS, crash_outcomes
 
     fig = crash_outcomes({"run": ["kept", "lost", "corrupt"]}, {"run": [1]})
     assert facecolours(fig.axes[0]) == [OUTCOME_COLOURS[o].lower()
@@ -471,8 +472,8 @@ def test_the_strips_colour_each_point_by_its_outcome():
 def test_the_timeline_shows_normal_s_commit_not_yet_durable(folder):
     from matplotlib.colors import to_hex
 
-    from crashcourse.plots import COLOURS
-    from crashcourse.powerloss_plots import disk_timeline
+    from crashcourse.figures import COLOURS
+    from crashcourse.figures.powerloss import disk_timeline
 
     panels = {}
     for mode in (FULL, NORMAL):

@@ -8,8 +8,8 @@ import urllib.request
 
 import pytest
 
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier
+from crashcourse.lab.harness import Harness
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import count_rows, opened
 
 FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}

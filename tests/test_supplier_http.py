@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier
+from crashcourse.lab.harness import Harness
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened
 
 FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
@@ -409,7 +409,7 @@ def test_a_key_a_get_could_not_name_again_is_refused(quick, key):
 
 
 def test_every_stored_key_is_found_again_by_a_get(quick):
-    from crashcourse.services import supplier_client
+    from crashcourse.services import supplier as supplier_client
 
     key = "restock-0042/3/place_order:v=1@shop+x~y.z_0123456789abcdef"
     status, _ = supplier_client.place_order(quick.url, key, FLOUR,
@@ -419,7 +419,7 @@ def test_every_stored_key_is_found_again_by_a_get(quick):
 
 
 def test_the_same_key_under_another_work_is_a_conflict_not_a_replay(quick):
-    from crashcourse.services import supplier_client
+    from crashcourse.services import supplier as supplier_client
 
     first = supplier_client.place_order(quick.url, "shared-key", FLOUR,
                                         work_id="work-first", generation=1)

@@ -17,18 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import authority, budget, store
-from crashcourse.harness import Harness
+from crashcourse import store
+from crashcourse.lab.harness import Harness
 from crashcourse.services import (
     broker,
     drive,
     mail,
     payments,
-    start_supplier,
-    supplier,
-    supplier_client,
-    supplier_store,
 )
+from crashcourse.services import (
+    supplier as supplier_client,
+)
+from crashcourse.services.payments import authority, budget
+from crashcourse.services.supplier import server as supplier_server
+from crashcourse.services.supplier import store as supplier_store
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import StoreDamaged, StoreMissing
 
 ORDER, AMOUNT, CURRENCY = "SUP-0042", 4000, "USD"
@@ -94,10 +97,11 @@ def test_every_service_opens_its_own_file_at_full(tmp_path, opened_levels):
 
 def test_the_supplier_opens_its_file_at_full(tmp_path, opened_levels, monkeypatch):
     db = tmp_path / "supplier.sqlite"
-    config = supplier.parse(["--db", str(db), "--ready", str(tmp_path / "ready")])
+    config = supplier_server.parse(["--db", str(db), "--ready",
+                                    str(tmp_path / "ready")])
     supplier_store.install(db)
-    monkeypatch.setattr(supplier.Handler, "config", config, raising=False)
-    server = supplier.Server(("127.0.0.1", 0), supplier.Handler)
+    monkeypatch.setattr(supplier_server.Handler, "config", config, raising=False)
+    server = supplier_server.Server(("127.0.0.1", 0), supplier_server.Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,4 +1,4 @@
-"""crashcourse.waiting: the one bounded wait (issue 21).
+"""crashcourse.lab.waiting: the one bounded wait (issue 21).
 
 The clock is a stand-in here, so nothing depends on how loaded the machine
 is: ``sleep`` moves the stand-in's time on and ``monotonic`` reads it."""
@@ -10,8 +10,8 @@ import sqlite3
 
 import pytest
 
-from crashcourse import waiting
-from crashcourse.waiting import wait_until
+from crashcourse.lab import waiting
+from crashcourse.lab.waiting import wait_until
 
 
 class Clock:
@@ -124,8 +124,8 @@ def test_with_the_real_clock_it_ends(tmp_path):
 
 
 def test_a_supplier_that_exits_is_reported_at_once_with_why(tmp_path):
-    from crashcourse.harness import Harness
-    from crashcourse.services import start_supplier
+    from crashcourse.lab.harness import Harness
+    from crashcourse.services.supplier.process import start_supplier
 
     with Harness() as harness:
         with pytest.raises(RuntimeError) as refused:
@@ -138,8 +138,8 @@ def test_a_supplier_that_exits_is_reported_at_once_with_why(tmp_path):
 
 def test_a_supplier_that_never_gets_ready_is_stopped_at_the_bound(tmp_path,
                                                                     monkeypatch):
-    from crashcourse.harness import Harness
-    from crashcourse.services import start_supplier
+    from crashcourse.lab.harness import Harness
+    from crashcourse.services.supplier.process import start_supplier
 
     with Harness() as harness:
         monkeypatch.setattr(harness, "start", lambda args, stop_at=None: (
@@ -154,14 +154,14 @@ def test_a_postgres_that_exited_is_said_at_once_with_its_log(tmp_path, clock):
     import subprocess
     import sys
 
-    from crashcourse import postgres
+    from crashcourse.store import postgres_server
 
     (tmp_path / "server.log").write_text("FATAL: the log's last words\n")
     process = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"])
     process.wait()  # it has exited before anyone looks
-    postgres._STARTED[process.pid] = process
-    with pytest.raises(postgres.ServerUnavailable, match="last words"):
-        postgres._wait_ready(process, tmp_path / "data", tmp_path, 60)
+    postgres_server._STARTED[process.pid] = process
+    with pytest.raises(postgres_server.ServerUnavailable, match="last words"):
+        postgres_server._wait_ready(process, tmp_path / "data", tmp_path, 60)
     assert clock.slept == []  # not waited out: the exit was seen at the first look
 
 
@@ -169,14 +169,14 @@ def test_a_postgres_that_never_gets_ready_is_halted_at_the_bound(tmp_path):
     import subprocess
     import sys
 
-    from crashcourse import postgres
+    from crashcourse.store import postgres_server
 
     (tmp_path / "server.log").write_text("LOG: still starting\n")
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    postgres._STARTED[process.pid] = process
+    postgres_server._STARTED[process.pid] = process
     try:
-        with pytest.raises(postgres.ServerUnavailable, match="still starting"):
-            postgres._wait_ready(process, tmp_path / "data", tmp_path, 0.3)
+        with pytest.raises(postgres_server.ServerUnavailable, match="still starting"):
+            postgres_server._wait_ready(process, tmp_path / "data", tmp_path, 0.3)
         assert process.poll() is not None  # halted and reaped
     finally:
         if process.poll() is None:

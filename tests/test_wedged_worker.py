@@ -8,7 +8,7 @@ import json
 import time
 
 from crashcourse import control
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from crashcourse import diagrams, workflow, workflow_steps
+from crashcourse import workflow
 from crashcourse.effects import operation_key
+from crashcourse.figures import workflow as workflow_figures
 from crashcourse.store import opened
 from crashcourse.workflow import (
     APPLIED,
@@ -20,7 +21,8 @@ from crashcourse.workflow import (
     WAITING,
     TransitionRefused,
 )
-from crashcourse.workflow_steps import Remote
+from crashcourse.workflow import steps as workflow_steps
+from crashcourse.workflow.steps import Remote
 
 CHOICES = {"reserve": {"sku": "flour-25kg", "quantity": 6},
              "charge": {"amount_cents": 12900},
@@ -353,7 +355,7 @@ def test_compensation_is_only_for_a_stopped_workflow_and_written_once(conn):
 
 
 def test_the_state_diagram_is_drawn_from_the_table():
-    fig = diagrams.state_diagram(MOVES, STATES, taken={(PENDING, RUNNING): 1})
+    fig = workflow_figures.state_diagram(MOVES, STATES, taken={(PENDING, RUNNING): 1})
     ax = fig.axes[0]
     assert len(ax.patches) == len(MOVES)  # one arrow per legal move
     labels = {text.get_text() for text in ax.texts}

@@ -17,13 +17,15 @@ from collections import Counter
 
 import pytest
 
-from crashcourse import workflow, workflow_steps
-from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
-from crashcourse.harness import Harness
-from crashcourse.services import mail, payments, start_supplier
+from crashcourse import workflow
+from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
+from crashcourse.lab.harness import Harness
+from crashcourse.services import mail, payments
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
 from crashcourse.workers import workflow_worker
 from crashcourse.workers.workflow_worker import BOUNDARIES, EXIT
+from crashcourse.workflow import steps as workflow_steps
 
 RACERS = ("recovery-a", "recovery-b")
 # Every worker's attempts are held this long: more than a call's declared wait
@@ -265,8 +267,8 @@ def test_an_unknown_workflow_or_folder_exits_2_and_writes_nothing(world, tmp_pat
 
 def test_the_worker_starts_light():
     code = ("import sys, crashcourse.workers.workflow_worker;"
-            "print(sorted(m for m in ('crashcourse.example', 'argparse',"
-            " 'crashcourse.harness', 'matplotlib') if m in sys.modules))")
+            "print(sorted(m for m in ('crashcourse.lab.example', 'argparse',"
+            " 'crashcourse.lab.harness', 'matplotlib') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr

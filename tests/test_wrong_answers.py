@@ -92,7 +92,7 @@ def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request):
     chapter, module = wrong.parts[-4], wrong.parent.name
     server = {}
     if chapter == "ch10":  # one PostgreSQL for every wrong answer, not one each
-        from crashcourse.postgres import URL_ENV
+        from crashcourse.store.postgres_server import URL_ENV
 
         server = {URL_ENV: request.getfixturevalue("pg_server").url}
     assert (SOLUTIONS / chapter / f"{module}.py").is_file(), "no such exercise"

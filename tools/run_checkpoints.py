@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from crashcourse.book import start_checkpoint
-from crashcourse.evidence import new_run_path
+from crashcourse.lab.evidence import new_run_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL_TIMEOUT = 3600.0  # seconds per script: a full campaign runs for minutes

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashcourse.effects import EffectConflict
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.store import count_rows, opened
 
 NOTE = {"sku": "oat-milk", "quantity": 24}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcourse.harness import Harness, kill_and_resume
+from crashcourse.lab.harness import Harness, kill_and_resume
 from crashcourse.services import payments
 from crashcourse.store import immediate, opened
 

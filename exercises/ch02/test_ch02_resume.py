@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import payments
 from crashcourse.store import immediate, opened
 from crashcourse.workers import pay_invoice, paying

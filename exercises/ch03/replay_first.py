@@ -7,7 +7,7 @@ answers from the service's file the way the service would, in the service's
 order: history first, then authority.
 """
 
-from crashcourse import authority  # noqa: F401  (the terms and their order)
+from crashcourse.services.payments import authority
 from crashcourse.services import payments  # noqa: F401  (its building blocks)
 from crashcourse.store import opened  # noqa: F401
 

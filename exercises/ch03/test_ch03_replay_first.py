@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcourse import authority
 from crashcourse.services import payments
+from crashcourse.services.payments import authority
 from crashcourse.store import immediate, opened
 
 ORDER, AMOUNT, CURRENCY = "PO-3001", 4000, "USD"

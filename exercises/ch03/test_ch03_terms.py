@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcourse import authority
 from crashcourse.services import payments
+from crashcourse.services.payments import authority
 
 ACTION = {"amount_cents": 4000, "currency": "USD"}
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import payments
 
 TIMEOUT = 20.0

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import claims, fence  # noqa: F401  (you will need both)
+from crashcourse import claims
+from crashcourse.claims import fence
 from crashcourse.claims import Claim
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcourse import claims, fence
-from crashcourse.claims import Claim
+from crashcourse import claims
+from crashcourse.claims import Claim, fence
 from crashcourse.store import opened
 
 T0 = 1_800_000_000.0

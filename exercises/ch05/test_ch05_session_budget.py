@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcourse import claims, control, fence
+from crashcourse import claims, control
+from crashcourse.claims import fence
 from crashcourse.store import connect, count_rows, opened
 
 CEILING = 1000

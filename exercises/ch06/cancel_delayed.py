@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import fence, orders  # noqa: F401  (you will need both)
+from crashcourse.claims import fence, orders
 from crashcourse.store import immediate, sql_list  # noqa: F401
 from crashcourse.validate import clock  # noqa: F401
 

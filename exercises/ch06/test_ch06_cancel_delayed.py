@@ -4,10 +4,11 @@ import sqlite3
 
 import pytest
 
-from crashcourse import claims, fence, orders
-from crashcourse.example import ScriptedModel
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier
+from crashcourse import claims
+from crashcourse.claims import fence, orders
+from crashcourse.lab.example import ScriptedModel
+from crashcourse.lab.harness import Harness
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import connect, opened, sql_list
 
 SENT = orders.Proposal("flour-25kg", 6, 2150)

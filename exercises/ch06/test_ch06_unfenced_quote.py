@@ -4,7 +4,8 @@ import sqlite3
 
 import pytest
 
-from crashcourse import claims, control, fence
+from crashcourse import claims, control
+from crashcourse.claims import fence
 from crashcourse.store import connect, opened
 
 T0 = 1_700_000_000.0  # in the past: the real clock is later

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import fence
+from crashcourse.claims import fence
 from crashcourse.claims import Claim
 from crashcourse.store import ensure_schema
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcourse.plan import Step  # noqa: F401  (return one)
+from crashcourse.journal.plan import Step  # noqa: F401  (return one)
 from crashcourse.services import drive  # noqa: F401  (drive.lookup, by path)
 
 

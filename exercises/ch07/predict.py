@@ -14,6 +14,6 @@ def predict(k: int, boundary: str, plan) -> dict:
 
     Return ``{"confirmed": int, "in_doubt": int, "not_started": int,
     "irreversible_not_started": tuple of step numbers}`` for ``plan``
-    (a ``crashcourse.plan.Plan``).
+    (a ``crashcourse.journal.plan.Plan``).
     """
     raise NotImplementedError("exercise 07.3: count before you look")

@@ -1,12 +1,12 @@
 """Exercise 07.2: mail last (chapter 07).
 
-Write these without ``crashcourse.plan.order_plan`` (the tests unplug it).
+Write these without ``crashcourse.journal.plan.order_plan`` (the tests unplug it).
 A step can be irreversible without being a mail (a payment, say).
 """
 
 from __future__ import annotations
 
-from crashcourse.plan import Step  # noqa: F401  (build and return Steps)
+from crashcourse.journal.plan import Step  # noqa: F401  (build and return Steps)
 
 
 def reorder(steps: list) -> list:

@@ -3,7 +3,7 @@
 import pytest
 
 from crashcourse import journal
-from crashcourse.plan import Step
+from crashcourse.journal.plan import Step
 from crashcourse.services import drive
 from crashcourse.store import opened
 

@@ -3,9 +3,9 @@
 import pytest
 
 from crashcourse import journal
-from crashcourse.example import restock_plan
-from crashcourse.harness import Harness
-from crashcourse.plan import Step, make_plan
+from crashcourse.journal.plan import Step, make_plan
+from crashcourse.lab.example import restock_plan
+from crashcourse.lab.harness import Harness
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import build_world, paths
 

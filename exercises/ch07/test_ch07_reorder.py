@@ -2,8 +2,8 @@
 
 import pytest
 
-from crashcourse import plan
-from crashcourse.plan import Step
+from crashcourse.journal import plan
+from crashcourse.journal.plan import Step
 
 RAW = [
     Step(1, "pay_invoice", {"order": "PO-1001"}, irreversible=True),

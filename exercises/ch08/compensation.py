@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import store, workflow, workflow_steps  # noqa: F401  (the rows)
+from crashcourse import store, workflow
+from crashcourse.workflow import steps as workflow_steps
 from crashcourse.effects import operation_key  # noqa: F401  (the release's key)
-from crashcourse.workflow_steps import (  # noqa: F401  (the plan's statuses)
+from crashcourse.workflow.steps import (  # noqa: F401  (the plan's statuses)
     CANNOT_UNDO,
     IN_DOUBT,
     NEEDS_PERSON,

@@ -7,11 +7,13 @@ with the supplier's releases, all read from rows."""
 
 import pytest
 
-from crashcourse import workflow, workflow_steps
-from crashcourse.harness import Harness
-from crashcourse.services import start_supplier, supplier_client
+from crashcourse import workflow
+from crashcourse.lab.harness import Harness
+from crashcourse.services import supplier as supplier_client
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
 from crashcourse.workers.workflow_worker import build_world, restock_remotes
+from crashcourse.workflow import steps as workflow_steps
 
 WAIT_S = 60  # bounded waits: a worker that overruns is killed and the test fails
 RELEASED, OWED, SENT = (("released", "undone"), ("refund_owed", "needs_person"),

@@ -9,8 +9,9 @@ from collections import Counter
 import pytest
 
 from crashcourse import workflow
-from crashcourse.harness import Harness
-from crashcourse.services import mail, payments, start_supplier
+from crashcourse.lab.harness import Harness
+from crashcourse.services import mail, payments
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
 from crashcourse.workers.workflow_worker import build_world
 

@@ -11,7 +11,7 @@ rows and the worker's file.
 
 import pytest
 
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, mail, payments
 from crashcourse.store import opened
 from crashcourse.workers import paying

@@ -12,9 +12,9 @@ it did. Some cases accept more than one decision.
 import pytest
 
 from crashcourse import decisions, journal
-from crashcourse.example import restock_plan, scan_files
-from crashcourse.harness import Harness
-from crashcourse.plan import GateFailed, Step, load_plan, make_plan
+from crashcourse.journal.plan import GateFailed, Step, load_plan, make_plan
+from crashcourse.lab.example import restock_plan, scan_files
+from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
 from crashcourse.workers.journal_worker import (

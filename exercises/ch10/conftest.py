@@ -13,18 +13,18 @@ import pytest
 def pg_server():
     """The session's server, or a skip that says why there is none."""
     pytest.importorskip("psycopg", reason="chapter 10 needs psycopg")
-    from crashcourse import postgres
+    from crashcourse.store import postgres_server
 
-    if postgres.own_server() is None and postgres.binaries() is None:
-        pytest.skip(f"no PostgreSQL: pip install pgserver, or set {postgres.URL_ENV}")
-    with postgres.running() as server:  # the reader's own is never stopped
+    if postgres_server.own_server() is None and postgres_server.binaries() is None:
+        pytest.skip(f"no PostgreSQL: pip install pgserver, or set {postgres_server.URL_ENV}")
+    with postgres_server.running() as server:  # the reader's own is never stopped
         yield server
 
 
 @pytest.fixture
 def store_url(pg_server):
     """The address of a fresh store (a schema of its own) on the server."""
-    from crashcourse import pgstore
+    from crashcourse.store import postgres as pgstore
 
     schema = "ex10_" + uuid.uuid4().hex[:12]
     pgstore.create_schema(pg_server.url, schema)

@@ -9,7 +9,7 @@ database at the instant it applies the change, and nothing can happen
 between the check and the write, because there is no "between".
 
 Write ``finish`` that way, for a store on a PostgreSQL server (``conn`` is a
-``crashcourse.pgstore`` connection: ``conn.execute(sql, {named})`` and the
+``crashcourse.store.postgres`` connection: ``conn.execute(sql, {named})`` and the
 cursor's ``rowcount``, as on sqlite3).
 """
 

@@ -6,13 +6,14 @@ reader used the same one. Across hosts the lease is written by one worker
 and read by the others, each with its own clock, and the clocks disagree.
 
 Write ``renew`` for a store on a PostgreSQL server (``conn`` is a
-``crashcourse.pgstore`` connection; ``crashcourse.store`` and
-``crashcourse.fence`` work on it as on SQLite).
+``crashcourse.store.postgres`` connection; ``crashcourse.store`` and
+``crashcourse.claims.fence`` work on it as on SQLite).
 """
 
 from __future__ import annotations
 
-from crashcourse import claims, fence, store  # noqa: F401  (the tools you may use)
+from crashcourse import claims, store
+from crashcourse.claims import fence
 from crashcourse.claims import Claim
 
 

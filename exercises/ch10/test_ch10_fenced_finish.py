@@ -8,7 +8,8 @@ from unittest import mock
 
 import pytest
 
-from crashcourse import claims, fence, store
+from crashcourse import claims, store
+from crashcourse.claims import fence
 from crashcourse.store import connect
 
 WRITES = re.compile(r"\s*(UPDATE|INSERT|DELETE)\b", re.IGNORECASE)

@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from crashcourse import claims, fence
+from crashcourse import claims
+from crashcourse.claims import fence
 from crashcourse.store import connect
 
 T = 1_800_000_000.0  # the database's clock at the start of each history

@@ -6,17 +6,17 @@ what the worker notes reaches the disk BEFORE the payment it notes. No
 SIGKILL can tell (the operating system keeps every write a killed process
 made); a power cut can.
 
-``crashcourse.powerloss_runs.pay_then_checkpoint_run`` records such a run;
-``crashcourse.powerloss_images.explore`` rebuilds and judges the image of
-every crash point; ``crashcourse.powerloss_runs.resume_payments`` is a judge
+``crashcourse.powerloss.runs.pay_then_checkpoint_run`` records such a run;
+``crashcourse.powerloss.images.explore`` rebuilds and judges the image of
+every crash point; ``crashcourse.powerloss.runs.resume_payments`` is a judge
 that resumes the worker on an image and reports, among other things,
 ``unpaid``: the tasks the worker holds done whose payment the image lacks.
 """
 
 from __future__ import annotations
 
-from crashcourse.powerloss_images import explore  # noqa: F401  (the explorer)
-from crashcourse.powerloss_runs import resume_payments  # noqa: F401  (a judge)
+from crashcourse.powerloss.images import explore  # noqa: F401  (the explorer)
+from crashcourse.powerloss.runs import resume_payments  # noqa: F401  (a judge)
 
 
 def first_break(recorder, count: int) -> int | None:

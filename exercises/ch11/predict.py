@@ -1,7 +1,7 @@
 """Exercise 11.1: predict what a power cut takes away (chapter 11).
 
 A recorded run of the payment service in WAL mode is a list of
-``crashcourse.powerloss_vfs.Event``: ``Event(kind, name, offset, data)``.
+``crashcourse.powerloss.vfs.Event``: ``Event(kind, name, offset, data)``.
 The kinds that matter here:
 
 * ``"write"``: bytes written to file ``name`` (the database, or its
@@ -16,7 +16,7 @@ Crash point ``point`` is the moment after the first ``point`` events.
 
 from __future__ import annotations
 
-from crashcourse.powerloss_vfs import MARK, SYNC, WRITE  # noqa: F401  (the kinds)
+from crashcourse.powerloss.vfs import MARK, SYNC, WRITE  # noqa: F401  (the kinds)
 
 
 def lost_at(events: list, point: int) -> list[str]:

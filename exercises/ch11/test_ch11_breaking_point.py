@@ -2,8 +2,8 @@
 run's own events, and none where the ordering is right."""
 
 from crashcourse.powerloss import Mode
-from crashcourse.powerloss_runs import CHECKPOINTED, WORKER, pay_then_checkpoint_run
-from crashcourse.powerloss_vfs import MARK, SYNC
+from crashcourse.powerloss.runs import CHECKPOINTED, WORKER, pay_then_checkpoint_run
+from crashcourse.powerloss.vfs import MARK, SYNC
 
 FULL, NORMAL = Mode("WAL", "FULL"), Mode("WAL", "NORMAL")
 

@@ -6,10 +6,10 @@ fsyncs."""
 import pytest
 
 from crashcourse.powerloss import Mode
-from crashcourse.powerloss_images import SYNCED_ONLY, UNSYNCED_SUBSETS
-from crashcourse.powerloss_journal import blind_mail_actions, journal_case
-from crashcourse.powerloss_runs import WORKER, pay_then_checkpoint_case
-from crashcourse.powerloss_vfs import SYNC
+from crashcourse.powerloss.images import SYNCED_ONLY, UNSYNCED_SUBSETS
+from crashcourse.powerloss.journal import blind_mail_actions, journal_case
+from crashcourse.powerloss.runs import WORKER, pay_then_checkpoint_case
+from crashcourse.powerloss.vfs import SYNC
 
 SERVICE, JOURNAL_FILE, BLIND_FILE = "payments.sqlite", "journal.sqlite", "blind.sqlite"
 MUST_BE_NONE = ("acknowledged_lost", "corrupt", "double_charges",

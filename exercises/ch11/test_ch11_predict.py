@@ -4,8 +4,8 @@ images the explorer builds and opens."""
 import pytest
 
 from crashcourse import powerloss as pl
-from crashcourse.powerloss_images import explore
-from crashcourse.powerloss_vfs import MARK, SYNC, WRITE, Event
+from crashcourse.powerloss.images import explore
+from crashcourse.powerloss.vfs import MARK, SYNC, WRITE, Event
 
 WAL = "payments.sqlite-wal"
 

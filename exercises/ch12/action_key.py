@@ -14,7 +14,7 @@ agent's ``task`` (``"restock-flour-0042"``).
   id, whatever order the arguments' fields come in, in any process.
 * Another task, another tool or any other argument gives another key.
 * The supplier accepts it: 1 to 200 characters of letters, digits and
-  ``._~:@+=/-`` (``crashcourse.services.supplier_request.usable_key``).
+  ``._~:@+=/-`` (``crashcourse.services.supplier.request.usable_key``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcourse.services.supplier_request import usable_key
+from crashcourse.services.supplier.request import usable_key
 from crashcourse.workers.frameworks.shop import SCRIPT, new_call_id, next_turn
 
 TASK = "restock-flour-0042"

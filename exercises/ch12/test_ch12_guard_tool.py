@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from crashcourse.harness import Harness
+from crashcourse.lab.harness import Harness
 from crashcourse.services import mail
 
 TASK = "restock-flour-0042"

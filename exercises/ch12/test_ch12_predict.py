@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("dbos")  # the frameworks are an extra: crashcourse[frameworks]
 
-from crashcourse.harness import Harness  # noqa: E402
-from crashcourse.services import start_supplier  # noqa: E402
+from crashcourse.lab.harness import Harness  # noqa: E402
+from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows  # noqa: E402
 from crashcourse.workers.frameworks import records  # noqa: E402
 from crashcourse.workers.frameworks.shop import build_world  # noqa: E402

@@ -5,8 +5,8 @@ See EXPLANATION.md.
 
 import time
 
-from crashcourse import authority
 from crashcourse.services import payments
+from crashcourse.services.payments import authority
 from crashcourse.store import opened
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import claims, fence
-from crashcourse.claims import Claim
+from crashcourse import claims
+from crashcourse.claims import Claim, fence
 
 
 def claim_label(claim: Claim) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import fence, orders
+from crashcourse.claims import fence, orders
 from crashcourse.store import immediate, sql_list
 from crashcourse.validate import clock
 

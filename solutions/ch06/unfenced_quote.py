@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import fence
-from crashcourse.claims import Claim
+from crashcourse.claims import Claim, fence
 from crashcourse.store import ensure_schema
 
 SCHEMA = """

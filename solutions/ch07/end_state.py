@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashcourse.plan import Step
+from crashcourse.journal.plan import Step
 from crashcourse.services import drive
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crashcourse.plan import Step
+from crashcourse.journal.plan import Step
 
 
 def reorder(steps: list) -> list:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import store, workflow, workflow_steps
+from crashcourse import store, workflow
 from crashcourse.effects import operation_key
-from crashcourse.workflow_steps import (
+from crashcourse.workflow import steps as workflow_steps
+from crashcourse.workflow.steps import (
     CANNOT_UNDO,
     DONE,
     IN_DOUBT,

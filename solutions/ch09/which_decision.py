@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from crashcourse.decisions import DAYLIGHT, RESUME, UNWIND
-from crashcourse.plan import Plan
+from crashcourse.journal.plan import Plan
 
 
 class Situation(NamedTuple):

@@ -9,8 +9,8 @@ moment of the renewal, so a lapsed lease is refused, never extended.
 
 from __future__ import annotations
 
-from crashcourse import claims, fence, store
-from crashcourse.claims import Claim
+from crashcourse import claims, store
+from crashcourse.claims import Claim, fence
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

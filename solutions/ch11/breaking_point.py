@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from crashcourse.powerloss_images import explore
-from crashcourse.powerloss_runs import resume_payments
+from crashcourse.powerloss.images import explore
+from crashcourse.powerloss.runs import resume_payments
 
 
 def first_break(recorder, count: int) -> int | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crashcourse.powerloss_vfs import MARK, SYNC, WRITE
+from crashcourse.powerloss.vfs import MARK, SYNC, WRITE
 
 
 def lost_at(events: list, point: int) -> list[str]:

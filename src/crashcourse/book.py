@@ -30,7 +30,8 @@ import crashcourse
 # A quick checkpoint takes seconds on an idle machine; this bound leaves room
 # for two loaded CI cores and still ends a run that hangs.
 CHECKPOINT_TIMEOUT = 300.0
-CHECKPOINTS = Path(crashcourse.__file__).resolve().parents[2] / "checkpoints"
+CHECKOUT = Path(crashcourse.__file__).resolve().parents[2]  # the repository
+CHECKPOINTS = CHECKOUT / "checkpoints"
 
 
 def check(label: str, value: object, expected: object, why: str | None = None):

@@ -42,7 +42,7 @@ from crashcourse.validate import check_text, clock
 
 RUNNING, STOPPED = "running", "stopped"
 SWITCH_STATES = (RUNNING, STOPPED)
-# {identity_key}: a key the database numbers (crashcourse.dialect)
+# {identity_key}: a key the database numbers (crashcourse.store.dialect)
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runtime_control (
     id         INTEGER PRIMARY KEY CHECK (id = 1),

@@ -40,7 +40,7 @@ import time
 
 from crashcourse import control, journal
 from crashcourse.effects import operation_key
-from crashcourse.plan import Plan, load_plan
+from crashcourse.journal.plan import Plan, load_plan
 from crashcourse.services.broker import revoke_holder
 from crashcourse.store import ensure_schema, immediate, sql_list
 from crashcourse.validate import check_text, clock

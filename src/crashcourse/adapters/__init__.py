@@ -52,7 +52,7 @@ from typing import Any
 
 from crashcourse import journal
 from crashcourse.effects import operation_key
-from crashcourse.plan import Plan, Step
+from crashcourse.journal.plan import Plan, Step
 from crashcourse.store import opened
 from crashcourse.validate import check_text
 

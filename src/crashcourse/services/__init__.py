@@ -1,84 +1,14 @@
 """The outside world of the shop assistant: services with their own stores.
 
 A service is called by its address, never through a connection the caller
-holds: ``payments`` (chapters 00-04), ``mail`` and ``drive`` (chapter 07) by
-the path of their SQLite file, opened for each call; the ``supplier``
-(chapter 06), a real HTTP server process with its own file, by its URL
-(``supplier_client``; what it stores and answers is in ``supplier_store``;
+holds: ``payments`` (chapters 00-04, with the approvals' ``authority`` and the
+``budget`` in its own file), ``mail`` and ``drive`` (chapter 07) by the path
+of their SQLite file, opened for each call; the ``supplier`` (chapter 06), a
+real HTTP server process with its own file, by its URL (``supplier`` is the
+client; ``supplier.store`` what it stores and answers; ``supplier.request``
 how it reads a request off the wire, refusing bad framing before anything is
-decided, is in ``supplier_request``);
+decided; ``supplier.server`` the process; ``supplier.process`` starts it);
 the credential ``broker`` (chapter 09) by path, which guarded services ask
-before every write. Each creates its tables with ``install``.
-``start_supplier`` is the parent side: it starts the server as an owned child
-of a ``Harness`` and waits, bounded, for its ready file.
+before every write. Each creates its tables with ``install``, and each opens
+its file as a system of record (``store.opened(..., record=True)``).
 """
-
-from __future__ import annotations
-
-import json
-
-READY_TIMEOUT = 10.0
-
-# No dataclasses or pathlib at import time: every chapter 07 worker imports this
-# package for drive and mail, and start-up time is the cost of each trial.
-
-
-class RunningSupplier:
-    """A supplier process the caller's harness owns (chapter 06)."""
-
-    def __init__(self, url: str, db, worker) -> None:
-        self.url, self.db, self.worker = url, db, worker  # worker: harness.Worker
-
-    def url_for(self, address: str) -> str:
-        """The same supplier reached at ``address``: a host's gateway when it
-        listens on 0.0.0.0 (chapter 10)."""
-        return f"http://{address}:{self.url.rsplit(':', 1)[1]}"
-
-    def stop(self) -> None:
-        """Kill and reap the server (its committed rows stay in ``db``)."""
-        if self.worker.alive():
-            self.worker.kill(expect_sigkill=False)
-
-    def __enter__(self) -> RunningSupplier:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()  # also when the block failed: no server outlives its user
-
-
-def start_supplier(harness, db, *flags: str, timeout: float = READY_TIMEOUT,
-                   host: str = "127.0.0.1") -> RunningSupplier:
-    """Start ``crashcourse.services.supplier`` on ``db`` and wait for its port.
-
-    ``host`` is the address it listens on; ``url`` names it there (127.0.0.1
-    for 0.0.0.0, which other hosts reach through ``url_for``, chapter 10).
-    Introduced in chapter 06."""
-    import pathlib
-
-    from crashcourse.waiting import wait_until  # the parent side only
-
-    db = pathlib.Path(db)
-    ready = db.with_name(db.name + ".ready")
-    ready.unlink(missing_ok=True)
-    worker = harness.start(["-m", "crashcourse.services.supplier", "--db", str(db),
-                            "--ready", str(ready), "--host", host, *flags])
-
-    def up() -> bool:
-        if ready.exists():
-            return True
-        if not worker.alive():  # no use waiting on: say why it ended
-            ended = worker.kill(expect_sigkill=False)  # reaped, its output read
-            said = (ended.stderr.strip().splitlines() or ["nothing"])[-1]
-            raise RuntimeError(f"supplier exited ({ended.returncode}) before it was"
-                               f" ready: {said}")
-        return False
-
-    try:
-        wait_until(up, timeout, what="the supplier's ready file")
-    except TimeoutError:
-        worker.kill(expect_sigkill=False)
-        raise RuntimeError(
-            f"supplier did not become ready within {timeout} s") from None
-    port = json.loads(ready.read_text())["port"]
-    shown = "127.0.0.1" if host == "0.0.0.0" else host  # every address: this one too
-    return RunningSupplier(f"http://{shown}:{port}", db, worker)

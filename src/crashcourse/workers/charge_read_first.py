@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import sys
 
-from crashcourse import budget
 from crashcourse.boundary import boundary
 from crashcourse.services import payments
+from crashcourse.services.payments import budget
 from crashcourse.store import StoreMissing, immediate, opened
 from crashcourse.workers import charge, paying, payment_command
 from crashcourse.workers.options import one_line_errors, refuse

@@ -51,12 +51,13 @@ from dataclasses import asdict
 from http.client import HTTPConnection
 from urllib.parse import urlsplit
 
-from crashcourse import claims, control, fence, orders, store
+from crashcourse import claims, control, store
 from crashcourse.boundary import HOLD_EXPIRED, HOLD_SECONDS, observing
-from crashcourse.dialect import POSTGRES
-from crashcourse.example import FLOUR, ScriptedModel
-from crashcourse.services import supplier_client
+from crashcourse.claims import fence, orders
+from crashcourse.lab.example import FLOUR, ScriptedModel
+from crashcourse.services import supplier as supplier_client
 from crashcourse.store import StoreMissing, immediate, opened, sql_list
+from crashcourse.store.dialect import POSTGRES
 from crashcourse.validate import check_text
 from crashcourse.workers.options import (
     argument_parser,

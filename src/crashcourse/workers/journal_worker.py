@@ -65,7 +65,7 @@ import os
 import sys
 
 from crashcourse import claims, control, decisions, journal
-from crashcourse.plan import GateFailed, Plan, UnknownTask, load_plan, save_plan
+from crashcourse.journal.plan import GateFailed, Plan, UnknownTask, load_plan, save_plan
 from crashcourse.services import broker, drive, mail
 from crashcourse.services.broker import CredentialRefused, HolderStopped
 from crashcourse.store import StoreMissing, opened
@@ -97,7 +97,7 @@ def build_world(directory: str, plan: Plan | None = None, *,
     that credential broker (chapter 09)."""
     # Here, not at the top: the worker process itself only loads stored plans,
     # and the example pulls in the chapter 06 modules it would never use.
-    from crashcourse.example import restock_plan, scan_files
+    from crashcourse.lab.example import restock_plan, scan_files
 
     where = paths(directory)
     drive.install(where["drive"], scan_files(), broker=broker)

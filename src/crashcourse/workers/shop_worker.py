@@ -30,9 +30,10 @@ import sqlite3
 import sys
 import time
 
-from crashcourse import claims, control, fence, orders
+from crashcourse import claims, control
 from crashcourse.boundary import boundary
-from crashcourse.example import FLOUR, NoNewReasoning, ScriptedModel
+from crashcourse.claims import fence, orders
+from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.store import StoreMissing, immediate, opened
 from crashcourse.validate import check_text
 from crashcourse.workers.options import (

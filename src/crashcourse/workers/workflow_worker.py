@@ -38,14 +38,18 @@ import os
 import sys
 import time
 
-from crashcourse import authority, workflow, workflow_steps
+from crashcourse import workflow
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
-from crashcourse.services import mail, payments, supplier_client, supplier_store
+from crashcourse.services import mail, payments
+from crashcourse.services import supplier as supplier_client
+from crashcourse.services.payments import authority
+from crashcourse.services.supplier import store as supplier_store
 from crashcourse.store import StoreMissing, immediate, opened
 from crashcourse.workers.options import BAD_INPUT, check_installed, refuse, text_options
 from crashcourse.workflow import APPLIED, PENDING, RUNNING, WAITING
-from crashcourse.workflow_steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
+from crashcourse.workflow import steps as workflow_steps
+from crashcourse.workflow.steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
 
 STEPS = ("reserve", "charge", "mail")
 BOUNDARIES = ("after_read", *(f"{where}:{step}" for step in STEPS
@@ -85,7 +89,7 @@ def build_world(directory: str, workflow_id: str = "restock-8", *,
     (the scripted one) chose it, empty services, and with ``approved`` the
     charge's approval, a fixture standing in for a person. Start the supplier
     on ``paths["supplier"]``. {workflow_id, paths, choices} (chapter 08)."""
-    from crashcourse.example import FLOUR, ScriptedModel  # not in the worker
+    from crashcourse.lab.example import FLOUR, ScriptedModel  # not in the worker
 
     where = paths(directory)
     supplier_store.install(where["supplier"])

@@ -8,7 +8,7 @@ again, for the expiry, then for the policy. Caught by the cases of
 """
 
 
-from crashcourse import authority
+from crashcourse.services.payments import authority
 
 
 def every_reason(approval, action, now, policy) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ the allowance, and the first payment of a new round is refused. Caught by
 """
 
 
-from crashcourse import budget
+from crashcourse.services.payments import budget
 
 
 def room_for(conn, amount_cents: int, currency: str, round_start: float):

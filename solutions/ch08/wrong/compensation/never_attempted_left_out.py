@@ -11,7 +11,7 @@ never attempted or refused.
 """
 
 
-from crashcourse.workflow_steps import (
+from crashcourse.workflow.steps import (
     DONE,
     IN_DOUBT,
     NOT_DONE,

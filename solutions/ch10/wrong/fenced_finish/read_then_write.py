@@ -12,8 +12,7 @@ and ``test_it_is_one_update_and_nothing_else``.
 """
 
 
-from crashcourse import fence
-from crashcourse.claims import DONE, Claim
+from crashcourse.claims import DONE, Claim, fence
 
 
 def finish(conn, claim: Claim, outcome: str) -> bool:

@@ -12,7 +12,8 @@ Caught by ``test_a_workers_clock_an_hour_off_changes_nothing``.
 
 import time
 
-from crashcourse import claims, fence
+from crashcourse import claims
+from crashcourse.claims import fence
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

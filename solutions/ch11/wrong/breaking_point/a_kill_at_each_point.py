@@ -12,7 +12,7 @@ None. Caught by
 import tempfile
 from pathlib import Path
 
-from crashcourse.powerloss_images import SCRATCH, image_at
+from crashcourse.powerloss.images import SCRATCH, image_at
 
 
 def first_break(recorder, count: int) -> int | None:

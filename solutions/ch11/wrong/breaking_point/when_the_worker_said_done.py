@@ -9,8 +9,8 @@ already breaks the run. Caught by
 """
 
 
-from crashcourse.powerloss_runs import CHECKPOINTED
-from crashcourse.powerloss_vfs import MARK
+from crashcourse.powerloss.runs import CHECKPOINTED
+from crashcourse.powerloss.vfs import MARK
 
 
 def first_break(recorder, count: int) -> int | None:

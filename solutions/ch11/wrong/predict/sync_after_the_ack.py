@@ -8,7 +8,7 @@ this answer reports losses FULL never has. Caught by
 """
 
 
-from crashcourse.powerloss_vfs import MARK, SYNC
+from crashcourse.powerloss.vfs import MARK, SYNC
 
 
 def lost_at(events: list, point: int) -> list[str]:

@@ -42,8 +42,7 @@ import secrets
 from pathlib import Path
 
 from crashcourse.boundary import boundary
-from crashcourse.services import drive, mail
-from crashcourse.services import supplier_client as supplier
+from crashcourse.services import drive, mail, supplier
 
 KEYS = ("none", "position", "action")
 TOOLS = ("reserve_stock", "place_order", "send_confirmation")

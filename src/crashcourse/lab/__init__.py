@@ -1,0 +1,10 @@
+"""The parent side of every experiment: what starts, kills, waits for and
+judges the workers, never imported by them.
+
+``harness`` (owned workers, boundaries, SIGKILL and SIGSTOP of a group),
+``pipes`` (their output), ``experiment`` (a checkpoint's command line, trials
+and evidence), ``evidence`` (artifacts never overwritten), ``waiting`` (the
+one bounded ``wait_until``), ``hosts`` and ``two_hosts`` (network namespaces,
+chapter 10) and ``example`` (the running example's data and stand-ins, which
+no runtime module below this one imports).
+"""

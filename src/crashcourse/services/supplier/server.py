@@ -1,0 +1,251 @@
+"""The supplier: a real HTTP server process with its own database (chapter 06).
+
+    python -m crashcourse.services.supplier.server --db PATH --ready PATH
+        [--drop-first-response] [--hold-first SECONDS] [--reject] [--no-fence]
+        [--timeout SECONDS] [--busy-ms MS] [--host ADDRESS]
+
+It binds ``--host`` (chapter 10: 0.0.0.0, for the other hosts) on a port the
+OS picks and writes ``{"port": N}`` to the ready file (temp file + rename).
+Every decision is made by ``crashcourse.services.supplier.store`` in its own
+file; this module only speaks HTTP, and every request gets an answer:
+a listen backlog of 128, so a burst waits instead of being reset; exactly
+``Content-Length`` bytes read, or a refusal (``supplier.request``), and the
+connection closed after any error; a silent caller dropped after
+``--timeout`` s; a busy, read-only, truncated or never installed store is 503
+with ``Retry-After`` (nothing decided, ask again), opened with ``require=``
+its tables so a lost file is never recreated empty.
+
+``POST /orders`` takes the operation key in ``Idempotency-Key`` and a fencing
+token in ``X-Work-Id`` / ``X-Generation``; the body is the proposal
+``{"sku", "quantity", "unit_cents"}``. Answers, following the IETF httpapi
+Idempotency-Key draft: 201 new order; 200 the original receipt (same key,
+same proposal); 422 same key, other proposal; 409 a request with the same key
+is still being decided (ask again); 412 the generation is lower than the
+highest this supplier accepted for that work; 403 rejected (fault switch);
+400, 408, 411, 413 the request itself is refused. ``GET /orders/{key}``: 200
+with the order, or 404. Every order in an answer carries its key as the JSON
+field ``operation_key``. Every answered request that names a usable key is in
+the ``requests`` table with the status it got, unless the store was down.
+
+``POST /orders/{key}/release`` (chapter 08) releases a reserved order: its OWN
+operation key in ``Idempotency-Key``, the same fencing token headers, no body.
+201 released; 200 the same release again; 404 no such order; 422 the key
+names another release; 409 the order belongs to other work or was released
+under another key, or the key is being decided; 412 a stale generation.
+
+Fault switches (orders only): drop the first response after committing (the
+connection just closes), hold the first POST for N s before the supplier
+looks at it (a request delayed on the way: not yet in flight here), reject
+every order. ``--no-fence`` is the mutant that ignores the generation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from crashcourse.services.supplier.request import (
+    InFlight,
+    Refused,
+    body_length,
+    drain,
+    named_token,
+    no_body,
+    parse_proposal,
+    parse_token,
+    read_exactly,
+    usable_key,
+)
+from crashcourse.services.supplier.store import (
+    TABLES,
+    accept,
+    install,
+    log_refusal,
+    lookup,
+    order_body,
+    release,
+)
+from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, opened
+
+ORDERS, RELEASE = "/orders", "/release"
+RETRY_AFTER_S = 1  # what a 503 or an in-flight 409 tells the caller to wait
+IN_FLIGHT = InFlight()  # one process: the keys being decided live in memory
+
+
+class Server(ThreadingHTTPServer):
+    """A thread per connection and a backlog for a burst (chapter 06)."""
+
+    request_queue_size = 128  # the library's 5 reset callers under ordinary load
+    daemon_threads = True
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Every request gets an answer (chapter 06)."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 10.0  # seconds a caller may stay silent (``serve`` sets --timeout)
+    config: argparse.Namespace
+    first_post = threading.Lock()  # only the first POST can be held or dropped
+    linger = False  # an error was answered: drain the caller before closing
+
+    def log_message(self, *args) -> None:  # stay quiet: the parent reads our pipes
+        pass
+
+    def answer(self, status: int, body: dict, retry: bool = False) -> None:
+        """One JSON answer; after an error, close the connection (chapter 06)."""
+        data = json.dumps(body, sort_keys=True).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            if retry:
+                self.send_header("Retry-After", str(RETRY_AFTER_S))
+            if status >= 400:  # whatever the caller sent next is never read
+                self.send_header("Connection", "close")
+                self.close_connection = self.linger = True
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the caller is gone: nobody is left to answer
+            self.close_connection = True
+
+    def store(self):
+        """The installed file; a lost one is refused, not remade (chapter 06)."""
+        return opened(self.config.db, require=TABLES,
+                      busy_timeout_ms=self.config.busy_ms, record=True)
+
+    def do_GET(self) -> None:
+        self.respond("GET", self.get_order)
+
+    def do_POST(self) -> None:
+        self.respond("POST", self.post)
+
+    def respond(self, method: str, handle) -> None:
+        """Run ``handle``; every outcome becomes an answer (chapter 06)."""
+        try:
+            outcome = handle()
+        except Refused as refused:
+            later = refused.retry  # "ask again" goes out at once; its row follows
+            if not later:
+                self.log_refused(method, refused.status)
+            self.answer(refused.status, refused.body(), refused.retry)
+            return self.log_refused(method, refused.status) if later else None
+        except (sqlite3.Error, StoreMissing) as down:  # rolled back: not decided
+            outcome = 503, {"error": "unavailable", "detail": str(down)}
+        except Exception as bug:  # noqa: BLE001  (still an answer, never silence)
+            outcome = 500, {"error": "internal", "detail": repr(bug)}
+        if outcome is not None:  # None: the fault switch dropped the answer
+            self.answer(*outcome, retry=outcome[0] == 503)
+
+    def log_refused(self, method: str, status: int) -> None:
+        """Log a refusal that names a key; the store being down only loses
+        the row, never the answer (chapter 06)."""
+        token = named_token(self.headers)
+        if method == "GET":
+            token = (self.key_in_path(), None, None)
+        try:
+            with self.store() as conn:
+                log_refusal(conn, method, token, status)
+        except (sqlite3.Error, StoreMissing):
+            pass
+
+    def key_in_path(self) -> str | None:
+        """The ``{key}`` of ``/orders/{key}``, if usable (chapter 06)."""
+        prefix = ORDERS + "/"
+        return usable_key(self.path[len(prefix):]
+                          if self.path.startswith(prefix) else None)
+
+    def get_order(self) -> tuple[int, dict]:
+        """``GET /orders/{key}``: 200 with the order, or 404 (chapter 06)."""
+        operation_key = self.key_in_path()
+        if operation_key is None:
+            raise Refused("no such resource", 404, "not_found")
+        no_body(self.headers)
+        with self.store() as conn:
+            row = lookup(conn, operation_key)
+        if row is None:
+            return 404, {"error": "not_found", "operation_key": operation_key}
+        return 200, order_body(row)
+
+    def post(self) -> tuple[int, dict] | None:
+        """``POST /orders`` or ``/orders/{key}/release`` (chapters 06, 08)."""
+        body = read_exactly(self.rfile, body_length(self.headers),
+                            self.connection, self.timeout)
+        order_key = self.released_order()
+        if self.path != ORDERS and order_key is None:
+            raise Refused("no such resource", 404, "not_found")
+        token = parse_token(self.headers)
+        if order_key is None:
+            return self.order(token, parse_proposal(body))
+        with IN_FLIGHT.holding(token[0]), self.store() as conn:
+            return release(conn, token[0], order_key, *token[1:])
+
+    def released_order(self) -> str | None:
+        """The order key of ``/orders/{key}/release``, else None (chapter 08)."""
+        prefix = ORDERS + "/"
+        if not (self.path.startswith(prefix) and self.path.endswith(RELEASE)):
+            return None
+        return usable_key(self.path[len(prefix):-len(RELEASE)])
+
+    def order(self, token: tuple, proposal: dict) -> tuple[int, dict] | None:
+        """``POST /orders`` through the fault switches (chapter 06)."""
+        first = Handler.first_post.acquire(blocking=False)
+        if first and self.config.hold_first > 0:
+            time.sleep(self.config.hold_first)  # delayed on the way, not looked at
+        with IN_FLIGHT.holding(token[0]), self.store() as conn:
+            status, result = accept(conn, *token, proposal,
+                                    fence=not self.config.no_fence,
+                                    reject=self.config.reject)
+        if first and self.config.drop_first_response and status in (200, 201):
+            self.close_connection = True  # committed, but the caller hears nothing
+            return None
+        return status, result
+
+    def finish(self) -> None:
+        """Close after an error without resetting the answer away (ch. 06)."""
+        super().finish()
+        if self.linger:
+            drain(self.connection)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line above: the file, the ready file, the faults (chapter 06)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", required=True, help="the supplier's SQLite file")
+    parser.add_argument("--ready", required=True, help="write the port here")
+    parser.add_argument("--drop-first-response", action="store_true")
+    parser.add_argument("--hold-first", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--reject", action="store_true")
+    parser.add_argument("--no-fence", action="store_true", help="the mutant")
+    parser.add_argument("--timeout", type=float, default=Handler.timeout,
+                        metavar="SECONDS", help="how long a caller may be silent")
+    parser.add_argument("--busy-ms", type=int, default=DEFAULT_BUSY_TIMEOUT_MS,
+                        help="how long a request waits for the store's lock")
+    parser.add_argument("--host", default="127.0.0.1", help="listen on this address")
+    config = parser.parse_args(argv)
+    if not (config.timeout > 0 and config.busy_ms > 0):
+        parser.error("--timeout and --busy-ms must be positive")
+    return config
+
+
+def serve(config: argparse.Namespace) -> None:
+    """Install the store, bind, announce the port, serve until killed (chapter 06)."""
+    install(config.db)
+    Handler.config, Handler.timeout = config, config.timeout
+    server = Server((config.host, 0), Handler)
+    ready = Path(config.ready)
+    partial = ready.with_name(ready.name + ".partial")
+    partial.write_text(json.dumps({"port": server.server_address[1]}))
+    os.replace(partial, ready)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    serve(parse())
+    sys.exit(0)

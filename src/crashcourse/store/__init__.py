@@ -1,0 +1,336 @@
+"""Open SQLite files the same way everywhere (introduced in chapter 00).
+
+Every durable table in the book lives in a SQLite file opened by ``connect``:
+
+* WAL journal, so readers never block the one writer;
+* a busy timeout, so a second writer waits instead of failing at once;
+* foreign keys on (SQLite leaves them off by default);
+* an explicit ``synchronous`` level. ``NORMAL`` in WAL mode survives a killed
+  process (the case every experiment in this book exercises): a committed
+  transaction is in the WAL file and the OS page cache, and the next opener
+  replays it. ``FULL`` also syncs the WAL at every commit, which is what a
+  power loss or kernel panic needs: chapter 11 rebuilds the disk at every
+  point of a run and shows NORMAL losing acknowledged commits (never
+  corrupting the file) where FULL loses none.
+
+A store is created only by its module's ``install``. Everything else opens
+it with ``require=`` the tables it reads: a file that is missing, truncated to
+0 bytes or never installed is refused with ``StoreMissing`` and left as it was,
+never silently replaced by a new, empty store (a payment history that vanished
+must not read as "never paid"). A file that opens but is DAMAGED is refused
+too (``StoreDamaged``), before anything reads or writes it: ``PRAGMA
+quick_check`` for every required store, and for a system of record
+(``record=True``) the slower ``integrity_check``, which also compares every
+index with its table. Only the second sees a payment whose key was zeroed in
+the key's index: the lookup by key then finds nothing, and a service that
+trusted it would charge again.
+
+A SYSTEM OF RECORD (``record=True``: every service in
+``crashcourse.services``) opens at ``synchronous=FULL``. Chapter 11 shows why:
+the fsync belongs to the store whose rows say what happened outside, not to
+the worker's own progress, which may stay at NORMAL.
+
+Connections are in autocommit mode (``isolation_level=None``): transactions
+are opened explicitly with ``immediate`` so the reader sees where each one
+begins and ends.
+
+From chapter 10 a store may also be a PostgreSQL server's (an address
+``postgresql://...``): ``connect`` then opens it through the adapter,
+``crashcourse.store.postgres``, imported only then, and ``dialect(conn)`` says which
+database a connection is on (``crashcourse.store.dialect``: every spelling that
+differs between the two, by name).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from crashcourse.store.dialect import SQLITE, Dialect
+
+TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
+if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
+    from pathlib import Path
+
+SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_CONNECTORS: list = []  # see ``opening_with``
+SERVER_SCHEMES = ("postgresql://", "postgres://")
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+
+class StoreMissing(RuntimeError):
+    """An installed store was required; the file is absent, empty or lacks its
+    tables. Nothing was created or changed (issue 14, "no silent loss")."""
+
+
+class StoreDamaged(StoreMissing):
+    """An installed store opened, but SQLite's own check of its pages (and,
+    for a system of record, of every index against its table) failed. Nothing
+    was read from it as history and nothing was written (chapter 11)."""
+
+
+def connect(
+    path: str | Path,
+    *,
+    synchronous: str = "NORMAL",
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    require: tuple[str, ...] = (),
+    record: bool = False,
+) -> sqlite3.Connection:
+    """Open ``path`` with WAL, a busy timeout, foreign keys and ``synchronous``.
+
+    With ``require`` (table names) the file must already hold those tables:
+    otherwise ``StoreMissing``, and the file is neither created nor written;
+    a damaged one: ``StoreDamaged``. ``record=True`` opens a system of record:
+    ``synchronous=FULL`` whatever was asked, and the full integrity check."""
+    if record is not True and record is not False:
+        raise TypeError(f"record must be True or False, got {record!r}")
+    level = "FULL" if record else synchronous.upper()
+    if level not in SYNCHRONOUS_LEVELS:
+        raise ValueError(f"synchronous must be one of {SYNCHRONOUS_LEVELS}")
+    if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
+        raise TypeError("busy_timeout_ms must be an int")
+    if on_server(path):  # chapter 10: the same modules on a PostgreSQL server
+        return _open_server(path, require)
+    for connector in reversed(_CONNECTORS):
+        conn = connector(path, synchronous=level, busy_timeout_ms=busy_timeout_ms,
+                         require=require)
+        if conn is not None:
+            if require:
+                refuse_damaged(conn, path, record)
+            return conn
+    conn = _open(path, busy_timeout_ms / 1000, require, record)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+    # Before the switch to WAL: creating a new file then syncs at this level,
+    # not at the default FULL (three fewer fdatasyncs per new file in NORMAL).
+    conn.execute(f"PRAGMA synchronous={level}")
+    enter_wal(conn, busy_timeout_ms)
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def _open(path, timeout: float, require: tuple[str, ...],
+          record: bool = False) -> sqlite3.Connection:
+    """sqlite3.connect, or, with ``require``, open read-write WITHOUT create
+    and look for the tables, and for damage, before anything (the switch to
+    WAL) writes."""
+    if not require:
+        return sqlite3.connect(path, isolation_level=None, timeout=timeout)
+    import os  # already loaded by the interpreter: no start-up cost
+
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        raise StoreMissing(f"{path}: no store here (missing or 0 bytes); "
+                           "only install creates one")
+    where = os.path.abspath(os.fspath(path))  # no pathlib: workers start light
+    for char, escaped in (("%", "%25"), ("?", "%3F"), ("#", "%23")):
+        where = where.replace(char, escaped)
+    uri = f"file:{where}?mode=rw"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
+    try:
+        missing = sorted(table for table in require
+                         if conn.execute(SQLITE.table_exists,
+                                         {"table": table}).fetchone() is None)
+    except sqlite3.OperationalError:  # locked, busy: not an answer about the file
+        conn.close()
+        raise
+    except sqlite3.DatabaseError as bad:  # not a database, or a broken one
+        conn.close()
+        if "malformed" in str(bad):
+            raise StoreDamaged(f"{path}: damaged, refused before any read or "
+                               f"write ({bad})") from None
+        raise StoreMissing(f"{path}: not a store ({bad})") from None
+    if missing:
+        conn.close()
+        raise StoreMissing(f"{path}: not installed (no table {', '.join(missing)})")
+    try:
+        refuse_damaged(conn, path, record)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_server(url: str, require: tuple[str, ...]):
+    """A PostgreSQL store through the adapter; with ``require``, its tables
+    must exist, else ``StoreMissing`` and nothing is created (chapter 10)."""
+    from crashcourse.store import postgres as pgstore
+
+    conn = pgstore.connect_url(url)
+    try:
+        missing = [table for table in require if not table_exists(conn, table)]
+    except BaseException:
+        conn.close()
+        raise
+    if missing:
+        conn.close()
+        raise StoreMissing(f"{url.rsplit('@', 1)[-1]}: not installed"
+                           f" (no table {', '.join(missing)})")
+    return conn
+
+
+def refuse_damaged(conn, path, record: bool, schema: str = "main") -> None:
+    """``StoreDamaged`` unless SQLite finds the file sound: ``quick_check``
+    (every page readable and well formed), or for a system of record
+    ``integrity_check``, which also matches every index to its table.
+    ``schema`` names an attached file (the broker, chapter 09)."""
+    if not schema.isidentifier():
+        raise ValueError(f"not a schema name: {schema!r}")
+    pragma = "integrity_check(1)" if record else "quick_check(1)"
+    try:
+        verdict = conn.execute(f"PRAGMA {schema}.{pragma}").fetchone()[0]
+    except sqlite3.OperationalError:  # locked, busy: no answer about the file
+        raise
+    except sqlite3.DatabaseError as bad:  # "malformed": the answer is no
+        verdict = str(bad)
+    if verdict != "ok":
+        said = " ".join(verdict.replace(f"*** in database {schema} ***", "").split())
+        raise StoreDamaged(f"{path}: damaged, refused before any read or write "
+                           f"({said})")
+
+
+def enter_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """Switch a file to WAL, waiting (bounded) while another opener holds it.
+
+    Two processes opening a NEW file at the same instant both try to switch it
+    to WAL; SQLite answers the loser "database is locked" at once, without
+    its busy handler. Retry within the busy timeout instead of dying."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as busy:
+            if "locked" not in str(busy) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
+def on_server(path) -> bool:
+    """Whether ``path`` names a PostgreSQL store: ``postgresql://...[?schema=S]``
+    (chapter 10); anything else is a SQLite file."""
+    return isinstance(path, str) and path.startswith(SERVER_SCHEMES)
+
+
+def dialect(conn) -> Dialect:
+    """The spellings of ``conn``'s database (``crashcourse.store.dialect``):
+    ``POSTGRES`` for the adapter's connection, which says so; ``SQLITE`` for
+    any other, a sqlite3 connection or chapter 11's recording one. The one
+    place a module asks which database it is on (chapter 10)."""
+    return getattr(conn, "dialect", SQLITE)
+
+
+def table_exists(conn, table: str) -> bool:
+    """Whether ``table`` exists in ``conn``'s store; a read, it creates
+    nothing (chapter 07; on either database since chapter 10)."""
+    return conn.execute(dialect(conn).table_exists,
+                        {"table": table}).fetchone() is not None
+
+
+def now(conn, now: float | None = None) -> float:
+    """The lease clock: an injected instant, else the STORE's clock. On a
+    server that is the database's own clock, one for every host, never the
+    worker's (chapter 10); a SQLite file has one host, so it is this one's."""
+    from crashcourse.validate import clock
+
+    store_clock = dialect(conn).store_clock
+    if now is not None or store_clock is None:
+        return clock(now)
+    return conn.execute(store_clock).fetchone()[0]
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection, *, shared: bool = False, then: str = "",
+              parameters: dict | None = None) -> Iterator:
+    """Run the block in one ``BEGIN IMMEDIATE`` transaction.
+
+    IMMEDIATE takes the write lock before the first read, so a check made inside
+    the block (is this key used? is there budget left?) cannot be invalidated by
+    another writer before the commit. Any exception rolls the whole block back.
+    A busy database raises ``sqlite3.OperationalError`` after the busy timeout:
+    callers must treat that as "not done", never fall back to an unchecked path.
+    On a server (chapter 10) the same words take one store-wide lock: every
+    writer excludes every other, as in SQLite, except the hot paths (a claim, a
+    fenced write) which pass ``shared=True``, run side by side and lock their
+    own rows instead. SQLite ignores ``shared``: its one writer is the rule.
+    ``then``, a statement (with ``parameters``), runs first under the lock,
+    and the block gets its cursor instead of ``conn``; on a server it goes in
+    the same round trip as the BEGIN (a claim's first, chapter 10).
+    """
+    spelled = dialect(conn)
+    if spelled.one_writer:
+        conn.execute(spelled.begin)
+        found = None
+    else:  # the store's lock, EXCLUSIVE or SHARED, and ``then``: one trip
+        found = conn.begin(shared=shared, then=then, parameters=parameters)
+    try:
+        if then and found is None:
+            found = conn.execute(then, parameters or {})
+        yield found if then else conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def opening_with(connector) -> Iterator[None]:
+    """Within the block, ``connect`` asks ``connector(path, synchronous=,
+    busy_timeout_ms=, require=)`` first; it returns a connection set up as
+    ``connect`` would, or None for a file it leaves alone. Chapter 11 opens the
+    book's stores through a VFS that records every write and sync, with the
+    services' own code unchanged."""
+    _CONNECTORS.append(connector)
+    try:
+        yield
+    finally:
+        _CONNECTORS.remove(connector)
+
+
+@contextmanager
+def opened(path: str | Path, **options) -> Iterator[sqlite3.Connection]:
+    """``connect`` for the length of a block, then close (sqlite3's own ``with``
+    only ends a transaction; it never closes the connection)."""
+    conn = connect(path, **options)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def ensure_schema(conn: sqlite3.Connection, ddl: str) -> None:
+    """Create tables and indexes from ``ddl`` (statements use IF NOT EXISTS)."""
+    with immediate(conn):
+        for statement in ddl.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+
+
+def count_rows(conn: sqlite3.Connection, table: str) -> int:
+    """How many rows ``table`` holds (table names come from code, never input)."""
+    if not table.isidentifier():
+        raise ValueError(f"not a table name: {table!r}")
+    return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def table_rows(conn: sqlite3.Connection, table: str, order_by: str = "rowid") -> list:
+    """Every row of ``table`` as a plain dict, for snapshots and evidence."""
+    if not (table.isidentifier() and order_by.isidentifier()):
+        raise ValueError("table and order_by must be identifiers")
+    cursor = conn.execute(f"SELECT * FROM {table} ORDER BY {order_by}")
+    return [dict(row) for row in cursor.fetchall()]
+
+
+def sql_list(values: tuple[str, ...]) -> str:
+    """``('A', 'B')`` for a SQL ``IN``, from a module's status constants.
+
+    The statuses are spelled once, in Python; the schema's CHECKs and the
+    queries are built from the same tuples, so they cannot drift apart. Only
+    identifiers are accepted: this quotes constants, never input.
+    Introduced in chapter 05."""
+    for value in values:
+        if not (isinstance(value, str) and value.isidentifier()):
+            raise ValueError(f"not a status constant: {value!r}")
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"

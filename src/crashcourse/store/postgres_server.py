@@ -1,0 +1,247 @@
+"""A PostgreSQL server for the runtime: a throwaway one, or the reader's own
+(chapter 10).
+
+``start`` makes a server nobody has to install: PostgreSQL 16 from the
+``pgserver`` wheel (only its binaries are used: its own manager listens on a
+Unix socket alone and loosens the permissions of every parent folder), or,
+without that wheel, Debian's ``postgresql`` package. It runs ``initdb`` in a
+fresh temporary folder and starts ``postgres`` as a child of this process,
+listening on TCP so a worker on another host (``crashcourse.lab.hosts``) reaches
+it. ``stop`` shuts it down and removes the folder, leaving no process behind.
+
+PostgreSQL refuses to run as root. Run by root, the server runs as the
+unprivileged system user ``SERVER_USER``, created once with ``useradd``.
+
+A reader's own server is used instead when ``URL_ENV`` holds its URL: then
+nothing is started or stopped. This module imports only the standard library;
+talking to the server is ``crashcourse.store.postgres``'s job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from crashcourse.lab.waiting import wait_until
+from crashcourse.store.postgres_binaries import binaries, reachable
+
+URL_ENV = "CRASHCOURSE_PG_URL"
+SERVER_USER = "crashcourse-pg"
+# A throwaway server for tests and chapters: durable across a killed client
+# (the cases this book runs), not across a power cut, which no case makes.
+SETTINGS = {"fsync": "off", "max_connections": "100", "shared_buffers": "32MB"}
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
+_STARTED: dict[int, subprocess.Popen] = {}  # servers this process started, by pid
+
+
+class ServerUnavailable(RuntimeError):
+    """No PostgreSQL to start here, and no URL in ``URL_ENV`` (chapter 10)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Server:
+    """A running server: where to connect, and what we started (chapter 10)."""
+
+    url: str               # postgresql://postgres:SECRET@HOST:PORT/postgres
+    version: str           # "16.2"
+    pid: int | None        # the postmaster we started; None for the reader's own
+    folder: str | None     # its data folder, removed by ``stop``
+    started_in: float      # seconds from nothing to accepting connections
+
+    def url_for(self, address: str) -> str:
+        """The same server reached at ``address`` (another host's route to it)."""
+        scheme, rest = self.url.split("://", 1)
+        credentials, location = rest.rsplit("@", 1)
+        port_and_db = location.split(":", 1)[1]
+        return f"{scheme}://{credentials}@{address}:{port_and_db}"
+
+
+def _server_user() -> str | None:
+    """None when we are not root; else the unprivileged user, made if missing."""
+    if os.geteuid() != 0:
+        return None
+    import pwd
+
+    try:
+        pwd.getpwnam(SERVER_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", SERVER_USER], check=True,
+                       capture_output=True, timeout=30)
+    return SERVER_USER
+
+
+def _as_user(user: str | None) -> dict:
+    """Popen options that run a command as ``user`` (or as ourselves)."""
+    return {} if user is None else {"user": user, "group": user, "extra_groups": []}
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        return probe.getsockname()[1]
+
+
+def _initdb(bin_dir: Path, folder: Path, password: str, user: str | None) -> Path:
+    """A new cluster in ``folder``/data: trust on the socket, a password on TCP."""
+    secret = folder / "password"
+    secret.write_text(password)
+    data = folder / "data"
+    subprocess.run(
+        [bin_dir / "initdb", "-D", data, "-U", "postgres", "-E", "UTF8", "--no-sync",
+         "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={secret}"],
+        check=True, capture_output=True, timeout=60, **_as_user(user))
+    secret.unlink()
+    with open(data / "pg_hba.conf", "a") as hba:  # the other hosts come over TCP
+        hba.write("host all all 0.0.0.0/0 scram-sha-256\n")
+    return data
+
+
+def _ready(data: Path) -> bool:
+    """postmaster.pid's eighth line says ``ready`` once connections are taken."""
+    try:
+        lines = (data / "postmaster.pid").read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    return len(lines) >= 8 and lines[7].strip() == "ready"
+
+
+def start(*, listen: tuple[str, ...] = ("127.0.0.1",), timeout: float = 30.0,
+          settings: dict[str, str] | None = None) -> Server:
+    """Start a throwaway server listening on TCP at ``listen`` (chapter 10).
+
+    ``listen`` names the addresses it accepts connections on (the first is the
+    URL's); add a host's gateway address so that host can reach it."""
+    bin_dir = binaries()
+    if bin_dir is None:
+        raise ServerUnavailable("no PostgreSQL binaries: install pgserver "
+                                f"(pip) or postgresql (apt), or set {URL_ENV}")
+    began, user = time.monotonic(), _server_user()
+    bin_dir = reachable(bin_dir) if user is not None else bin_dir
+    folder = Path(tempfile.mkdtemp(prefix="crashcourse-pg-"))
+    try:
+        if user is not None:
+            shutil.chown(folder, user, user)
+        password = secrets.token_urlsafe(18)
+        data = _initdb(bin_dir, folder, password, user)
+        port = _free_port(listen[0])
+        options = {**SETTINGS, **(settings or {}),
+                   "listen_addresses": ",".join(listen), "port": str(port),
+                   "unix_socket_directories": str(folder)}
+        command = [bin_dir / "postgres", "-D", data,
+                   *(arg for item in options.items() for arg in ("-c", "=".join(item)))]
+        with open(folder / "server.log", "wb") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=log,
+                                       stdin=subprocess.DEVNULL,
+                                       start_new_session=True,
+                                       preexec_fn=_stop_with_parent(), **_as_user(user))
+        _STARTED[process.pid] = process
+        _wait_ready(process, data, folder,
+                    max(0.0, began + timeout - time.monotonic()))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    version = subprocess.run([bin_dir / "postgres", "--version"], check=True,
+                             capture_output=True, text=True).stdout.split()[2]
+    url = f"postgresql://postgres:{password}@{listen[0]}:{port}/postgres"
+    return Server(url, version, process.pid, str(folder), time.monotonic() - began)
+
+
+def _stop_with_parent():
+    """A function for the server's child to call before exec: a fast shutdown
+    (SIGINT) when this process dies, even by SIGKILL, which runs no cleanup.
+    Made here: the child, already the server user, may not read our modules."""
+    import ctypes
+    from functools import partial
+
+    return partial(ctypes.CDLL(None).prctl, PR_SET_PDEATHSIG, signal.SIGINT)
+
+
+def _wait_ready(process: subprocess.Popen, data: Path, folder: Path,
+                timeout: float) -> None:
+    """Poll until the server takes connections; on failure stop it and say why."""
+
+    def ready() -> bool:
+        if _ready(data):
+            return True
+        if process.poll() is not None:
+            raise ServerUnavailable("it exited")  # no use waiting on
+        return False
+
+    try:
+        wait_until(ready, timeout, what="PostgreSQL taking connections")
+    except (ServerUnavailable, TimeoutError):
+        _halt(process.pid, 5.0)
+        log = (folder / "server.log").read_text(errors="replace")[-2000:]
+        raise ServerUnavailable(f"PostgreSQL did not start:\n{log}") from None
+
+
+def _children(pid: int) -> list[int]:
+    """The pids whose parent is ``pid`` (a server's backends), from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # gone meanwhile
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _halt(pid: int, timeout: float) -> None:
+    """Fast shutdown (SIGINT: clients cut, transactions rolled back, clean
+    checkpoint), then, past ``timeout``, SIGKILL the postmaster and its
+    children (each backend runs in a session of its own: no group to kill)."""
+    process = _STARTED.pop(pid)
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout)  # the postmaster waits for every backend first
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    process.send_signal(signal.SIGSTOP)  # it starts no backend while we look
+    for child in _children(pid):
+        os.kill(child, signal.SIGKILL)
+    process.kill()
+    process.wait(timeout)
+
+
+def stop(server: Server, timeout: float = 10.0) -> None:
+    """Stop a server ``start`` made and remove its folder; the reader's own
+    server (no pid) is left alone (chapter 10)."""
+    if server.pid in _STARTED:
+        _halt(server.pid, timeout)
+    if server.folder is not None:
+        shutil.rmtree(server.folder, ignore_errors=True)
+
+
+def own_server() -> Server | None:
+    """The reader's server named by ``URL_ENV``, or None (chapter 10)."""
+    url = os.environ.get(URL_ENV, "").strip()
+    return Server(url, "", None, None, 0.0) if url else None
+
+
+@contextmanager
+def running(**options) -> Iterator[Server]:
+    """The reader's server if ``URL_ENV`` names one, else a throwaway server
+    from ``start(**options)``, stopped when the block ends (chapter 10)."""
+    server = own_server() or start(**options)
+    try:
+        yield server
+    finally:
+        stop(server)
