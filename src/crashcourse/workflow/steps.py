@@ -17,8 +17,8 @@ the process (boundary ``admitted:<step>``): a holder paused there can still
 send late, and only a service that takes the key or the token refuses it.
 
 Recovery never touches a step in doubt while its attempt's lease is live
-(``AttemptHeld``): expiry is permission to replace, not proof of death
-(chapter 05). After the lease, the probe asks the service by the step's
+(``AttemptHeld``): a lease that ran out lets another holder begin; it says
+nothing about whether the first one is still running (chapter 05). After the lease, the probe asks the service by the step's
 operation key before anything is called again. A holder refused at its
 admission or at its outcome hands its lease back (``release_lease``).
 
