@@ -139,7 +139,7 @@ BENCH_VENV := .venv-bench
 $(BENCH_VENV)/.installed: $(STAMP) pyproject.toml requirements-bench.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(VENV)/bin/uv pip install --quiet --python $(BENCH_VENV)/bin/python \
-	  -r requirements-bench.txt -e .
+	  -r requirements-bench.txt -e '.[frameworks]'
 	touch $@
 
 bench: $(BENCH_VENV)/.installed

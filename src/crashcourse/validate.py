@@ -102,3 +102,21 @@ def clock(now: object = None) -> float:
     ):
         raise ValueError(f"now must be a finite number, got {now!r}")
     return float(now)
+
+
+BAD_INPUT = 2  # every program's exit status for bad input, as argparse's own
+
+
+def argument_parser(description: str, epilog: str | None = None, **settings):
+    """An ``argparse`` parser whose errors are one line and ``BAD_INPUT``
+    (argparse's own print the usage first, over several lines); ``settings``
+    go to ``ArgumentParser`` (chapter 00). Every program uses it: the
+    workers, the supplier's server and the checkpoints."""
+    import argparse  # here: only a run that needs help or an error pays for it
+
+    class OneLineErrors(argparse.ArgumentParser):
+        def error(self, message: str):
+            self.exit(BAD_INPUT, f"{self.prog}: error: {' '.join(message.split())}"
+                      " (see --help)\n")
+
+    return OneLineErrors(description=description, epilog=epilog, **settings)

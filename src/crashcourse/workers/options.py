@@ -28,10 +28,9 @@ import sys
 from types import SimpleNamespace
 
 from crashcourse.store import opened
-from crashcourse.validate import check_text
+from crashcourse.validate import BAD_INPUT, argument_parser, check_text
 
 REQUIRED = object()  # an option with this default must be given
-BAD_INPUT = 2  # every worker's exit status for bad input, as argparse's own
 IO_ERROR = 74  # ... for a file the machine would not open or write (EX_IOERR)
 
 
@@ -172,20 +171,6 @@ def check_installed(*stores: tuple[str, tuple[str, ...]], record: bool = True
     for path, tables in stores:
         with opened(path, require=tables, record=record):
             pass
-
-
-def argument_parser(description: str, epilog: str | None = None, **settings):
-    """An ``argparse`` parser whose errors are one line and ``BAD_INPUT``
-    (argparse's own print the usage first, over several lines); ``settings``
-    go to ``ArgumentParser`` (chapter 00). The checkpoints use it too."""
-    import argparse  # here: only a run that needs help or an error pays for it
-
-    class OneLineErrors(argparse.ArgumentParser):
-        def error(self, message: str):
-            self.exit(BAD_INPUT, f"{self.prog}: error: {' '.join(message.split())}"
-                      " (see --help)\n")
-
-    return OneLineErrors(description=description, epilog=epilog, **settings)
 
 
 def whole_number(text: str) -> int:

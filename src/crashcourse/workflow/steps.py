@@ -18,8 +18,9 @@ send late, and only a service that takes the key or the token refuses it.
 
 Recovery never touches a step in doubt while its attempt's lease is live
 (``AttemptHeld``): a lease that ran out lets another holder begin; it says
-nothing about whether the first one is still running (chapter 05). After the lease, the probe asks the service by the step's
-operation key before anything is called again. A holder refused at its
+nothing about whether the first one is still running (chapter 05). After the
+lease, the probe asks the service by the step's operation key before
+anything is called again. A holder refused at its
 admission or at its outcome hands its lease back (``release_lease``).
 
 A cancelled workflow gets ONE ``compensations`` row per attempted step

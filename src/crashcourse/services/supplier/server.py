@@ -73,6 +73,7 @@ from crashcourse.services.supplier.store import (
     release,
 )
 from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, opened
+from crashcourse.validate import argument_parser
 
 ORDERS, RELEASE = "/orders", "/release"
 RETRY_AFTER_S = 1  # what a 503 or an in-flight 409 tells the caller to wait
@@ -216,7 +217,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line above: the file, the ready file, the faults (chapter 06)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--db", required=True, help="the supplier's SQLite file")
     parser.add_argument("--ready", required=True, help="write the port here")
     parser.add_argument("--drop-first-response", action="store_true")

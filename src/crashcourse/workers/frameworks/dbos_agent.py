@@ -32,6 +32,7 @@ import sys
 
 from dbos import DBOS, SetWorkflowID
 
+from crashcourse.validate import argument_parser
 from crashcourse.workers.frameworks.shop import (
     FINAL,
     KEYS,
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--world", required=True, help="the trial's folder")
     parser.add_argument("--key", choices=KEYS, required=True)
     parser.add_argument("--tools", choices=TOOL_MODES, default="step",

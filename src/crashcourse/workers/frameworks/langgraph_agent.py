@@ -39,6 +39,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, StructuredTool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from crashcourse.validate import argument_parser
 from crashcourse.workers.frameworks.shop import (
     FINAL,
     KEYS,
@@ -191,7 +192,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--world", required=True, help="the trial's folder")
     parser.add_argument("--api", choices=APIS, required=True)
     parser.add_argument("--durability", choices=DURABILITY, required=True)

@@ -31,6 +31,7 @@ from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import FunctionModel
 
+from crashcourse.validate import argument_parser
 from crashcourse.workers.frameworks.dbos_agent import STORE
 from crashcourse.workers.frameworks.shop import (
     FINAL,
@@ -136,7 +137,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--world", required=True, help="the trial's folder")
     parser.add_argument("--tools", choices=TOOL_MODES, required=True)
     parser.add_argument("--key", choices=KEYS, required=True)

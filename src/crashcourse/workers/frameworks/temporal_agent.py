@@ -41,6 +41,8 @@ from temporalio.common import RetryPolicy
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
+from crashcourse.validate import argument_parser
+
 with workflow.unsafe.imports_passed_through():
     from crashcourse.workers.frameworks.shop import (
         FINAL,
@@ -139,7 +141,7 @@ async def serve(args: argparse.Namespace) -> dict:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--world", required=True, help="the trial's folder")
     parser.add_argument("--server", required=True, help="the Temporal address")
     parser.add_argument("--key", choices=KEYS, required=True)
