@@ -430,3 +430,16 @@ def test_an_exited_worker_cannot_be_frozen():
         worker.finish()
         with pytest.raises(RuntimeError, match="exited"):
             worker.freeze()
+
+
+def test_a_worker_that_exits_before_its_boundary_says_why_in_the_error():
+    """The evidence of a trial that never reached its kill point keeps the
+    worker's last words, so a failed trial names its cause."""
+    script = ["-c", "import sys; sys.stderr.write('refused: the lease ran out\\n');"
+              " sys.exit(5)"]
+    with Harness() as harness:
+        worker = harness.start(script, stop_at="after_payment")
+        with pytest.raises(BoundaryNotReached) as raised:
+            worker.wait_for_boundary(timeout=30)
+    assert "exit 5" in str(raised.value)
+    assert "refused: the lease ran out" in str(raised.value)

@@ -50,6 +50,14 @@ class Finished:
     stderr: str
 
 
+def last_words(finished: Finished, lines: int = 3) -> str:
+    """The exit status and the last lines a worker wrote on stderr, for the
+    message of a trial it never reached the point of: the evidence then says
+    why (a traceback, a refusal), not only that."""
+    tail = " | ".join(finished.stderr.strip().splitlines()[-lines:])
+    return f" (exit {finished.returncode}" + (f"; stderr: {tail})" if tail else ")")
+
+
 @dataclass
 class Worker:
     """One owned child process, optionally asked to stop at a boundary."""
@@ -76,14 +84,14 @@ class Worker:
         ready, _, _ = select.select([self.marker_fd], [], [], timeout)
         line = os.read(self.marker_fd, 256).decode() if ready else None
         if line is None:
-            self.kill(expect_sigkill=False)
+            said = last_words(self.kill(expect_sigkill=False))
             raise BoundaryTimeout(
                 f"worker did not reach {self.stop_at!r} within {timeout} s; "
-                "it was killed and reaped"
+                f"it was killed and reaped{said}"
             )
         if line.strip() != self.stop_at:
-            self.kill(expect_sigkill=False)
-            raise BoundaryNotReached(f"worker exited before {self.stop_at!r}")
+            said = last_words(self.kill(expect_sigkill=False))
+            raise BoundaryNotReached(f"worker exited before {self.stop_at!r}{said}")
 
     def release(self) -> None:
         """Let a worker held at its boundary go on."""
