@@ -102,7 +102,8 @@ def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request):
     (tree / chapter / f"{module}.py").write_text(
         graded_module(wrong, SOLUTIONS / chapter / f"{module}.py"))
     graded = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        # -x: one failing test rejects the answer; the rest need not run
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          "--tb=line", "-rN", str(grading_tests_of(chapter, module))],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "CRASHCOURSE_ANSWERS": str(tree), **server},
