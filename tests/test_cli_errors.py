@@ -260,6 +260,7 @@ def workflow_history(world: Path) -> int:
     ("--workflow", ""), ("--workflow", " "), ("--workflow", "no-such-workflow"),
     ("--who", " "), ("--url", ""), ("--mode", "optimistic"), ("--who", None),
     ("--dir", "{tmp}/missing"), ("--dir", "{tmp}/empty"), ("--dir", ""),
+    ("--url", "not-a-url"), ("--url", "ftp://127.0.0.1:9"), ("--url", "http://"),
 ])
 def test_workflow_worker_refuses_bad_input(tmp_path, workflow_world, flag, value):
     world, workflow_id = workflow_world
@@ -473,3 +474,23 @@ def test_a_refusal_of_the_runtime_is_not_reported_as_the_machine(monkeypatch):
         raise OSError(28, "No space left on device")
 
     assert options.one_line_errors(full)([]) == options.IO_ERROR
+
+
+def test_a_workflow_worker_whose_supplier_is_down_says_so_in_one_line(
+        tmp_path, workflow_world):
+    """Issue 23: it wrote the reserve attempt, then died on a URLError
+    traceback. Now: one line, its own exit status, and the attempt left in
+    doubt for the next worker's probe (read from the workflow's rows)."""
+    world, workflow_id = workflow_world
+    done = subprocess.run(
+        [sys.executable, "-m", "crashcourse.workers.workflow_worker", "--dir",
+         str(world), "--workflow", workflow_id, "--who", "w1", "--url",
+         "http://127.0.0.1:9"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == workflow_worker.EXIT["unreachable"], done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    assert "did not answer" in done.stderr
+    with opened(workflow_worker.paths(str(world))["workflow"]) as conn:
+        from crashcourse.workflow import steps
+
+        reserve = steps.step_of(conn, workflow_id, "reserve")
+    assert reserve["status"] == steps.IN_DOUBT

@@ -24,8 +24,12 @@ Exit status (``EXIT``; one JSON line on stdout, graders read rows): 0 it did
 what it could (``state``: applied, waiting_for_approval, failed, cancelled);
 3 refused: a worker or a person moved the workflow first, or the admission
 refused the call (``refused``); 4 held: an earlier attempt's lease outlasts
-the patience (``held``); 2 bad input (usage, a blank value, an unknown
-workflow, a file in DIR not installed): one line on stderr, nothing written.
+the patience (``held``); 5 a service could not be reached or did not
+decide (the supplier down, a lost answer): the step stays in doubt, its
+attempt's lease runs out and the next worker probes it (``unreachable``);
+2 bad input (usage, a blank value, a ``--url`` that is not http(s)://host,
+an unknown workflow, a file in DIR not installed): one line on stderr,
+nothing written; 74 the machine refused a file mid-run: one line.
 ``--mode unversioned`` and ``--mode unleased`` are DRAFTS (``run_naive``,
 ``advance_step_unleased``), kept to be caught.
 """
@@ -46,7 +50,13 @@ from crashcourse.services import supplier as supplier_client
 from crashcourse.services.payments import authority
 from crashcourse.services.supplier import store as supplier_store
 from crashcourse.store import StoreMissing, immediate, opened
-from crashcourse.workers.options import BAD_INPUT, check_installed, refuse, text_options
+from crashcourse.workers.options import (
+    BAD_INPUT,
+    check_installed,
+    one_line_errors,
+    refuse,
+    text_options,
+)
 from crashcourse.workflow import APPLIED, PENDING, RUNNING, WAITING
 from crashcourse.workflow import steps as workflow_steps
 from crashcourse.workflow.steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
@@ -54,7 +64,8 @@ from crashcourse.workflow.steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, 
 STEPS = ("reserve", "charge", "mail")
 BOUNDARIES = ("after_read", *(f"{where}:{step}" for step in STEPS
               for where in ("before_remote", "admitted", "after_remote")))
-EXIT = {"finished": 0, "usage": BAD_INPUT, "refused": 3, "held": 4}
+EXIT = {"finished": 0, "usage": BAD_INPUT, "refused": 3, "held": 4,
+        "unreachable": 5}
 MODES = ("versioned", "unversioned", "unleased")
 PATIENCE_S = 30.0  # the longest a recovery waits for an earlier attempt's lease
 # Each call's declared wait: how long it may still take effect once admitted.
@@ -287,6 +298,11 @@ def parse(argv: list[str]) -> dict:
                            USAGE)
     if options["mode"] not in MODES:
         raise ValueError(f"--mode must be one of {MODES}; {USAGE}")
+    from urllib.parse import urlsplit  # the supplier client has loaded it
+
+    address = urlsplit(options["url"])
+    if address.scheme not in ("http", "https") or not address.hostname:
+        raise ValueError(f"--url {options['url']!r} is not http(s)://host[:port]")
     for name, default in (("lease", workflow_steps.LEASE_S),
                           ("patience", PATIENCE_S)):
         try:
@@ -299,6 +315,7 @@ def parse(argv: list[str]) -> dict:
     return options
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Check, run or recover ``--workflow``, print one JSON line (ch. 08)."""
     try:
@@ -325,9 +342,22 @@ def main(argv: list[str] | None = None) -> int:
                                 "who": held.who}}
         except KeyError:  # workflow.read found no such row: nothing written
             return refuse(f"no workflow {args['workflow']!r} in {where['workflow']}")
+        except (ConnectionError, TimeoutError, supplier_client.NotDecided,
+                urlerror()) as unreachable:
+            refuse(f"a service did not answer ({unreachable}); the step stays in "
+                   "doubt for the next worker's probe, after its lease")
+            report |= {"unreachable": str(unreachable)}
     print(json.dumps(report, sort_keys=True))
-    return EXIT["refused" if "refused" in report else "held" if "held" in report
-                else "finished"]
+    outcome = next((name for name in ("refused", "held", "unreachable")
+                    if name in report), "finished")
+    return EXIT[outcome]
+
+
+def urlerror() -> type:
+    """``urllib.error.URLError``, which the supplier client has loaded."""
+    from urllib.error import URLError
+
+    return URLError
 
 
 if __name__ == "__main__":
