@@ -34,9 +34,9 @@ from typing import NamedTuple
 
 from crashcourse.lab import experiment
 from crashcourse.lab.harness import Harness
-from crashcourse.lab.waiting import wait_until
 from crashcourse.services import payments
 from crashcourse.services.payments import authority
+from crashcourse.waiting import wait_until
 from crashcourse.workers import paying
 
 EVIDENCE_ID = "crashcourse.ch03.authority/1"

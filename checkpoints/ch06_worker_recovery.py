@@ -52,9 +52,9 @@ from crashcourse.claims import orders
 from crashcourse.lab import experiment
 from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.lab.harness import Harness
-from crashcourse.lab.waiting import wait_until
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
+from crashcourse.waiting import wait_until
 from crashcourse.workers.shop_worker import run_once
 
 EVIDENCE_ID = "crashcourse/ch06_worker_recovery/1"

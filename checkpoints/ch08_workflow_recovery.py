@@ -62,10 +62,10 @@ from pathlib import Path
 from crashcourse import workflow
 from crashcourse.lab import experiment
 from crashcourse.lab.harness import Harness
-from crashcourse.lab.waiting import wait_until
 from crashcourse.services import mail, payments
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
+from crashcourse.waiting import wait_until
 from crashcourse.workers import workflow_worker
 from crashcourse.workflow import steps as workflow_steps
 

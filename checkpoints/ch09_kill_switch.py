@@ -69,14 +69,15 @@ import threading
 import time
 from pathlib import Path
 
-from crashcourse import control, decisions, journal
+from crashcourse import control, journal
 from crashcourse.boundary import boundary
+from crashcourse.journal import decisions
 from crashcourse.lab import experiment
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness
-from crashcourse.lab.waiting import wait_until
 from crashcourse.services import broker, drive, mail, payments
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 from crashcourse.workers import paying
 from crashcourse.workers.journal_worker import (
     REFUSED,

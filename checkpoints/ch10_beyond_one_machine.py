@@ -75,9 +75,9 @@ from crashcourse.lab.two_hosts import (
     said,
     world,
 )
-from crashcourse.lab.waiting import wait_until
 from crashcourse.store import opened, postgres_server
 from crashcourse.store import postgres as pgstore
+from crashcourse.waiting import wait_until
 from crashcourse.workers.host_worker import LATE
 
 EVIDENCE_ID = "crashcourse.ch10.beyond_one_machine/1"

@@ -72,12 +72,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from crashcourse.lab import experiment
-from crashcourse.lab.evidence import attempt
 from crashcourse.lab.harness import Harness
 from crashcourse.services import mail
 from crashcourse.services.drive import snapshot as drive_snapshot
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
+from crashcourse.waiting import wait_until
 from crashcourse.workers.frameworks import records
 from crashcourse.workers.frameworks.shop import KEYS, build_world
 
@@ -197,11 +197,13 @@ def one_trial(variant: Variant, key: str, point: str, world, supplier_db: Path,
     worker.wait_for_boundary(experiment.TIMEOUT)
     held_s = time.monotonic() - started
     recorded = variant.recorded(world, server)
-    if point == "after_record":
-        deadline = time.monotonic() + RECORD_WAIT_S
-        while not recorded and time.monotonic() < deadline:
-            time.sleep(0.05)
-            recorded = variant.recorded(world, server)
+    if point == "after_record" and not recorded:  # the framework writes it next
+        try:
+            recorded = wait_until(lambda: variant.recorded(world, server),
+                                  RECORD_WAIT_S, interval=0.05,
+                                  what="the framework's own record of step 2")
+        except TimeoutError:
+            recorded = False  # killed all the same: the trial says so
     killed = worker.kill()
     resumed = harness.start(args)
     finished = resumed.finish(experiment.TIMEOUT)
@@ -269,31 +271,37 @@ def plan(args) -> list[tuple[Variant, str, str, int]]:
     return cells
 
 
+def run_one(harness: Harness, folder: Path, identity: dict, variant: Variant,
+            key: str, point: str, supplier, server) -> dict:
+    """One trial in its own world (its folder) against the shared supplier
+    and Temporal server, judged."""
+    world = build_world(folder / "world", supplier.url, identity["trial"])
+    trial_kind = paused_trial if point == PAUSED else one_trial
+    found = trial_kind(variant, key, point, world, supplier.db, harness, server)
+    return judge({**identity, **found})
+
+
 def run(args) -> tuple[dict, list[dict], dict]:
     cells = plan(args)
     rng = random.Random(args.seed)
-    progress, trials = experiment.Progress(len(cells)), []
-    with tempfile.TemporaryDirectory(prefix="ch12-") as tmp, Harness() as harness:
+    with tempfile.TemporaryDirectory(prefix="ch12-") as tmp, Harness() as shared:
         root = Path(tmp)
-        supplier = start_supplier(harness, root / "supplier.sqlite")
+        supplier = start_supplier(shared, root / "supplier.sqlite")
         server = None
         if any(variant.needs_server for variant, *_ in cells):
             from crashcourse.workers.frameworks.temporal_server import start_dev_server
 
-            server = start_dev_server(harness, root / "temporal.sqlite")
+            server = start_dev_server(shared, root / "temporal.sqlite")
+        planned = []
         for n, (variant, key, point, repetition) in enumerate(cells, start=1):
-            trial_id = f"t{n:04d}-{rng.getrandbits(24):06x}"
-            identity = {"trial": trial_id, "framework": variant.framework,
+            identity = {"trial": f"t{n:04d}-{rng.getrandbits(24):06x}",
+                        "framework": variant.framework,
                         "version": installed(variant.package), "mode": variant.mode,
                         "key": key, "kill_point": point, "repetition": repetition}
-            world = build_world(root / trial_id, supplier.url, trial_id)
-            trial_kind = paused_trial if point == PAUSED else one_trial
-            found = attempt(identity, trial_kind, variant, key, point, world,
-                            supplier.db, harness, server)
-            label = f"{variant.framework} {variant.mode} key={key} {point}"
-            trial = {**identity, **found}
-            trials.append(progress.report(label, trial if "error" in trial
-                                          else judge(trial)))
+            planned.append(experiment.Trial(
+                f"{variant.framework} {variant.mode} key={key} {point}", identity,
+                (identity, variant, key, point, supplier, server)))
+        trials = experiment.run_trials(planned, run_one, where=root)
     summary = {"mode": "quick" if args.quick else "full", "seed": args.seed,
                "trials": len(trials),
                "after_ack_trials_per_cell": 1 if args.quick else args.trials,

@@ -14,9 +14,9 @@ import pytest
 
 from crashcourse import control
 from crashcourse.lab.harness import Harness
-from crashcourse.lab.waiting import wait_until
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 
 SCOPE = "drive:rename mail:submit"
 WEDGED = ["-m", "crashcourse.workers.wedged_worker"]

@@ -16,8 +16,9 @@ import time
 
 import pytest
 
-from crashcourse import claims, control, decisions, journal, store
+from crashcourse import claims, control, journal, store
 from crashcourse.claims import fence
+from crashcourse.journal import decisions
 from crashcourse.journal.plan import GateFailed
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness

@@ -384,7 +384,7 @@ def test_an_unwind_waits_out_the_lease_and_the_task_is_never_claimed_again(world
     """Bug: the unwind probes and restores while the killed holder's lease is
     live (refused here: its holder may still act), or leaves the task
     claimable, so a plain run after it renames every file again."""
-    from crashcourse import decisions
+    from crashcourse.journal import decisions
 
     with Harness() as harness:
         worker = start(world, harness, "step-5:after_action")

@@ -18,8 +18,8 @@ import pytest
 
 from crashcourse import control
 from crashcourse.lab.harness import Harness
-from crashcourse.lab.waiting import wait_until
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 
 SCHEDULER = ["-m", "crashcourse.workers.scheduler"]
 WAIT = 60.0  # seconds: bounded, with margin for a loaded machine

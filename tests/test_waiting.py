@@ -1,4 +1,4 @@
-"""crashcourse.lab.waiting: the one bounded wait (issue 21).
+"""crashcourse.waiting: the one bounded wait (issue 21).
 
 The clock is a stand-in here, so nothing depends on how loaded the machine
 is: ``sleep`` moves the stand-in's time on and ``monotonic`` reads it."""
@@ -10,8 +10,8 @@ import sqlite3
 
 import pytest
 
-from crashcourse.lab import waiting
-from crashcourse.lab.waiting import wait_until
+from crashcourse import waiting
+from crashcourse.waiting import wait_until
 
 
 class Clock:

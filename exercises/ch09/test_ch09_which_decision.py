@@ -3,7 +3,7 @@ each decision leaves behind.
 
 Every case is a real world: a journal worker SIGKILLed mid-plan, the
 situation read from its rows, YOUR decision carried out with
-``crashcourse.decisions`` as the person on the rota would, and the world
+``crashcourse.journal.decisions`` as the person on the rota would, and the world
 then graded from the journal's and the services' rows on the consequences
 PROMPT.md lists (C1-C6). No test asks which decision you named: only what
 it did. Some cases accept more than one decision.
@@ -11,7 +11,8 @@ it did. Some cases accept more than one decision.
 
 import pytest
 
-from crashcourse import decisions, journal
+from crashcourse import journal
+from crashcourse.journal import decisions
 from crashcourse.journal.plan import GateFailed, Step, load_plan, make_plan
 from crashcourse.lab.example import restock_plan, scan_files
 from crashcourse.lab.harness import Harness
@@ -120,7 +121,7 @@ def rows(world) -> dict:
 
 
 def carry_out(world, decision) -> str | None:
-    """Do what the person decided, as ``crashcourse.decisions`` does it; the
+    """Do what the person decided, as ``crashcourse.journal.decisions`` does it; the
     runtime's refusal, if it refused (C1), else None."""
     conn, task = world["conn"], world["task"]
     try:

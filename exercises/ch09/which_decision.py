@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from crashcourse.decisions import DAYLIGHT, RESUME, UNWIND  # noqa: F401
+from crashcourse.journal.decisions import DAYLIGHT, RESUME, UNWIND  # noqa: F401
 from crashcourse.journal.plan import Plan
 
 

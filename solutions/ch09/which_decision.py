@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from crashcourse.decisions import DAYLIGHT, RESUME, UNWIND
+from crashcourse.journal.decisions import DAYLIGHT, RESUME, UNWIND
 from crashcourse.journal.plan import Plan
 
 

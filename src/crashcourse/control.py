@@ -20,7 +20,7 @@ passes in (like ``claims`` and ``journal``):
 
 The stop that works whatever the worker does is out of band, at the
 credential broker (``crashcourse.services.broker``); the person's decisions
-on an interrupted task are in ``crashcourse.decisions``. On a PostgreSQL
+on an interrupted task are in ``crashcourse.journal.decisions``. On a PostgreSQL
 store (chapter 10) the same rows, numbered by the database (the dialect's
 ``identity_key``).
 """

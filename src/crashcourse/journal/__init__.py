@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections import namedtuple
 
 from crashcourse import claims, control, store
@@ -86,6 +85,7 @@ from crashcourse.journal.reads import (  # noqa: F401  (journal.journal_status e
 )
 from crashcourse.store import ensure_schema
 from crashcourse.validate import check_count
+from crashcourse.waiting import wait_until
 
 PHASES = ("before_intent", "after_intent", "after_action", "after_outcome")
 ADMITTED = "admitted"  # step-N:admitted: checked, the request not yet sent
@@ -247,21 +247,29 @@ def wait_out(conn: sqlite3.Connection, task: str, *, timeout: float = 60.0,
     no longer working (killed, or paused). ``TaskHeld`` at once if it is
     renewed meanwhile (someone is working the task), or after ``timeout`` s;
     with an injected clock, at once if it is live at ``now``."""
-    deadline = time.monotonic() + timeout
     seen = holder(conn, task)
-    while seen is not None and seen["status"] == claims.RUNNING:
+    if seen is None or seen["status"] != claims.RUNNING:
+        return
+
+    def lease_ran_out() -> bool:
         over, ends = lease_over(conn, task, seen["generation"], now)
         if over:
-            return
-        if now is not None or time.monotonic() > deadline:
+            return True
+        if now is not None:
             raise TaskHeld(f"task {task} is held by {seen['owner']} (generation"
                            f" {seen['generation']}) until {ends}")
-        time.sleep(min(0.05, max(0.0, ends - store.now(conn)) + 0.001))
         again = holder(conn, task)
         if (again["generation"], again["expires"]) != (seen["generation"],
                                                        seen["expires"]):
             raise TaskHeld(f"task {task}: its holder renewed its lease; it is at"
                            " work")
+        return False
+
+    try:
+        wait_until(lease_ran_out, timeout, what=f"the lease on task {task} end")
+    except TimeoutError:
+        raise TaskHeld(f"task {task} is held by {seen['owner']} (generation"
+                       f" {seen['generation']}) past {timeout} s") from None
 
 
 def cancel_task(conn: sqlite3.Connection, task: str,

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from crashcourse.lab.waiting import wait_until
+from crashcourse.waiting import wait_until
 
 NETNS, FROZEN = "netns", "frozen"  # how a host is separated from the others
 SUBNET = "10.231"  # host N is 10.231.N.0/30: .1 the machine's end, .2 the host's

@@ -35,6 +35,7 @@ from crashcourse.lab import hosts
 from crashcourse.lab.harness import DEFAULT_TIMEOUT, Harness
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, postgres_server, table_rows
+from crashcourse.waiting import wait_until
 
 HOST_WORKER = ("-m", "crashcourse.workers.host_worker")
 HOLDER = ("--ttl", "1.0", "--wait", "0.5")  # the cut-off holder's lease, request wait
@@ -213,13 +214,12 @@ def ended(process: subprocess.Popen, timeout: float = DEFAULT_TIMEOUT) -> dict:
 
 
 def wait_past(shop: Shop, instant: float, timeout: float = DEFAULT_TIMEOUT) -> float:
-    """Poll the SERVER's clock until it is past ``instant`` (a lease's end)."""
-    deadline = time.monotonic() + timeout
-    while (now := shop.server_time()) <= instant:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the server's clock did not pass {instant}")
-        time.sleep(0.02)
-    return now
+    """The SERVER's clock once it is past ``instant`` (a lease's end)."""
+    def past() -> float | None:
+        now = shop.server_time()
+        return now if now > instant else None
+
+    return wait_until(past, timeout, what=f"the server's clock past {instant}")
 
 
 def go(process: subprocess.Popen) -> None:

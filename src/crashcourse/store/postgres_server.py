@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from crashcourse.lab.waiting import wait_until
 from crashcourse.store.postgres_binaries import binaries, reachable
+from crashcourse.waiting import wait_until
 
 URL_ENV = "CRASHCOURSE_PG_URL"
 SERVER_USER = "crashcourse-pg"

@@ -64,7 +64,8 @@ import json
 import os
 import sys
 
-from crashcourse import claims, control, decisions, journal
+from crashcourse import claims, control, journal
+from crashcourse.journal import decisions
 from crashcourse.journal.plan import GateFailed, Plan, UnknownTask, load_plan, save_plan
 from crashcourse.services import broker, drive, mail
 from crashcourse.services.broker import CredentialRefused, HolderStopped

@@ -49,7 +49,7 @@ def start_supplier(harness, db, *flags: str, timeout: float = READY_TIMEOUT,
     Introduced in chapter 06."""
     import pathlib
 
-    from crashcourse.lab.waiting import wait_until  # the parent side only
+    from crashcourse.waiting import wait_until  # the parent side only
 
     db = pathlib.Path(db)
     ready = db.with_name(db.name + ".ready")

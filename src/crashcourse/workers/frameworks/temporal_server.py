@@ -17,8 +17,9 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from crashcourse.waiting import wait_until
 
 READY_TIMEOUT = 60.0  # a cold start on two loaded cores takes several seconds
 EXEC = "import os, sys; os.execv(sys.argv[1], sys.argv[1:])"  # become the binary
@@ -72,21 +73,23 @@ def start_dev_server(harness, db: str | Path, timeout: float = READY_TIMEOUT,
                             "--port", str(port), "--headless",
                             "--log-level", "error", *given])
     server = RunningServer(f"127.0.0.1:{port}", Path(db), worker)
-    deadline = time.monotonic() + timeout
-    while True:
-        if not worker.alive():
+
+    def serving() -> bool:
+        if not worker.alive():  # raised, not waited out: it will not come up
             raise RuntimeError("the Temporal dev server exited at start: "
                                + worker.collect(5.0).stderr[-500:])
         try:
-            if server.cli("operator", "namespace", "describe", "--namespace",
-                          "default", timeout=10.0).returncode == 0:
-                return server
+            return server.cli("operator", "namespace", "describe", "--namespace",
+                              "default", timeout=10.0).returncode == 0
         except subprocess.TimeoutExpired:
-            pass
-        if time.monotonic() > deadline:
-            server.stop()
-            raise RuntimeError(f"Temporal did not serve within {timeout} s")
-        time.sleep(0.2)
+            return False
+
+    try:
+        wait_until(serving, timeout, interval=0.2, what="Temporal serving")
+    except TimeoutError:
+        server.stop()
+        raise RuntimeError(f"Temporal did not serve within {timeout} s") from None
+    return server
 
 
 def history(server: RunningServer, workflow_id: str) -> list[dict]:
