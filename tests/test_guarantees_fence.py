@@ -312,3 +312,69 @@ def test_an_audit_fault_that_is_not_a_busy_store_is_not_hidden(conn):
     conn.execute("DROP TABLE refusals")
     with pytest.raises(sqlite3.OperationalError, match="refusals"):
         fence.record_refusal(conn, claim, "observe", "superseded")
+
+
+# --- more than one work item, and what a message may hold -------------------
+
+
+def test_each_work_reads_back_its_own_transcript_only(conn):
+    """Bug: ``transcript`` reads every work's messages (its ``WHERE work_id``
+    dropped): with one work item in the store nobody would see it."""
+    first, second = live_claim(conn, "phone:one"), live_claim(conn, "phone:two")
+    for claim, text in ((first, "a1"), (second, "b1"), (first, "a2")):
+        fence.observe(conn, claim, {"text": text})
+    assert [m["text"] for m in fence.transcript(conn, first.id)] == ["a1", "a2"]
+    assert [m["text"] for m in fence.transcript(conn, second.id)] == ["b1"]
+
+
+def test_a_record_of_the_past_is_judged_against_its_own_work_row(conn):
+    """Bug: ``assert_holder`` reads the first work row, not its claim's (its
+    ``WHERE id`` dropped): with two work items the second's holder is
+    refused its own release, or the first's row is judged for it."""
+    first, second = live_claim(conn, "phone:one"), live_claim(conn, "phone:two")
+    fence.release(conn, second, done=True, outcome="sent")
+    assert [claims.work_row(conn, c.id)["status"] for c in (first, second)] == [
+        claims.RUNNING, claims.DONE]
+    assert table_rows(conn, "refusals") == []
+    fence.release(conn, first, done=False)
+    assert claims.work_row(conn, first.id)["status"] == claims.READY
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+def test_a_message_json_cannot_spell_is_refused_and_nothing_written(conn, number):
+    """Bug: ``observe`` writes NaN or Infinity into the transcript (JSON has no
+    such number: the row would not read back as the JSON it claims to be)."""
+    claim = live_claim(conn, "phone:nan")
+    before = every_row(conn)
+    with pytest.raises(ValueError):
+        fence.observe(conn, claim, {"count": number})
+    assert every_row(conn) == before
+
+
+def test_finish_may_leave_the_outcome_empty(conn):
+    """Bug: ``finish`` refuses an empty outcome (the column's default is
+    the empty text; only a non-string is wrong)."""
+    claim = live_claim(conn, "phone:quiet")
+    fence.finish(conn, claim, claims.DONE, "")
+    assert claims.work_row(conn, claim.id)["outcome"] == ""
+    with pytest.raises(ValueError, match="outcome"):
+        fence.finish(conn, live_claim(conn, "phone:bad"), claims.DONE, None)
+
+
+def test_the_audit_row_says_whether_it_was_written(tmp_path):
+    """Bug: ``record_refusal`` says False when it wrote the row (or True when a
+    busy store cost it). Deterministic: a second connection holds the write
+    lock, so the audit row cannot be written; released, it is."""
+    path = tmp_path / "agent.db"
+    with opened(path, busy_timeout_ms=50) as conn, opened(path) as holder:
+        orders.install(conn)
+        claim = live_claim(conn, "phone:audit")
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, held
+        try:
+            assert fence.record_refusal(conn, claim, "observe", "superseded") is False
+        finally:
+            holder.execute("ROLLBACK")
+        assert table_rows(conn, "refusals") == []
+        assert fence.record_refusal(conn, claim, "observe", "superseded") is True
+        assert [(r["action"], r["reason"]) for r in table_rows(conn, "refusals")] == [
+            ("observe", "superseded")]

@@ -139,6 +139,47 @@ def test_fenced_writes_of_other_work_run_side_by_side(agent):
         assert [m["kind"] for m in fence.transcript(one, second.id)] == ["meanwhile"]
 
 
+def test_a_record_of_the_past_runs_beside_other_works_fenced_write(agent):
+    """Bug: ``fenced_record`` (an outcome, a lease given back) takes the
+    store's lock EXCLUSIVE: every holder's record then waits for every other
+    work's fenced write. Deterministic: the first holder's write is open
+    while the second gives its lease back; a wait would fail, not hang."""
+    with opened(agent) as one, opened(agent) as other:
+        first = claims.claim(one, "w1", ttl=60, work_id=queued(one, "phone:a"))
+        second = claims.claim(other, "w2", ttl=60, work_id=queued(one, "phone:b"))
+        other.raw.execute("SET lock_timeout = 300")
+        with fence.fenced(one, first, "observe"):
+            fence.release(other, second, done=True, outcome="sent")
+        assert claims.work_row(one, second.id)["status"] == claims.DONE
+
+
+@pytest.mark.parametrize("operator_write", ["cancel", "pause"])
+def test_an_operators_write_waits_for_any_fenced_write_in_progress(agent,
+                                                                   operator_write):
+    """Bug: ``cancel`` or ``set_paused`` takes the store's lock SHARED, as a hot
+    path does: it lands while a holder's fenced write is open, and that write
+    commits after the stop. Deterministic: one holder's write is open; the
+    operator's write on OTHER work (no row lock between them), whose wait
+    would fail rather than hang, is refused as busy and changes nothing;
+    after the holder's commit it lands."""
+    with opened(agent) as holder, opened(agent) as operator:
+        claim = claims.claim(holder, "w", ttl=60, work_id=queued(holder))
+        other = queued(holder, "phone:other")
+        operator.raw.execute("SET lock_timeout = 300")
+        write = {"cancel": lambda: fence.cancel(operator, other),
+                 "pause": lambda: control.set_paused(operator, True)}[operator_write]
+        before = {table: table_rows(operator, table, "id")
+                  for table in ("work", "runtime_control")}
+        with fence.fenced(holder, claim, "observe"):
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                write()
+        assert {table: table_rows(operator, table, "id")
+                for table in ("work", "runtime_control")} == before
+        write()
+        assert (claims.work_row(operator, other)["status"] == claims.CANCELLED
+                or control.is_paused(operator))
+
+
 @pytest.mark.parametrize("skew", [3600.0, -3600.0], ids=["ahead", "behind"])
 def test_a_workers_clock_changes_no_lease(agent, monkeypatch, skew):
     """An hour ahead, a live lease must not look lapsed (the send would not
