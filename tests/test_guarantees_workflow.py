@@ -243,3 +243,98 @@ def test_the_admission_reads_the_version_inside_its_own_write_lock(tmp_path):
         person.execute("COMMIT")
         waiting.join(30)
     assert outcome == [workflow.STALE_VERSION]
+
+
+# --- an attempt's lease, at its edges and among other workflows --------------
+OTHER = "wf-other"
+
+
+def attempted_in(conn, workflow_id: str, step: str = "reserve") -> int:
+    """``attempted`` for another workflow in the same store, at the same
+    versions (both start at 1 and attempt at 2): only the id tells them apart."""
+    workflow.create(conn, workflow_id, CHOICES, who="planner")
+    started = workflow.transition(conn, workflow_id, expected_state=PENDING,
+                                  expected_version=0, to_state=RUNNING, who="w")
+    return workflow_steps.attempt_step(conn, workflow_id, step,
+                                       expected_version=started, who="other",
+                                       now=T0)
+
+
+def attempts(conn, workflow_id: str) -> list[dict]:
+    return [row for row in workflow_steps.snapshot(conn)["workflow_steps"]
+            if row["workflow_id"] == workflow_id and row["phase"] == "attempt"]
+
+
+def test_an_attempt_is_held_for_five_seconds_unless_told(conn):
+    """Bug: the default lease is another length than the 5 s chapter 08
+    states (every wait-out of a dead holder is timed by it)."""
+    version = attempted(conn)
+    assert workflow_steps.attempt_at(conn, WF, version)["expires"] == T0 + 5.0
+
+
+def test_a_wait_exactly_as_long_as_the_lease_left_is_not_let_out(conn):
+    """Bug: ``admit`` lets out a call whose declared wait ENDS exactly when
+    the lease does (``<=`` for ``<``): the call may land as the lease ends,
+    when a recovery may call too. The store's clock is injected at the edge."""
+    version = attempted(conn)
+    at = T0 + 1.0
+    left = T0 + workflow_steps.LEASE_S - at
+    with pytest.raises(workflow_steps.AdmissionRefused) as refused:
+        workflow_steps.admit(conn, WF, "reserve", version=version, wait_s=left,
+                             now=at)
+    assert refused.value.reason == workflow_steps.LEASE_TOO_SHORT
+    assert workflow_steps.attempt_at(conn, WF, version)["admitted_at"] is None
+    assert workflow_steps.admit(conn, WF, "reserve", version=version,
+                                wait_s=left - 0.001, now=at) == at
+
+
+def test_an_admission_stamps_its_own_attempt_and_no_other(conn):
+    """Bug: the admission's stamp lands on every workflow's attempt at that
+    version (its ``workflow_id`` dropped): another workflow's call then reads
+    as let out, and compensation waits for a call that never left."""
+    version = attempted(conn)
+    assert attempted_in(conn, OTHER) == version  # the same version number
+    workflow_steps.admit(conn, WF, "reserve", version=version, wait_s=1, now=T0)
+    assert [a["admitted_at"] for a in attempts(conn, WF)] == [T0]
+    assert [a["admitted_at"] for a in attempts(conn, OTHER)] == [None]
+
+
+@pytest.mark.parametrize("which", ["a version that is no attempt",
+                                   "another step's attempt"])
+def test_an_admission_is_only_for_the_attempt_it_names(conn, which):
+    """Bug: ``admit`` lets a call out for a version that is not an attempt
+    of that step (the start's version, another step's attempt)."""
+    if which == "another step's attempt":
+        version, step = attempted(conn, "reserve"), "charge"
+    else:
+        version, step = start(conn), "reserve"
+    before = workflow_steps.snapshot(conn)
+    with pytest.raises(ValueError, match="no attempt"):
+        workflow_steps.admit(conn, WF, step, version=version, wait_s=1, now=T0)
+    assert workflow_steps.snapshot(conn) == before
+
+
+def test_a_lease_handed_back_is_that_attempts_alone(conn):
+    """Bug: ``release_lease`` ends more than the attempt it names (its
+    ``workflow_id`` or ``version`` dropped): another workflow's holder, or
+    this workflow's other step in doubt, loses its lease while it may still
+    call, and a recovery calls beside it."""
+    reserve = attempted(conn)
+    charge = workflow_steps.attempt_step(conn, WF, "charge",
+                                         expected_version=reserve, who="holder",
+                                         now=T0)
+    assert attempted_in(conn, OTHER) == reserve  # the same version number
+    assert workflow_steps.release_lease(conn, WF, reserve, now=LIVE) is True
+    assert {a["version"]: a["expires"] for a in attempts(conn, WF)} == {
+        reserve: LIVE, charge: T0 + 5.0}
+    assert [a["expires"] for a in attempts(conn, OTHER)] == [T0 + 5.0]
+
+
+@pytest.mark.parametrize("late", [0.0, 1.0], ids=["at its end", "after it"])
+def test_a_lease_already_over_is_left_as_it_ended(conn, late):
+    """Bug: ``release_lease`` rewrites a lease that had already ended (at
+    its exact end, or after), moving its end later, and says it ended one."""
+    version = attempted(conn)
+    end = T0 + workflow_steps.LEASE_S
+    assert workflow_steps.release_lease(conn, WF, version, now=end + late) is False
+    assert workflow_steps.attempt_at(conn, WF, version)["expires"] == end
