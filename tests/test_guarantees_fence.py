@@ -378,3 +378,31 @@ def test_the_audit_row_says_whether_it_was_written(tmp_path):
         assert fence.record_refusal(conn, claim, "observe", "superseded") is True
         assert [(r["action"], r["reason"]) for r in table_rows(conn, "refusals")] == [
             ("observe", "superseded")]
+
+
+def test_a_renewal_moves_its_own_lease_and_no_other(conn):
+    """Bug: ``renew_locked`` moves more than its own lease: another work's at
+    the same generation (its ``WHERE id`` dropped), or the claims row of an
+    earlier generation on the same work (its ``generation`` dropped), which a
+    later holder reads to know whether that holder's lease is over (ch. 07)."""
+    first = live_claim(conn, "phone:renewed")
+    other = live_claim(conn, "phone:other")
+    lapse(conn, first)
+    lapse(conn, other)
+    second = claims.claim(conn, "w2", ttl=TTL, work_id=first.id)
+    other = claims.claim(conn, "w3", ttl=TTL, work_id=other.id)
+    assert second.generation == other.generation == first.generation + 1
+
+    def leases() -> dict:
+        return {"work": {r["id"]: r["expires"] for r in table_rows(conn, "work")},
+                "claims": {(r["work_id"], r["generation"]): r["expires"]
+                           for r in table_rows(conn, "claims")}}
+
+    before = leases()
+    with fence.fenced_record(conn, second, "renew"):
+        ends = fence.renew_locked(conn, second, TTL, now=second.expires + 0.5 - TTL)
+    assert ends == second.expires + 0.5
+    after = leases()
+    assert after["work"] == {**before["work"], second.id: ends}
+    assert after["claims"] == {**before["claims"], (second.id, second.generation): ends}
+    assert after["work"][other.id] == before["work"][other.id]
