@@ -175,7 +175,7 @@ book: $(SITE_VENV)/.installed
 # artifacts/site/. Two workers, each with its own Chromium and server: loading
 # pages is the cost. --noconftest: the test needs none of the runtime's fixtures.
 SITE_TEST = CHROMIUM=$(CHROMIUM) timeout --kill-after=10 300 \
-  $(SITE_VENV)/bin/python -m pytest -q -n 2 --noconftest tests/test_site.py
+  $(SITE_VENV)/bin/python -m pytest -q -n 2 --noconftest tests/book/test_site.py
 NO_CHROMIUM = no Chromium at $(CHROMIUM); install it with: apt-get install -y chromium
 site-test: book
 	@test -x "$(CHROMIUM)" || { echo "site-test: $(NO_CHROMIUM)"; exit 1; }

@@ -39,7 +39,7 @@ CHOICES = ("exercises", "solutions")
 
 def answers_dir() -> Path:
     """``exercises`` (default), ``solutions``, or a folder laid out like them
-    (tests/test_wrong_answers.py grades recorded wrong answers that way)."""
+    (tests/book/test_wrong_answers.py grades recorded wrong answers that way)."""
     choice = os.environ.get("CRASHCOURSE_ANSWERS", "exercises")
     if choice in CHOICES:
         return ROOT / choice

@@ -2,7 +2,7 @@
 and a real supplier server process per test module that asks for one.
 
 Several test files read the evidence of the same quick run (the shared contract
-in test_checkpoints_quick.py, and each chapter's own checks). The run costs
+in checkpoints/test_quick.py, and each chapter's own checks). The run costs
 dozens of real processes, so it is made once and shared, also across pytest-xdist
 workers: a lock file in the session's common temp folder decides who runs it.
 """

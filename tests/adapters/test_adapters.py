@@ -31,7 +31,7 @@ from crashcourse.adapters import EffectTool
 from crashcourse.lab.harness import Harness
 from crashcourse.services import mail
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ADAPTERS = ROOT / "src" / "crashcourse" / "adapters"
 FRAMEWORKS = ("langgraph", "langchain", "langchain_core", "dbos", "temporalio",
               "pydantic_ai")

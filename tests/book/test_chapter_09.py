@@ -1,6 +1,6 @@
 """Chapter 09 (issue 20): what the review asked of every chapter, kept.
 
-Chapter 09's own rules, beside those ``tests/test_book.py`` holds every
+Chapter 09's own rules, beside those ``tests/book/test_chapters.py`` holds every
 chapter to: its count of effects is taken against COMMIT stamps, never the
 instant a credential was judged, and its draft check is named as a draft and
 stays in the chapter.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 [CHAPTER] = sorted((ROOT / "book").glob("09_*.md"))
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 

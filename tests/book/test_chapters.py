@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.md"))
 # Appendices are built and checked like chapters (pair, execution, kit, a

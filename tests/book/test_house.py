@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "crashcourse"
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.md"))
 MODULES = sorted(PACKAGE.rglob("*.py"))

@@ -17,7 +17,7 @@ import pytest
 
 from crashcourse import book
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # A stand-in checkpoint: writes its flags and its own --output path as evidence
 # to a NEW file, says something on stdout and stderr, exits with --exit.

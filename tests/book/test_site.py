@@ -30,7 +30,7 @@ import pytest
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the browser test runs in .venv-site: make site-test")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "_build" / "html"
 SHOTS = ROOT / "artifacts" / "site"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

@@ -12,7 +12,7 @@ import pytest
 
 from crashcourse.lab.harness import BoundaryTimeout
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch01_operation_keys.py"
 
 

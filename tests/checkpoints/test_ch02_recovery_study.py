@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch02_recovery_study.py"
 EXPECTED = {  # payments at the end; the mutant's killed recovery: at least 2
     "uninterrupted": 1,
@@ -55,7 +55,7 @@ class Ran:
 
 def run(*args: str) -> Ran:
     """The script's ``main`` in this process (its workers are real processes);
-    tests/test_checkpoints_quick.py runs it as a command line too."""
+    tests/checkpoints/test_quick.py runs it as a command line too."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CH03 = ROOT / "checkpoints" / "ch03_authority.py"
 CH04 = ROOT / "checkpoints" / "ch04_budget_race.py"
 

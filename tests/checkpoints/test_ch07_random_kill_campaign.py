@@ -24,7 +24,7 @@ from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import BoundaryTimeout, Harness
 from crashcourse.workers.journal_worker import build_world
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"
 PLAN = restock_plan()
 MAILS = tuple(s.number for s in PLAN.steps if s.irreversible)  # (42, 43)

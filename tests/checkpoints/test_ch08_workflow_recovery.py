@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch08_workflow_recovery.py"
 QUICK = ["after_remote:mail", "waiting_for_approval", "cancel:admitted:mail",
          "live_stale_holder:before_remote:mail", "live_stale_holder:admitted:mail",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch09_kill_switch.py"
 CASES = ["in_band_pause", "wedged_worker_revoked", "revocation_naive",
          "live_stale_holder:held_in_write", "live_stale_holder:frozen_in_write",

@@ -19,7 +19,7 @@ import pytest
 from crashcourse.figures import partition as partition_figures
 from crashcourse.lab import hosts
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch10_beyond_one_machine.py"
 CASES = ["partitioned_holder", "dead_host", "killed_processes", "claims_race"]
 pytest.importorskip("psycopg", reason="chapter 10 needs psycopg")

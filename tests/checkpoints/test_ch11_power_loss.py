@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch11_power_loss.py"
 FIELDS = {"case", "mode", "model", "crash_points", "acknowledged_lost", "corrupt",
           "double_charges", "holds"}

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("langgraph")  # the frameworks are an extra: crashcourse[frameworks]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch12_frameworks.py"
 
 

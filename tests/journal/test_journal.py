@@ -1,11 +1,12 @@
 """The two-phase journal and the durable plan (chapter 07), in one process.
 
 A crash is simulated here by an action that raises after (or instead of)
-touching the drive; the real SIGKILL experiments are in test_ch07_campaign.py.
+touching the drive; the real SIGKILL experiments are in
+tests/checkpoints/test_ch07_random_kill_campaign.py.
 Every run holds a claim on its task (``journal.claim_task``); a run after a
 simulated crash is a replacement that claims the task once the first lease is
 over, on an injected clock an hour later (``replacement``). Who may write the
-journal, and when a probe may settle a step, is in test_journal_holders.py.
+journal, and when a probe may settle a step, is in tests/journal/test_holders.py.
 The journal's rules run on both backends (``store_at``: a SQLite file, a
 PostgreSQL schema, chapter 10); what is about SQLite itself (its trace of
 COMMITs, its virtual-machine count, a read-only file, a writer's file lock),

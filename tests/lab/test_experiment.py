@@ -16,7 +16,7 @@ import pytest
 
 from crashcourse.lab import evidence, experiment, harness
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CH07 = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"
 MESSAGE = "must be a whole number from 1 to 10000, got {!r}"
 

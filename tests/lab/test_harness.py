@@ -131,7 +131,7 @@ def test_a_worker_reaped_by_its_caller_is_still_collected():
 # --- the worker's whole process group ------------------------------------------
 
 FORKING = Path(__file__).parent / "programs" / "forking_worker.py"
-CHILD_MARK = "crashcourse-test-grandchild"  # as tests/programs/forking_worker.py
+CHILD_MARK = "crashcourse-test-grandchild"  # as tests/lab/programs/forking_worker.py
 
 
 def proc_stat(pid: int) -> tuple[str, int] | None:

@@ -47,7 +47,7 @@ from crashcourse.powerloss.vfs import (
 )
 
 FULL, NORMAL = pl.Mode("WAL", "FULL"), pl.Mode("WAL", "NORMAL")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

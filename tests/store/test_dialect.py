@@ -18,7 +18,7 @@ from crashcourse.claims import postgres as claims_postgres
 from crashcourse.store import immediate, opened, rows
 from crashcourse.store.dialect import POSTGRES, SQLITE
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "crashcourse"
+SRC = Path(__file__).resolve().parents[2] / "src" / "crashcourse"
 
 
 @pytest.fixture

@@ -208,7 +208,7 @@ def test_immediate_is_one_writer_at_a_time_and_shared_waits_for_it(pg_url):
 
 # --- the claim and the fence on a server ------------------------------------
 # (the race of 8 worker processes on one queue, counted from rows, is
-# tests/test_claims_concurrency.py, which runs on both backends)
+# tests/claims/test_concurrency.py, which runs on both backends)
 
 def test_a_lease_is_judged_by_the_servers_clock_not_the_workers(conn, monkeypatch):
     queue(conn, ["s0"])

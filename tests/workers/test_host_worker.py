@@ -1,7 +1,7 @@
 """Chapter 10's worker and the supplier it calls from another host, on a
 SQLite store (the worker's code is the same on a server's URL; the server
-runs are tests/test_ch10_checkpoint.py): its modes, its refusals, and the
-supplier's ``--host``.
+runs are tests/checkpoints/test_ch10_beyond_one_machine.py): its modes, its
+refusals, and the supplier's ``--host``.
 
 Every worker here is a real child process; every supplier a real server.
 """

@@ -1,4 +1,4 @@
-"""A test worker with a child of its own (tests/test_harness.py).
+"""A test worker with a child of its own (tests/lab/test_harness.py).
 
 It starts one child in its own process group, writes that child's pid to the
 file named by its first argument (written whole, then renamed into place),
