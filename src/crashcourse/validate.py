@@ -35,6 +35,11 @@ def check_text(name: str, value: object, *, empty_ok: bool = False,
         return None
     if not isinstance(value, str) or (not empty_ok and not value.strip()):
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if not value.isascii():  # bytes that are not UTF-8 arrive as lone surrogates
+        try:  # (a Latin-1 terminal's argv): no database could store them
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{name} must be UTF-8 text, got {value!r}") from None
     return value
 
 

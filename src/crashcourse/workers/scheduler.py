@@ -27,7 +27,7 @@ import time
 from crashcourse import control
 from crashcourse.store import opened
 from crashcourse.validate import check_place
-from crashcourse.workers.options import refuse, text_options
+from crashcourse.workers.options import refuse, text_options, whole_number
 
 USAGE = ("usage: scheduler --state PATH --name NAME [--ticks N]"
          " [--interval SECONDS]")
@@ -41,7 +41,7 @@ def parse(argv: list[str]) -> dict:
                            {"ticks": "100", "interval": "0.05"}, USAGE)
     check_place("--state", options["state"])
     try:
-        ticks, interval = int(options["ticks"]), float(options["interval"])
+        ticks, interval = whole_number(options["ticks"]), float(options["interval"])
     except ValueError:
         ticks = interval = -1
     if not (0 < ticks <= MAX_TICKS and 0 <= interval <= 60):  # NaN fails too

@@ -37,7 +37,12 @@ from crashcourse import control
 from crashcourse.services import drive, mail
 from crashcourse.services.broker import CredentialRefused
 from crashcourse.store import StoreMissing, opened
-from crashcourse.workers.options import check_installed, refuse, text_options
+from crashcourse.workers.options import (
+    check_installed,
+    refuse,
+    text_options,
+    whole_number,
+)
 
 USAGE = ("usage: wedged_worker --drive PATH --mail PATH --credential TOKEN"
          " [--runtime PATH] [--limit N] [--pace SECONDS]")
@@ -53,7 +58,7 @@ def parse(argv: list[str]) -> dict:
                            {"limit": "100000", "pace": "0.005", "runtime": None},
                            USAGE)
     try:
-        limit, pace = int(options["limit"]), float(options["pace"])
+        limit, pace = whole_number(options["limit"]), float(options["pace"])
     except ValueError:
         limit = pace = -1
     if not (0 < limit <= 1_000_000 and 0 <= pace <= 1):  # NaN fails too
