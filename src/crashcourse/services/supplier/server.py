@@ -37,6 +37,12 @@ Fault switches (orders only): drop the first response after committing (the
 connection just closes), hold the first POST for N s before the supplier
 looks at it (a request delayed on the way: not yet in flight here), reject
 every order. ``--no-fence`` is the mutant that ignores the generation.
+
+Exit status: it serves until killed; 2 bad input (usage, a value out of
+range, a ``--db`` or ``--ready`` that is not a file in a writable folder, a
+``--db`` that is not an undamaged supplier store), 74 an address or a file the
+machine refuses (a ``--host`` it cannot bind, a disk that is full). Each is
+one line on stderr.
 """
 
 from __future__ import annotations
@@ -73,7 +79,9 @@ from crashcourse.services.supplier.store import (
     release,
 )
 from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, opened
-from crashcourse.validate import argument_parser
+from crashcourse.validate import BAD_INPUT, argument_parser, check_place
+
+IO_ERROR = 74  # a place the machine would not bind or write (EX_IOERR)
 
 ORDERS, RELEASE = "/orders", "/release"
 RETRY_AFTER_S = 1  # what a 503 or an in-flight 409 tells the caller to wait
@@ -232,14 +240,22 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     config = parser.parse_args(argv)
     if not (config.timeout > 0 and config.busy_ms > 0):
         parser.error("--timeout and --busy-ms must be positive")
+    if not 0 <= config.hold_first <= 3600:  # NaN and inf fail too
+        parser.error("--hold-first must be 0 to 3600 seconds")
+    try:  # a device, a FIFO or a folder is no store and no ready file: as
+        check_place("--db", config.db)  # root, os.replace would put a file
+        check_place("--ready", config.ready)  # where /dev/full was
+        check_place("--ready", config.ready + ".partial")
+    except ValueError as error:
+        parser.error(str(error))
     return config
 
 
 def serve(config: argparse.Namespace) -> None:
     """Install the store, bind, announce the port, serve until killed (chapter 06)."""
-    install(config.db)
+    server = Server((config.host, 0), Handler)  # bound first: a bad --host
+    install(config.db)  # leaves no store behind
     Handler.config, Handler.timeout = config, config.timeout
-    server = Server((config.host, 0), Handler)
     ready = Path(config.ready)
     partial = ready.with_name(ready.name + ".partial")
     partial.write_text(json.dumps({"port": server.server_address[1]}))
@@ -247,6 +263,19 @@ def serve(config: argparse.Namespace) -> None:
     server.serve_forever()
 
 
+def main(argv: list[str] | None = None) -> int:
+    """Serve; what the machine refuses (an address, a file) is one line (ch. 06)."""
+    config = parse(argv)
+    try:
+        serve(config)
+    except (sqlite3.DatabaseError, StoreMissing) as error:  # not a supplier's file
+        print(f"server.py: error: --db {config.db!r}: {error}", file=sys.stderr)
+        return BAD_INPUT
+    except OSError as error:
+        print(f"server.py: error: {error}", file=sys.stderr)
+        return IO_ERROR
+    return 0
+
+
 if __name__ == "__main__":
-    serve(parse())
-    sys.exit(0)
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The supplier's own command line (chapter 06; issue 23): a place that is no
+file, a damaged store, an address that cannot be bound, each refused in one
+line with its documented status, leaving the places as they were.
+
+Run as root, an ``os.replace`` onto ``--ready /dev/full`` once turned the
+device into a regular file; these tests use a FIFO in ``tmp_path`` instead, so
+a regression replaces nothing that matters outside the test.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from crashcourse.validate import BAD_INPUT
+
+IO_ERROR = 74  # the server's status for an address or file the machine refuses
+SERVE_S = 20  # bound on one refusal (a server that serves is killed by timeout)
+
+
+def serve(*args: str) -> subprocess.CompletedProcess:
+    """The server, run to its refusal; TimeoutExpired if it serves instead."""
+    return subprocess.run(
+        [sys.executable, "-m", "crashcourse.services.supplier.server", *args],
+        capture_output=True, text=True, timeout=SERVE_S)
+
+
+def one_line(ended: subprocess.CompletedProcess, status: int, says: str) -> None:
+    assert ended.returncode == status, ended.stderr
+    assert "Traceback" not in ended.stderr
+    lines = ended.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], ended.stderr
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    place = tmp_path / "fifo"
+    os.mkfifo(place)
+    yield place
+    assert stat.S_ISFIFO(os.lstat(place).st_mode), "the FIFO was replaced"
+
+
+def test_a_ready_place_that_is_no_file_is_refused_and_left_alone(tmp_path, fifo):
+    one_line(serve("--db", str(tmp_path / "s.db"), "--ready", str(fifo)),
+             BAD_INPUT, "not a regular file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]  # no store made
+
+
+def test_a_store_place_that_is_no_file_is_refused(tmp_path, fifo):
+    one_line(serve("--db", str(fifo), "--ready", str(tmp_path / "r")),
+             BAD_INPUT, "not a regular file")
+    one_line(serve("--db", str(tmp_path), "--ready", str(tmp_path / "r")),
+             BAD_INPUT, "not a file in an existing directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+def test_a_damaged_store_is_refused_untouched(tmp_path):
+    junk = tmp_path / "s.db"
+    junk.write_bytes(b"not a database, " * 400)
+    before = junk.read_bytes()
+    one_line(serve("--db", str(junk), "--ready", str(tmp_path / "r")),
+             BAD_INPUT, "--db")
+    assert junk.read_bytes() == before
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_address_that_cannot_be_bound_leaves_no_store(tmp_path):
+    one_line(serve("--db", str(tmp_path / "s.db"), "--ready", str(tmp_path / "r"),
+                   "--host", "999.1.1.1"),
+             IO_ERROR, "error")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "3601"])
+def test_a_hold_out_of_range_is_refused(tmp_path, value):
+    one_line(serve("--db", str(tmp_path / "s.db"), "--ready", str(tmp_path / "r"),
+                   "--hold-first", value),
+             BAD_INPUT, "--hold-first")
+    assert list(tmp_path.iterdir()) == []
