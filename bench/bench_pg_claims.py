@@ -4,7 +4,8 @@ loop, in one run on one server (make bench).
 * OURS is ``claims.claim`` on a ``postgresql://`` store, the real code path:
   the store's lock SHARED, the pause flag and epoch, the database's clock, the
   probe for lapsed leases, the pick with the session rule, the session's
-  try-lock, the grant that reads the rule again, the claims row.
+  try-lock, the grant that reads the rule again, the claims row, all in one
+  round trip (the ``claim_next`` function the store installs).
 * BARE is the yardstick: take the oldest queued turn ``FOR UPDATE SKIP
   LOCKED``, mark it held and write its claims row, nothing else (no session
   rule, no pause flag, no lease check). Three round trips: BEGIN with the
@@ -45,7 +46,7 @@ from crashcourse.store import postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "pg_claims.json"
-TARGETS = {"ours_over_bare": 0.8, "double_claims": 0}
+TARGETS = {"ours_over_bare": 0.9, "double_claims": 0}  # issue 24
 TTL = 600.0  # nothing expires during a run: a second claim would be a double
 BARE_PICK = f"""
 SELECT id FROM work
@@ -64,6 +65,23 @@ INSERT INTO claims (work_id, generation, owner, claimed_at, expires)
 SELECT id, generation, :owner, expires - :ttl, expires FROM granted"""
 
 
+# The yardstick in ONE round trip (bench_pg_queues.py's ``bare_one_trip``):
+# the same pick, grant and claims row in one autocommitted statement, the
+# floor for a claim of one round trip that keeps no rule at all.
+BARE_ONE_TRIP = f"""
+WITH picked AS ({BARE_PICK}),
+granted AS (
+    UPDATE work SET status = '{RUNNING}', owner = :owner,
+        generation = work.generation + 1,
+        expires = extract(epoch FROM clock_timestamp()) + :ttl
+    FROM picked
+    WHERE work.id = picked.id
+    RETURNING work.id, work.generation, work.expires)
+INSERT INTO claims (work_id, generation, owner, claimed_at, expires)
+SELECT id, generation, :owner, expires - :ttl, expires FROM granted
+RETURNING work_id"""
+
+
 def bare_claim(conn, owner: str) -> bool:
     """The yardstick's claim: whether it took a turn."""
     row = conn.execute(f"BEGIN;{BARE_PICK}").fetchone()
@@ -74,6 +92,11 @@ def bare_claim(conn, owner: str) -> bool:
     conn.execute("COMMIT")
     return True
 
+
+def bare_one_trip_claim(conn, owner: str) -> bool:
+    """The yardstick in one round trip: whether it took a turn."""
+    return conn.execute(BARE_ONE_TRIP, {"owner": owner, "ttl": TTL}
+                        ).fetchone() is not None
 
 def ours_claim(conn, owner: str) -> bool:
     return claims.claim(conn, owner, ttl=TTL) is not None
@@ -225,8 +248,9 @@ def main() -> int:
         host = machine(server, load)
     summary = {key: data[key] for key in ("ours_claims_per_s", "bare_claims_per_s",
                                           "ours_over_bare", "double_claims")}
+    aim = TARGETS["ours_over_bare"]
     summary["targets_met"] = {
-        "at_least_0.8x_bare": data["ours_over_bare"] >= TARGETS["ours_over_bare"],
+        f"at_least_{aim}x_bare": data["ours_over_bare"] >= aim,
         "no_double_claims": sum(data["double_claims"].values()) == 0,
         "every_turn_claimed_once": data["all_claimed"]}
     record = {

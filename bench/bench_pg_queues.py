@@ -19,14 +19,20 @@ afterwards.
 The sides, and what each does per item taken:
 
 * ``ours``: ``claims.claim`` on a ``postgresql://`` store (chapter 10,
-  ``claims.postgres``): BEGIN with the store's lock SHARED and the database's
-  clock, the pick with the session rule (``FOR UPDATE SKIP LOCKED``, the
-  session's advisory try-lock), the grant that reads the rule again and
-  writes the claims row, COMMIT: four round trips, two rows written; the
-  pause flag and the lease probe read on the way.
+  ``claims.postgres``): one call of the ``claim_next`` function the store
+  installs, autocommitted: the store's lock SHARED, the database's clock,
+  the pick with the session rule (``FOR UPDATE SKIP LOCKED``, the session's
+  turns before it, the session's advisory try-lock), the grant that reads
+  the rule again in a snapshot of its own and writes the claims row: one
+  round trip, two rows written; the pause flag and the lease probe read on
+  the way. (Until issue 24: the same statements sent one by one, four
+  round trips.)
 * ``bare``: bench_pg_claims.py's yardstick: the oldest queued turn ``FOR
   UPDATE SKIP LOCKED``, the grant and its claims row, COMMIT: three round
   trips, no session rule, no pause flag, no lease check.
+* ``bare_one_trip``: the same pick, grant and claims row in ONE
+  autocommitted statement (``bench_pg_claims.BARE_ONE_TRIP``): one round
+  trip, two rows written, no rule: the floor for a one-trip claim.
 * ``procrastinate``: its job fetch (``JobManager.fetch_job``: one call of
   its ``procrastinate_fetch_job_v2`` function, autocommitted), which skips a
   job whose lock another job holds and marks the job ``doing``: one round
@@ -50,7 +56,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results", "pg_queues.json")
-SIDES = ("ours", "bare", "procrastinate", "pgqueuer")
+SIDES = ("ours", "bare", "bare_one_trip", "procrastinate", "pgqueuer")
+OURS_AND_BARE = SIDES[:3]  # the book's tables, on crashcourse's store
 TTL = 600.0  # nothing expires during a drain
 HEARTBEAT_H = 1  # pgqueuer re-picks a job whose heartbeat is older: never here
 
@@ -142,7 +149,7 @@ def worker(side: str, address: str, owner: str, out: str) -> None:
         took, first, last = asyncio.run(peer_drain(side, address))
     else:
         sys.path.insert(0, HERE)
-        from bench_pg_claims import bare_claim
+        from bench_pg_claims import bare_claim, bare_one_trip_claim
 
         from crashcourse import claims, store
 
@@ -155,7 +162,8 @@ def worker(side: str, address: str, owner: str, out: str) -> None:
                     got = claims.claim(conn, owner, ttl=TTL)
                     item = None if got is None else got.id
                 else:
-                    item = owner if bare_claim(conn, owner) else None
+                    take = bare_claim if side == "bare" else bare_one_trip_claim
+                    item = owner if take(conn, owner) else None
                 if item is None:
                     break
                 first = first or time.time()
@@ -172,7 +180,7 @@ def prepare(side: str, server_url: str, items: int) -> tuple[str, str]:
     address a worker connects to, and the schema's name."""
     import asyncio
 
-    if side in ("ours", "bare"):
+    if side in OURS_AND_BARE:
         sys.path.insert(0, HERE)
         import bench_pg_claims
 
@@ -196,6 +204,8 @@ def taken_in_rows(side: str, server_url: str, schema: str) -> dict:
                 " FROM work WHERE status = 'RUNNING'",
         "bare": "SELECT count(*), count(*) FILTER (WHERE generation > 1)"
                 " FROM work WHERE status = 'RUNNING'",
+        "bare_one_trip": "SELECT count(*), count(*) FILTER (WHERE generation > 1)"
+                         " FROM work WHERE status = 'RUNNING'",
         "procrastinate": "SELECT count(*), 0 FROM procrastinate_jobs"
                          " WHERE status = 'doing'",
         "pgqueuer": "SELECT count(*), 0 FROM pgqueuer WHERE status = 'picked'",
@@ -203,7 +213,7 @@ def taken_in_rows(side: str, server_url: str, schema: str) -> dict:
     with psycopg.connect(conninfo(server_url, schema), autocommit=True) as conn:
         taken, doubled = conn.execute(query).fetchone()
         extra = 0
-        if side in ("ours", "bare"):  # a second claims row for one turn
+        if side in OURS_AND_BARE:  # a second claims row for one turn
             extra = conn.execute("SELECT count(*) - count(DISTINCT work_id)"
                                  " FROM claims").fetchone()[0]
     return {"taken": taken, "doubled_in_rows": doubled + extra}
@@ -240,7 +250,7 @@ def drain(side: str, server_url: str, workers: int, items: int, folder: str) -> 
                 proc.wait()
     records = [json.loads(open(out).read()) for out in outs]
     took = Counter(item for record in records for item in record["took"])
-    if side == "bare":  # the yardstick returns no id: count from the rows
+    if side in OURS_AND_BARE[1:]:  # the yardsticks return no id: the rows
         took = Counter()
     firsts = [r["first"] for r in records if r["first"] is not None]
     takes = sum(len(r["took"]) for r in records)
@@ -250,7 +260,7 @@ def drain(side: str, server_url: str, workers: int, items: int, folder: str) -> 
         raw.execute(f'DROP SCHEMA "{schema}" CASCADE')
     return {"takes": takes, "per_s": takes / span, "span_s": span,
             "double_claims": sum(1 for n in took.values() if n > 1)
-            if side != "bare" else rows["doubled_in_rows"],
+            if side not in OURS_AND_BARE[1:] else rows["doubled_in_rows"],
             "rows": rows}
 
 
