@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -50,19 +51,39 @@ def quick_checkpoint(tmp_path_factory, worker_id):
 
 
 @pytest.fixture(scope="module")
-def supplier(tmp_path_factory):
-    """A real supplier HTTP server process, stopped (and reaped) after the module."""
-    db = tmp_path_factory.mktemp("s") / "sup.db"
-    with Harness() as harness, start_supplier(harness, db) as running:
-        yield running
+def suppliers(tmp_path_factory):
+    """``suppliers(backend)`` → a real supplier HTTP server process, one per
+    module and backend, started when first asked for, stopped (and reaped)
+    after the module."""
+    with Harness() as harness, ExitStack() as running:
+        started = {}
+
+        def supplier_for(backend: str):
+            if backend not in started:
+                db = tmp_path_factory.mktemp("s") / "sup.db"
+                started[backend] = running.enter_context(start_supplier(harness, db))
+            return started[backend]
+
+        yield supplier_for
+
+
+@pytest.fixture
+def supplier(suppliers, request):
+    """The module's real supplier; a test that runs on both backends gets one
+    per backend, so a key the SQLite run placed is never a replay in the
+    PostgreSQL run."""
+    if "backend" in request.fixturenames:
+        return suppliers(request.getfixturevalue("backend"))
+    return suppliers("any")
 
 
 # Chapter 10: the same runtime tests on both backends. ``pg_server`` is the
 # session's PostgreSQL (started once per xdist worker, ~1 s; a reader's own
 # server when CRASHCOURSE_PG_URL names one). ``store_at`` gives a test the
 # address of a fresh, empty store by name: a SQLite file in tmp_path, or a URL
-# naming a fresh schema on the server. A test that asks for ``store_at`` runs
-# once per backend; one that must stay on SQLite asks for ``tmp_path``.
+# naming a fresh schema on the server. A test that asks for ``store_at`` (or
+# ``conn``, an open store with its tables installed) runs once per backend;
+# one that must stay on one says why with a ``sqlite_only(why)`` marker.
 @pytest.fixture(scope="session")
 def pg_server():
     """The session's PostgreSQL server, or a skip that says why there is none."""
@@ -78,9 +99,31 @@ def pg_server():
 BACKENDS = ("sqlite", "postgres")
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request) -> str:
-    return request.param
+def pytest_configure(config):
+    for line in (
+        "sqlite_only(why): run on SQLite alone, for the reason given in one line"
+        " (a PRAGMA, a damaged file, the WAL, SQLite's own trace or lock)",
+        "postgres_only(why): run on PostgreSQL alone, for the reason given",
+        "installs(*installs): what the ``conn`` fixture installs, in order",
+    ):
+        config.addinivalue_line("markers", line)
+
+
+def pytest_generate_tests(metafunc):
+    """A test that reaches ``backend`` (through ``store_at`` or ``conn``) runs
+    once per backend, unless a ``sqlite_only`` or ``postgres_only`` marker
+    says, with its reason, why it runs on one."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    backends = BACKENDS
+    for name, only in (("sqlite_only", "sqlite"), ("postgres_only", "postgres")):
+        marker = metafunc.definition.get_closest_marker(name)
+        if marker is not None:
+            if not (marker.args and str(marker.args[0]).strip()):
+                raise pytest.UsageError(f"{metafunc.definition.nodeid}: {name} "
+                                        "needs its reason: why not both backends")
+            backends = (only,)
+    metafunc.parametrize("backend", backends)
 
 
 @pytest.fixture
@@ -109,3 +152,21 @@ def store_at(backend, tmp_path, request):
         with pgstore.connect(server.url).raw as raw:
             for schema in made:
                 raw.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def conn(store_at, request):
+    """An open connection to a fresh store on this test's backend, with what
+    the test's (or its module's) ``installs`` marker names installed, in
+    order: ``pytest.mark.installs.with_args(orders.install)`` gives the
+    agent's store (work, claims, fences, orders). Closed after the test.
+
+    A test that is SQLite by nature (a PRAGMA, file damage, the WAL) says so
+    with ``@pytest.mark.sqlite_only("why")`` and gets a SQLite file."""
+    from crashcourse.store import opened
+
+    marker = request.node.get_closest_marker("installs")
+    with opened(store_at("store")) as conn:
+        for install in marker.args if marker else ():
+            install(conn)
+        yield conn

@@ -37,13 +37,8 @@ STEPS = 43
 SCANS = {f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, 41)}
 
 
-sqlite_only = pytest.mark.parametrize("backend", ["sqlite"])  # files, processes
-
-
-@pytest.fixture
-def conn(store_at):
-    with opened(store_at("runtime")) as conn:
-        yield conn
+# ``conn`` (conftest): a fresh, empty store on each backend.
+sqlite_only = pytest.mark.sqlite_only("about files and real worker processes")
 
 
 def objects(conn) -> int:

@@ -19,12 +19,13 @@ from crashcourse.workers import restock_note
 NOTE = {"sku": "oat-milk", "quantity": 24, "text": "24 cartons of oat milk"}
 
 
-@pytest.fixture
-def conn(store_at):
-    with opened(store_at("shop")) as conn:
-        effects.install(conn)
-        conn.execute("CREATE TABLE notes (text TEXT NOT NULL)")
-        yield conn
+def notes(conn) -> None:
+    """The shop's own table, written in the same transaction as an effect."""
+    conn.execute("CREATE TABLE notes (text TEXT NOT NULL)")
+
+
+# ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
+pytestmark = pytest.mark.installs.with_args(effects.install, notes)
 
 
 def in_transaction(conn) -> bool:

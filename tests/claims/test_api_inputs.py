@@ -11,22 +11,19 @@ import pytest
 
 from crashcourse import claims, validate
 from crashcourse.claims import fence
-from crashcourse.store import count_rows, opened
+from crashcourse.store import count_rows
 
 T0 = 1_000_000.0
 
 
-@pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "agent.db") as conn:
-        fence.install(conn)
-        yield conn
+# ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
+pytestmark = pytest.mark.installs.with_args(fence.install)
 
 
 def held(conn) -> tuple[int, int, list]:
     """Claims granted, work queued, and every (status, generation) of work."""
     states = [tuple(row) for row in conn.execute(
-        "SELECT status, generation FROM work ORDER BY rowid")]
+        "SELECT status, generation FROM work ORDER BY id")]
     return count_rows(conn, "claims"), count_rows(conn, "work"), states
 
 

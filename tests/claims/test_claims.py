@@ -18,11 +18,8 @@ from crashcourse.store import count_rows, immediate, opened
 T0 = 1_000_000.0
 
 
-@pytest.fixture
-def conn(store_at):
-    with opened(store_at("agent")) as conn:
-        fence.install(conn)
-        yield conn
+# ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
+pytestmark = pytest.mark.installs.with_args(fence.install)
 
 
 def queue(conn, n=1, session="s1"):

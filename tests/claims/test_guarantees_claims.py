@@ -13,11 +13,8 @@ from crashcourse.store import immediate, opened
 T0 = 1_000_000.0
 
 
-@pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "agent.db") as conn:
-        fence.install(conn)
-        yield conn
+# ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
+pytestmark = pytest.mark.installs.with_args(fence.install)
 
 
 def test_an_installed_switch_with_no_row_says_stopped(conn):

@@ -17,11 +17,8 @@ from crashcourse.store import immediate, opened
 LEASE = 60.0
 
 
-@pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "agent.db") as conn:
-        orders.install(conn)
-        yield conn
+# ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
+pytestmark = pytest.mark.installs.with_args(orders.install)
 
 
 def signed_off(conn, origin: str):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import ExitStack
 from dataclasses import asdict
 
 import pytest
@@ -23,35 +22,12 @@ from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import count_rows, opened
 from crashcourse.workers.shop_worker import run_once
 
-sqlite_only = pytest.mark.parametrize("backend", ["sqlite"])
+# ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
+pytestmark = pytest.mark.installs.with_args(orders.install)
+# A supplier of its own, made to drop, stall or reject, is about its answers.
+sqlite_only = pytest.mark.sqlite_only("about the supplier's answers, not the store")
 
 
-@pytest.fixture(scope="module")
-def suppliers(tmp_path_factory):
-    """A real supplier process per backend, started when first asked for:
-    a key the SQLite run placed is never a replay in the PostgreSQL run."""
-    with Harness() as harness, ExitStack() as running:
-        started = {}
-
-        def supplier_for(backend):
-            if backend not in started:
-                db = tmp_path_factory.mktemp("s") / "sup.db"
-                started[backend] = running.enter_context(start_supplier(harness, db))
-            return started[backend]
-
-        yield supplier_for
-
-
-@pytest.fixture
-def supplier(suppliers, backend):
-    return suppliers(backend)
-
-
-@pytest.fixture
-def conn(store_at):
-    with opened(store_at("agent")) as conn:
-        orders.install(conn)
-        yield conn
 
 
 def signed_off(conn, origin="phone:1", ttl=5.0):

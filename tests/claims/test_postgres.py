@@ -24,7 +24,7 @@ from crashcourse.journal.plan import Step, UnknownTask, load_plan, make_plan, sa
 from crashcourse.lab.example import FLOUR, ScriptedModel  # noqa: E402
 from crashcourse.store import count_rows, opened, table_rows  # noqa: E402
 
-pytestmark = pytest.mark.parametrize("backend", ["postgres"])
+pytestmark = pytest.mark.postgres_only("only a server: several writers, its clock")
 WAIT = 10.0  # seconds: the bound on every wait below
 
 

@@ -39,7 +39,9 @@ from crashcourse.workers.journal_worker import build_world, paths, restock_actio
 
 # The restock plan: 40 renames, the gate verify_drive (41), two mails (42-43).
 STEPS, GATE, MAILS = 43, 41, (42, 43)
-sqlite_only = pytest.mark.parametrize("backend", ["sqlite"])
+# SQLite itself (its COMMIT trace, VM count, a read-only file, a file lock),
+# real kills, and the checks at the door (refused before any store is read).
+sqlite_only = pytest.mark.sqlite_only("SQLite itself, real kills, or the door")
 
 
 class Crash(Exception):

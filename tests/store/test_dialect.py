@@ -15,16 +15,13 @@ import pytest
 from crashcourse import claims, control, store
 from crashcourse.claims import fence
 from crashcourse.claims import postgres as claims_postgres
-from crashcourse.store import immediate, opened, rows
+from crashcourse.store import immediate, rows
 from crashcourse.store.dialect import POSTGRES, SQLITE
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "crashcourse"
 
 
-@pytest.fixture
-def conn(store_at):
-    with opened(store_at("dialect")) as conn:
-        yield conn
+# ``conn`` (conftest): a fresh, empty store on each backend.
 
 
 def test_a_connection_says_its_database(conn, backend):

@@ -8,7 +8,6 @@ import pytest
 from crashcourse import workflow
 from crashcourse.effects import operation_key
 from crashcourse.figures import workflow as workflow_figures
-from crashcourse.store import opened
 from crashcourse.workflow import (
     APPLIED,
     CANCELLED,
@@ -30,12 +29,17 @@ CHOICES = {"reserve": {"sku": "flour-25kg", "quantity": 6},
 WF = "wf-1"
 
 
-@pytest.fixture
-def conn(tmp_path):
-    with opened(tmp_path / "workflow.sqlite") as conn:
-        workflow_steps.install(conn)
-        workflow.create(conn, WF, CHOICES, who="planner")
-        yield conn
+def created(conn) -> None:
+    """The workflow's tables, and workflow ``WF`` created with ``CHOICES``."""
+    workflow_steps.install(conn)
+    workflow.create(conn, WF, CHOICES, who="planner")
+
+
+# ``conn`` (tests/conftest.py): a fresh store with the workflow created. The
+# workflow's SQL is SQLite's alone: chapter 10 moves claims, fences, orders and
+# the journal to a server, not the workflow.
+pytestmark = [pytest.mark.installs.with_args(created),
+              pytest.mark.sqlite_only("the workflow runs on SQLite alone")]
 
 
 def rows(conn) -> dict:
