@@ -150,11 +150,13 @@ FIXED_ASSIGNMENT = (
     """CREATE TRIGGER work_assignment_is_kept BEFORE DELETE ON work
     FOR EACH ROW EXECUTE FUNCTION work_assignment_is_fixed()""")
 
-# The transaction's first round trip: BEGIN, the store's lock SHARED, then
-# the lease clock, read after the lock: the database's own (or a test's
-# instant). The claim's statements run on plans made once per connection: no
-# parameter of theirs changes the best plan (an index in claim order, one
-# row), and PostgreSQL would otherwise plan some of them again every time.
+# A claim's statements, in order (sent one by one by a pass other than the
+# ordinary one; ``FUNCTION`` runs the same for the ordinary pass). The first
+# round trip: BEGIN, the store's lock SHARED, then the lease clock, read
+# after the lock: the database's own (or a test's instant). The claim's
+# statements run on plans made once per connection: no parameter of theirs
+# changes the best plan (an index in claim order, one row), and PostgreSQL
+# would otherwise plan some of them again every time.
 CLOCK = """SET LOCAL plan_cache_mode = force_generic_plan;
 SELECT coalesce(CAST(:now AS float8),
     extract(epoch FROM clock_timestamp())::float8) AS now"""
