@@ -8,6 +8,7 @@ import time
 import pytest
 
 from crashcourse import journal
+from crashcourse.journal.plan import save_plan
 from crashcourse.lab.example import restock_plan
 from crashcourse.services import mail
 from crashcourse.store import opened
@@ -20,12 +21,25 @@ class Crash(Exception):
     """Stands in for the process dying inside an action."""
 
 
-def dies_in_step(tmp_path, number: int):
-    """Run the restock plan's steps before ``number``, then die inside step
-    ``number`` after its action took effect; the world, for the resume."""
+@pytest.fixture
+def world(tmp_path, backend, store_at):
+    """The restock plan, the drive and the mail in their files; the journal
+    (and the stored plan) in the backend's store: (plan, task, where)."""
     plan = restock_plan()
     task = build_world(str(tmp_path), plan)
     where = paths(str(tmp_path))
+    if backend != "sqlite":
+        where["journal"] = store_at("journal")
+        with opened(where["journal"]) as conn:
+            save_plan(conn, plan)
+            journal.install(conn)
+    return plan, task, where
+
+
+def dies_in_step(world, number: int):
+    """Run the restock plan's steps before ``number``, then die inside step
+    ``number`` after its action took effect; the world, for the resume."""
+    plan, task, where = world
     actions = restock_actions(where["drive"], where["mail"])
     with opened(where["journal"]) as conn:
         claim = journal.claim_task(conn, task, "first", ttl=60)
@@ -51,10 +65,10 @@ def replacement(conn, task: str) -> dict:
             "now": at}
 
 
-def test_an_irreversible_step_in_doubt_is_not_proved_unsent(tmp_path):
+def test_an_irreversible_step_in_doubt_is_not_proved_unsent(world):
     """Bug: ``journal_status`` counts the last row's own step as not started
     (``>=``), so a mail that may have gone out reads as provably unsent."""
-    plan, task, where, _ = dies_in_step(tmp_path, FIRST_MAIL)
+    plan, task, where, _ = dies_in_step(world, FIRST_MAIL)
     with opened(where["journal"]) as conn:
         seen = journal.journal_status(conn, task, plan)
     assert seen.last_row == FIRST_MAIL
@@ -62,10 +76,10 @@ def test_an_irreversible_step_in_doubt_is_not_proved_unsent(tmp_path):
     assert len(mail.messages(where["mail"])) == 1  # it did go out
 
 
-def test_a_gate_in_doubt_is_settled_by_its_probe(tmp_path):
+def test_a_gate_in_doubt_is_settled_by_its_probe(world):
     """Bug: a step in doubt is withdrawn and run again whatever its probe
     says (for a gate: checked again and recorded as run, not as found)."""
-    plan, task, where, actions = dies_in_step(tmp_path, GATE)
+    plan, task, where, actions = dies_in_step(world, GATE)
     with opened(where["journal"]) as conn:
         done = journal.run_plan(conn, task, plan, actions, **replacement(conn, task))
         assert done == {"skip": GATE - 1, "probe": 1, "run": 2}
@@ -74,6 +88,7 @@ def test_a_gate_in_doubt_is_settled_by_its_probe(tmp_path):
 
 
 def test_the_mail_provider_delivers_each_message_once(tmp_path):
+    # the mail provider is a service: a SQLite file, called by its path
     """Bug: ``tick`` sends every message again, not only the queued ones."""
     path = tmp_path / "mail.sqlite"
     mail.install(path)

@@ -23,6 +23,7 @@ import pytest
 from crashcourse import boundary, claims, control, journal
 from crashcourse.claims import fence
 from crashcourse.claims.orders import LeaseTooShort
+from crashcourse.journal.plan import save_plan
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness
 from crashcourse.services import drive, mail
@@ -46,9 +47,20 @@ class Crash(Exception):
     """Stands in for the process dying inside an action."""
 
 
+# A real worker keeps its journal in the file under its --dir (SQLite).
+sqlite_only = pytest.mark.sqlite_only("a real worker: its journal is a file in --dir")
+
+
 @pytest.fixture
-def world(tmp_path):
+def world(tmp_path, backend, store_at):
+    """The restock plan, the drive and the mail in their files; the journal
+    (and the stored plan) in the backend's store."""
     task, where = build_world(str(tmp_path), PLAN), paths(str(tmp_path))
+    if backend != "sqlite":
+        where["journal"] = store_at("journal")
+        with opened(where["journal"]) as conn:
+            save_plan(conn, PLAN)
+            journal.install(conn)
     with opened(where["journal"]) as conn:
         yield {"conn": conn, "task": task, "where": where, "dir": str(tmp_path),
                "actions": restock_actions(where["drive"], where["mail"])}
@@ -182,6 +194,7 @@ def test_each_intent_renews_the_lease_in_the_work_and_claims_rows(world):
     assert row["expires"] == journal.holder(conn, task)["expires"] == T + 110
 
 
+@pytest.mark.sqlite_only("SQLite's statement trace shows no intent written")
 def test_a_stop_keeps_new_intents_out_and_lets_the_outcome_in(world):
     """Bug: the outcome rides on the fenced commit that a pause refuses: the
     step just performed is left in doubt by the stop."""
@@ -271,6 +284,7 @@ def messages_per_step(world) -> dict[int, int]:
     return counts
 
 
+@sqlite_only
 @pytest.mark.parametrize("how", ["held", "frozen"])
 def test_a_holder_stopped_after_its_intent_sends_nothing_after_its_replacement(
         world, how):
@@ -294,6 +308,7 @@ def test_a_holder_stopped_after_its_intent_sends_nothing_after_its_replacement(
     assert (refused[0]["generation"], refused[0]["action"]) == (1, "admit step 42")
 
 
+@sqlite_only
 @pytest.mark.parametrize("step", [7, FIRST_MAIL])
 def test_a_holder_frozen_after_its_admission_sends_late(world, step):
     """The residual window, measured: frozen between its admission and its
@@ -320,6 +335,7 @@ def test_a_holder_frozen_after_its_admission_sends_late(world, step):
     assert replays == (1 if step == 7 else 0)
 
 
+@sqlite_only
 def test_a_second_run_while_the_lease_is_live_is_held_and_writes_nothing(world):
     """Bug: the worker runs without its claim (or ignores a refused one): two
     live runs write one journal."""
@@ -339,6 +355,7 @@ def test_a_second_run_while_the_lease_is_live_is_held_and_writes_nothing(world):
     assert renamed(world) == 40
 
 
+@sqlite_only
 @pytest.mark.parametrize("flag, value", [("--ttl", "0"), ("--ttl", "nan"),
                                          ("--ttl", "4000"), ("--ttl", "x"),
                                          ("--wait", "0"), ("--wait", "1"),
@@ -353,6 +370,7 @@ def test_a_bad_lease_is_refused_before_anything(world, flag, value):
     assert rows(world) == [] and table_rows(world["conn"], "work", "id") == []
 
 
+@sqlite_only
 def test_a_replacement_killed_at_random_instants_still_sends_nothing_twice(world):
     """Crash during recovery: the first holder stands after the first mail's
     intent; three replacements in turn are SIGKILLed at random instants of
@@ -380,6 +398,7 @@ def test_a_replacement_killed_at_random_instants_still_sends_nothing_twice(world
         f"invoice-2026-{i:03d}.pdf" for i in range(1, 41)}
 
 
+@sqlite_only
 def test_an_unwind_waits_out_the_lease_and_the_task_is_never_claimed_again(world):
     """Bug: the unwind probes and restores while the killed holder's lease is
     live (refused here: its holder may still act), or leaves the task
