@@ -254,6 +254,7 @@ def test_finish_writes_the_outcome_column(conn):
 
 
 def test_a_busy_database_loses_the_audit_row_never_the_refusal(tmp_path, monkeypatch):
+    # SQLite alone: a second connection holds the file's write lock
     with opened(tmp_path / "agent.db", busy_timeout_ms=50) as conn, \
             opened(tmp_path / "agent.db") as other:
         fence.install(conn)

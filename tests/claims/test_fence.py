@@ -234,7 +234,8 @@ def test_under_two_clocks_only_the_live_claim_writes(ttl, rival_at, write_at, sk
     a rival tries to claim at ``rival_at`` x ttl on A's clock, its own clock
     off by ``skew`` s; then A writes at ``write_at`` x ttl on its own clock
     (1.0: exactly the lease's end). A's write lands only if the rival got
-    nothing and A's lease has not ended by A's clock."""
+    nothing and A's lease has not ended by A's clock. SQLite alone: a fresh
+    file per example; a server's own clock is tests/claims/test_postgres.py's."""
     with tempfile.TemporaryDirectory() as folder, \
             opened(Path(folder) / "agent.db") as conn:
         fence.install(conn)
@@ -373,7 +374,8 @@ def test_finish_may_leave_the_outcome_empty(conn):
 def test_the_audit_row_says_whether_it_was_written(tmp_path):
     """Bug: ``record_refusal`` says False when it wrote the row (or True when a
     busy store cost it). Deterministic: a second connection holds the write
-    lock, so the audit row cannot be written; released, it is."""
+    lock, so the audit row cannot be written; released, it is. SQLite alone:
+    the file's write lock (a server's writers are tests/claims/test_postgres.py's)."""
     path = tmp_path / "agent.db"
     with opened(path, busy_timeout_ms=50) as conn, opened(path) as holder:
         orders.install(conn)

@@ -7,7 +7,9 @@ connection runs a whole claim of its own. Whatever the boundary, one item
 must never be granted twice: the chapter's ``claims.claim`` holds, and its
 negative control, ``shop_worker.claim_read_first`` (the row chosen before
 the write lock), must lose at some boundary, or the test could not see a
-double claim at all.
+double claim at all. SQLite alone: these are the statements of SQLite's own
+claim SQL; a server's claimers side by side are tests/claims/test_postgres.py's
+and the race of tests/claims/test_concurrency.py, on both backends.
 """
 
 from __future__ import annotations
