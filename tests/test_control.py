@@ -449,3 +449,15 @@ def test_a_stopped_holder_started_by_hand_gets_no_credential(guarded):
         done = harness.run(args)
     assert done.returncode == 0, done.stderr
     assert status(world).count("confirmed") == STEPS
+
+
+# --- the switch, installed (was tests/test_guarantees_claims.py) -----------
+
+
+def test_an_installed_switch_with_no_row_says_stopped(conn):
+    """Bug: with no decision recorded, ``scheduler_may_run`` says run."""
+    control.install(conn)
+    assert control.scheduler_may_run(conn) is False
+    assert control.start_run(conn, "s1") is None
+    control.start_scheduler(conn, "sam")
+    assert control.scheduler_may_run(conn) is True

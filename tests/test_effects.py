@@ -146,3 +146,31 @@ def test_two_processes_racing_for_one_key_apply_it_exactly_once(tmp_path):
     assert len(rows["restock_notes"]) == 1
     assert len(rows["effect_ledger"]) == 1
     assert rows["stock"] == [{"sku": "oat-milk", "on_order": 24}]
+
+
+@pytest.mark.parametrize("step", [True, False, -1, 1.5, "", "  ", None])
+def test_an_operation_key_needs_a_real_step(step):
+    from crashcourse.effects import operation_key
+
+    with pytest.raises((TypeError, ValueError)):
+        operation_key("task-1", step, "charge", {"cents": 5})
+    assert operation_key("task-1", 0, "charge", {}) != operation_key(
+        "task-1", "reserve", "charge", {})
+
+
+# --- guarantees (was tests/test_guarantees_payments.py): each test defends one
+# guarantee against the one-line bug named in its docstring
+
+
+def test_the_step_is_part_of_the_key():
+    """Bug: the key is derived without the step number."""
+    keys = {effects.operation_key("restock-7", step, "rename", {"file": "f001"})
+            for step in range(1, 51)}
+    assert len(keys) == 50
+
+
+def test_thousands_of_argument_sets_never_share_a_key():
+    """Bug: the key keeps too little of the digest (two actions, one key)."""
+    keys = {effects.operation_key("restock-7", 1, "order", {"n": n})
+            for n in range(5000)}
+    assert len(keys) == 5000

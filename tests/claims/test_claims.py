@@ -281,3 +281,130 @@ def test_status_lists_in_sql_come_from_the_constants():
     for bad in ("READY'); DROP TABLE work; --", "two words", ""):
         with pytest.raises(ValueError):
             store.sql_list((bad,))
+
+
+# --- the order claims are granted in: each test defends one guarantee against
+# the one-line bug named in its docstring (was tests/test_guarantees_claims.py)
+
+
+def test_control_work_comes_first_also_behind_a_turn_the_pass_refuses(conn):
+    """Bug: the walk merges a session's later turns after ordinary work.
+
+    Session ``ops`` opens with a control turn of another role (this pass
+    refuses it); its second turn is control work of this role. Five older
+    ordinary turns wait in other sessions. Control work still comes first."""
+    for n in range(5):
+        claims.enqueue(conn, f"phone:{n}", f"s{n}", f"restock {n}")
+    claims.enqueue(conn, "ops:audit", "ops", "audit", role="auditor", control=True)
+    urgent = claims.enqueue(conn, "ops:stop", "ops", "stop", control=True)
+    claim = claims.claim(conn, "w", ttl=5, now=T0)
+    assert claim.id == urgent
+
+
+def control_pass_cost(path, ordinary_turns: int) -> int:
+    """SQLite VM instructions of one control-only claim that finds nothing."""
+    with opened(path) as conn:
+        fence.install(conn)
+        with immediate(conn):
+            conn.executemany(
+                "INSERT INTO work (id, origin, session, prompt, subject, role,"
+                " created) VALUES (:id, :id, :id, 'restock', '', 'shop', :created)",
+                [{"id": f"w{n:05d}", "created": float(n)}
+                 for n in range(ordinary_turns)])
+        steps = [0]
+
+        def count() -> int:
+            steps[0] += 1
+            return 0
+
+        conn.set_progress_handler(count, 1)
+        try:
+            assert claims.claim(conn, "ops", ttl=5, now=T0, control_only=True) is None
+        finally:
+            conn.set_progress_handler(None, 1)
+    return steps[0]
+
+
+def test_a_control_only_pass_stops_at_the_first_ordinary_turn(tmp_path):
+    """Bug: the walk goes on past ordinary work when only control work may be
+    taken, reading every queued turn (the claim costs O(queue)). SQLite
+    alone: the walk is SQLite's, and its VM instructions are the measure."""
+    few = control_pass_cost(tmp_path / "few.db", 20)
+    many = control_pass_cost(tmp_path / "many.db", 3000)
+    assert many <= 1.25 * few, (few, many)
+
+
+# --- the door checks of the claims API (issue 14): a string where a bool goes,
+# a bool or NaN where a number goes, empty text, each refused with a clear
+# TypeError or ValueError BEFORE anything is written (was test_api_inputs.py)
+
+
+def held(conn) -> tuple[int, int, list]:
+    """Claims granted, work queued, and every (status, generation) of work."""
+    states = [tuple(row) for row in conn.execute(
+        "SELECT status, generation FROM work ORDER BY id")]
+    return count_rows(conn, "claims"), count_rows(conn, "work"), states
+
+
+@pytest.mark.parametrize("control", ["false", "true", "", 0, 1, None, 1.0])
+def test_enqueue_refuses_a_control_that_is_not_a_bool(conn, control):
+    # "false" is truthy: coerced, it would queue operator CONTROL work
+    with pytest.raises(TypeError, match="control must be True or False"):
+        claims.enqueue(conn, "phone:1", "s1", "restock", control=control)
+    assert count_rows(conn, "work") == 0
+
+
+def test_enqueue_keeps_true_and_false(conn):
+    urgent = claims.enqueue(conn, "op:stop", "s1", "stop", control=True)
+    plain = claims.enqueue(conn, "phone:1", "s2", "restock", control=False)
+    assert [claims.work_row(conn, w)["control"] for w in (urgent, plain)] == [1, 0]
+    # the same origin with the same content is the same work, not a conflict
+    assert claims.enqueue(conn, "op:stop", "s1", "stop", control=True) == urgent
+
+
+@pytest.mark.parametrize("field, value", [
+    ("origin", ""), ("origin", "  "), ("origin", 7), ("session", ""),
+    ("prompt", None), ("role", ""), ("subject", None),
+])
+def test_enqueue_refuses_empty_or_non_text_fields(conn, field, value):
+    fields = {"origin": "phone:1", "session": "s1", "prompt": "restock"} | {
+        field: value}
+    with pytest.raises(ValueError, match=field):
+        claims.enqueue(conn, **fields)
+    assert count_rows(conn, "work") == 0
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"control_only": "no"}, TypeError), ({"control_only": 1}, TypeError),
+    ({"control_only": None}, TypeError), ({"role": ""}, ValueError),
+    ({"role": None}, ValueError), ({"work_id": ""}, ValueError),
+    ({"work_id": 3}, ValueError), ({"now": math.nan}, ValueError),
+    ({"now": True}, ValueError), ({"ttl": math.inf}, ValueError),
+    ({"ttl": True}, TypeError), ({"ttl": "30"}, TypeError),
+])
+def test_claim_refuses_bad_arguments_and_grants_nothing(conn, options, error):
+    claims.enqueue(conn, "phone:1", "s1", "restock", control=True)
+    before = held(conn)
+    with pytest.raises(error):
+        claims.claim(conn, "w", **({"ttl": 30, "now": T0} | options))
+    assert held(conn) == before == (0, 1, [("READY", 0)])
+
+
+def test_a_valid_claim_still_takes_the_work(conn):
+    work = claims.enqueue(conn, "phone:1", "s1", "restock", control=True)
+    got = claims.claim(conn, "w", ttl=30, now=T0, control_only=True, work_id=work)
+    assert got is not None and got.id == work and got.generation == 1
+
+
+@pytest.mark.parametrize("origin", [None, 5, b"phone:1", "", " "])
+def test_work_id_for_needs_text(origin):
+    with pytest.raises(ValueError, match="origin"):
+        claims.work_id_for(origin)
+
+
+@pytest.mark.parametrize("work_id", [None, "", 7])
+def test_work_row_and_cancel_name_the_bad_id(conn, work_id):
+    with pytest.raises(ValueError, match="work id"):
+        claims.work_row(conn, work_id)
+    with pytest.raises(ValueError, match="work id"):
+        fence.cancel(conn, work_id, now=T0)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from crashcourse import claims, control, store
 from crashcourse.claims import fence, orders
 from crashcourse.lab.example import FLOUR, ScriptedModel
-from crashcourse.store import opened, table_rows
+from crashcourse.store import count_rows, opened, table_rows
 from crashcourse.store.dialect import SQLITE
 
 TTL = 60.0  # a live claim's lease: far beyond any test's run
@@ -419,3 +419,25 @@ def test_a_renewal_moves_its_own_lease_and_no_other(conn):
     assert after["work"] == {**before["work"], second.id: ends}
     assert after["claims"] == {**before["claims"], (second.id, second.generation): ends}
     assert after["work"][other.id] == before["work"][other.id]
+
+
+# --- the door checks of a fenced write (issue 14) ---------------------------
+
+
+@pytest.mark.parametrize("message", ["text", ["a"], None, 3])
+def test_a_transcript_message_that_is_not_a_dict_is_refused_unwritten(conn, message):
+    # written, it would make every later read of the transcript fail
+    claims.enqueue(conn, "phone:9", "s9", "restock")
+    claim = claims.claim(conn, "w1", ttl=30)
+    with pytest.raises(TypeError, match="message must be a dict"):
+        fence.observe(conn, claim, message)
+    assert count_rows(conn, "transcript") == 0
+    fence.observe(conn, claim, {"said": "hello"})
+    assert [m["said"] for m in fence.transcript(conn, claim.id)] == ["hello"]
+
+
+@pytest.mark.parametrize("generation", [True, "3", 2.0, None])
+def test_a_retry_delay_needs_an_integer_generation(generation):
+    with pytest.raises(TypeError, match="generation must be an int"):
+        fence.retry_delay(generation)
+    assert fence.retry_delay(1) == 2.0

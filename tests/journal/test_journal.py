@@ -13,6 +13,8 @@ COMMITs, its virtual-machine count, a read-only file, a writer's file lock),
 the real kills and the checks at the door, on SQLite files.
 """
 
+import json
+import os
 import sqlite3
 import time
 
@@ -32,6 +34,7 @@ from crashcourse.journal.plan import (
     save_plan,
 )
 from crashcourse.lab.example import restock_plan
+from crashcourse.lab.harness import Harness
 from crashcourse.services import drive, mail
 from crashcourse.store import immediate, opened
 from crashcourse.store.dialect import SQLITE
@@ -676,3 +679,52 @@ def test_run_plan_refuses_a_bad_step_anywhere_before_the_first_write(world):
     world["journal"].set_trace_callback(None)
     assert (performed, commits) == ([], [])
     assert drive.names(world["drive"])["f001"] == "scan-001.pdf"
+
+
+# --- a journal that lost its tail (issue 14): it asks the world before it acts
+# again (was tests/test_no_silent_loss.py) ----------------------------------
+
+
+def journal_rows(path: str) -> int:
+    """Rows the journal holds, read WITHOUT folding its -wal into the file: a
+    read-only connection cannot checkpoint, so reading changes nothing."""
+    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return reader.execute("SELECT count(*) FROM journal").fetchone()[0]
+    finally:
+        reader.close()
+
+
+def test_a_lost_wal_does_not_send_the_mail_twice(tmp_path):
+    folder = str(tmp_path)
+    plan = restock_plan()
+    renames = [s.number for s in plan.steps if s.action == "rename"]  # 1..40
+    task, where = build_world(folder, plan), paths(folder)
+    worker = ["-m", "crashcourse.workers.journal_worker", "--dir", folder,
+              "--task", task]
+    at_start = journal_rows(where["journal"])  # what the file held: the plan only
+    with Harness() as harness:
+        first = harness.start(worker, stop_at=f"step-{MAILS[0]}:after_action")
+        first.wait_for_boundary()
+        assert first.kill().returncode == -9
+        assert journal_rows(where["journal"]) == MAILS[0]  # one commit per step
+        assert len(mail.messages(where["mail"])) == 1  # the first mail is out
+        os.remove(where["journal"] + "-wal")  # the lost tail
+        assert journal_rows(where["journal"]) == at_start == 0
+        resumed = harness.run(worker)
+    assert resumed.returncode == 0, resumed.stderr
+    sent = [int(m["operation_key"].split("/")[1]) for m in mail.messages(where["mail"])]
+    assert sent == list(MAILS)  # one message per mail step, not two for the first
+    # every rename and the first mail found at their targets, the gate and
+    # the second mail run
+    assert json.loads(resumed.stdout) == {"skip": 0, "probe": len(renames) + 1,
+                                          "run": 2}
+    assert mail.duplicate_messages(where["mail"]) == 0
+    assert drive.duplicate_requests(where["drive"]) == 0
+    with sqlite3.connect(where["journal"]) as conn:
+        conn.row_factory = sqlite3.Row
+        assert journal.resolutions(conn, task) == {"run": 2,
+                                                   "probe": len(renames) + 1}
+        assert journal.journal_status(conn, task, plan).count("confirmed") == len(
+            plan.steps)
+    conn.close()

@@ -10,6 +10,7 @@ from crashcourse.services import payments
 from crashcourse.services.payments import authority
 
 ORDER, AMOUNT, CURRENCY = "restock-17", 4000, "USD"
+USD = "USD"
 
 
 @pytest.fixture
@@ -138,3 +139,28 @@ def test_bad_terms_are_refused_with_nothing_written(tmp_path, terms):
 def test_bad_policy_version_is_refused(db):
     with pytest.raises(ValueError):
         authority.set_policy_version(db, 0)
+
+
+# --- guarantees (was tests/test_guarantees_payments.py): each test defends one
+# guarantee against the one-line bug named in its docstring
+
+
+def test_an_approval_is_expired_at_its_expiry_instant():
+    """Bug: the expiry compares with ``>`` (one more payment at the instant)."""
+    action = {"amount_cents": 100, "currency": USD}
+    approval = {"amount_cents": 100, "currency": USD, "revoked": 0,
+                "expires_unix": 1000.0, "policy_version": 1}
+    assert authority.refusal_reason(approval, action, 1000.0, 1) == "approval_expired"
+    assert authority.refusal_reason(approval, action, 999.999, 1) is None
+
+
+def test_an_approval_keeps_the_policy_version_it_was_granted_under(tmp_path):
+    """Bug: ``approve(policy_version=...)`` stores the current version instead."""
+    path = tmp_path / "payments.sqlite"
+    payments.install(path)
+    payments.approve(path, "o1", 100, USD, policy_version=2)  # the service is at 1
+    with pytest.raises(payments.ApprovalRefused, match="policy_changed"):
+        payments.issue_payment(path, "k1", "o1", 100, USD)
+    authority.set_policy_version(path, 2)
+    assert payments.issue_payment(path, "k1", "o1", 100, USD) == "committed"
+    assert authority.payment_history(path, "k1")["policy_version"] == 2

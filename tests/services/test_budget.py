@@ -9,7 +9,7 @@ from crashcourse.services import payments
 from crashcourse.services.payments import budget
 from crashcourse.workers import paying
 
-USD = "USD"
+USD, EUR = "USD", "EUR"
 
 
 def service(tmp_path, max_actions=2, caps=None, orders=("o1", "o2", "o3")):
@@ -142,3 +142,22 @@ def test_refusal_order_replay_then_approval_then_budget(tmp_path):
     assert caught.value.reason == "approval_revoked"  # authority before capacity
     payments.revoke(path, "o1")
     assert payments.issue_payment(path, "a", "o1", 4000, USD) == "already_committed"
+
+
+# --- guarantees (was tests/test_guarantees_payments.py): each test defends one
+# guarantee against the one-line bug named in its docstring
+
+
+def test_each_currency_counts_its_own_payments(tmp_path):
+    """Bug: consumption reads one currency's sum and drops the others."""
+    path = tmp_path / "payments.sqlite"
+    payments.install(path, max_actions=5, currency_caps={USD: 5000, EUR: 3000})
+    for order, amount, currency in (("u1", 4000, USD), ("e1", 2500, EUR)):
+        payments.approve(path, order, amount, currency)
+        payments.issue_payment(path, order, order, amount, currency)
+    snap = budget.budget_snapshot(path)
+    assert snap["charged_cents"] == {EUR: 2500, USD: 4000}
+    assert snap["remaining_cents"] == {EUR: 500, USD: 1000}
+    payments.approve(path, "e2", 600, EUR)
+    with pytest.raises(payments.BudgetExhausted, match="budget_currency_cap"):
+        payments.issue_payment(path, "e2", "e2", 600, EUR)  # 2500 + 600 > 3000

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from crashcourse.effects import EffectConflict
@@ -11,6 +13,7 @@ from crashcourse.workers import paying
 
 ORDER, AMOUNT, CURRENCY = "SUP-0042", 4000, "USD"
 KEY = "restock-0042/1/pay_invoice"
+USD = "USD"
 
 
 @pytest.fixture
@@ -152,3 +155,21 @@ def test_bad_approval_writes_no_approval(tmp_path, amount):
     with pytest.raises((TypeError, ValueError)):
         payments.approve(path, ORDER, amount, CURRENCY)
     assert payments.snapshot(path)["approvals"] == []
+
+
+# --- guarantees (was tests/test_guarantees_payments.py): each test defends one
+# guarantee against the one-line bug named in its docstring
+
+
+def test_a_fault_that_is_not_a_busy_store_is_not_called_busy(tmp_path):
+    """Bug: every ``OperationalError`` becomes ``PaymentServiceBusy`` ("retry
+    with the same key"), hiding a broken store behind a message about load."""
+    path = tmp_path / "payments.sqlite"
+    payments.install(path)
+    payments.approve(path, "o1", 100, USD)
+    with opened(path) as conn:
+        conn.execute("DROP TABLE payment_evidence")  # the store is damaged
+    with pytest.raises(sqlite3.OperationalError, match="payment_evidence") as raised:
+        payments.issue_payment(path, "k1", "o1", 100, USD)
+    assert not isinstance(raised.value, payments.PaymentServiceBusy)
+    assert payments.snapshot(path)["payments"] == []  # and nothing was charged

@@ -10,6 +10,7 @@ pages or indexes SQLite finds broken is refused with one line, untouched.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sqlite3
 import threading
@@ -259,3 +260,142 @@ def test_the_supplier_process_refuses_a_damaged_store_with_503(tmp_path):
             supplier_client.get_order(running.url, "op-1", wait_s=5)
     assert "(503)" in str(undecided.value)  # an answer, not a dropped connection
     assert "damaged" in str(undecided.value)
+
+
+@pytest.mark.parametrize("call", ["set_budget", "budget_snapshot", "set_expiry",
+                                  "set_policy_version", "payment_history"])
+def test_budget_and_authority_refuse_a_payments_file_that_is_not_there(tmp_path,
+                                                                      call):
+    from crashcourse.services.payments import authority, budget
+    from crashcourse.store import StoreMissing
+
+    path = tmp_path / "payments.db"
+    path.write_bytes(b"")  # truncated: once a payment history, now 0 bytes
+    calls = {"set_budget": lambda: budget.set_budget(path, 3, {"USD": 500}),
+             "budget_snapshot": lambda: budget.budget_snapshot(path),
+             "set_expiry": lambda: authority.set_expiry(path, "order-1", None),
+             "set_policy_version": lambda: authority.set_policy_version(path, 2),
+             "payment_history": lambda: authority.payment_history(path, "k")}
+    with pytest.raises(StoreMissing):
+        calls[call]()
+    assert path.read_bytes() == b""
+
+
+# --- no silent loss (issue 14): a store that vanished is refused, never
+# replaced. Services are called by path; each call that is not ``install``
+# opens an INSTALLED store or raises ``StoreMissing`` and leaves the file as
+# it found it (was tests/test_no_silent_loss.py)
+
+
+# the payment worker's own key for its task (restock-0042, step 1)
+WORKER_KEY = "restock-0042/1/pay_invoice"
+
+
+# Every call of every service that is not its install, on a file at ``p``.
+CALLS = {
+    "payments.approve": lambda p: payments.approve(p, ORDER, AMOUNT, CURRENCY),
+    "payments.revoke": lambda p: payments.revoke(p, ORDER),
+    "payments.issue_payment": lambda p: payments.issue_payment(
+        p, WORKER_KEY, ORDER, AMOUNT, CURRENCY),
+    "payments.snapshot": payments.snapshot,
+    "mail.submit": lambda p: mail.submit(p, "owner@shop.example", "s", "b", {}),
+    "mail.tick": mail.tick,
+    "mail.probe_sent": lambda p: mail.probe_sent(p, "restock/42/send_mail/x"),
+    "mail.sent_folder": mail.sent_folder,
+    "mail.messages": mail.messages,
+    "mail.duplicate_messages": mail.duplicate_messages,
+    "mail.snapshot": mail.snapshot,
+    "drive.lookup": lambda p: drive.lookup(p, "f001"),
+    "drive.rename_to": lambda p: drive.rename_to(p, "f001", "invoice.pdf"),
+    "drive.probe_rename": lambda p: drive.probe_rename(p, "f001", "invoice.pdf"),
+    "drive.probe_rename_by_name": lambda p: drive.probe_rename_by_name(
+        p, "f001", "invoice.pdf"),
+    "drive.names": drive.names,
+    "drive.duplicate_requests": drive.duplicate_requests,
+    "drive.snapshot": drive.snapshot,
+    "broker.issue": lambda p: broker.issue(p, "assistant", "mail:submit", 60),
+    "broker.revoke": lambda p: broker.revoke(p, "cred-0", "owner"),
+    "broker.verify": lambda p: broker.verify(p, "cred-0", "mail:submit"),
+    "broker.snapshot": broker.snapshot,
+    "broker.note_refusal": lambda p: broker.note_refusal(p, "submit", None, "missing"),
+}
+
+
+def not_a_store(path: Path, kind: str) -> None:
+    """Leave at ``path`` what a lost or wrong store looks like."""
+    if kind == "empty":  # truncated to 0 bytes
+        path.write_bytes(b"")
+    elif kind == "not_a_database":
+        path.write_bytes(b"invoice scans, not SQLite\n" * 200)
+    elif kind == "not_installed":  # a real SQLite file of something else
+        with sqlite3.connect(path) as other:
+            other.execute("CREATE TABLE notes (body TEXT)")
+        other.close()
+
+
+def files_in(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "not_a_database",
+                                  "not_installed"])
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_every_service_call_refuses_a_store_that_is_not_there(tmp_path, call, kind):
+    path = tmp_path / "service.sqlite"
+    not_a_store(path, kind)
+    before = files_in(tmp_path)
+    with pytest.raises(StoreMissing):
+        CALLS[call](path)
+    assert files_in(tmp_path) == before  # nothing created, nothing written
+
+
+@pytest.fixture
+def paid_history(tmp_path) -> Path:
+    """A payment service with one committed payment, then truncated to 0 bytes."""
+    path = tmp_path / "payments.sqlite"
+    payments.install(path)
+    payments.approve(path, ORDER, AMOUNT, CURRENCY)
+    paid = payments.issue_payment(path, WORKER_KEY, ORDER, AMOUNT, CURRENCY)
+    assert paid == "committed"
+    assert len(payments.snapshot(path)["payments"]) == 1
+    os.truncate(path, 0)  # closed cleanly: no -wal is left to replay either
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["payments.sqlite"]
+    return path
+
+
+def test_a_truncated_payment_history_is_refused_not_read_as_never_paid(paid_history):
+    for attempt in ("replay", "new key"):
+        key = WORKER_KEY if attempt == "replay" else WORKER_KEY + "#2"
+        with pytest.raises(StoreMissing, match="0 bytes"):
+            payments.issue_payment(paid_history, key, ORDER, AMOUNT, CURRENCY)
+    assert paid_history.stat().st_size == 0
+
+
+def test_the_payment_worker_never_answers_from_an_empty_store(paid_history, tmp_path):
+    state = tmp_path / "worker.sqlite"
+    with Harness() as harness:
+        done = harness.run(["-m", "crashcourse.workers.pay_invoice",
+                            "--payments", str(paid_history), "--state", str(state),
+                            "--task", "restock-0042", "--order", ORDER,
+                            "--amount", str(AMOUNT), "--currency", CURRENCY])
+    # not paid (0), not "refused: not approved" (3): the store is not there
+    assert done.returncode not in (0, 3), done.stdout
+    assert "refused" not in done.stdout and "committed" not in done.stdout
+    assert paid_history.stat().st_size == 0
+    assert not Path(f"{paid_history}-wal").exists()
+
+
+def test_a_guarded_service_refuses_when_its_broker_was_truncated(tmp_path):
+    broker_path, mail_path = tmp_path / "broker.sqlite", tmp_path / "mail.sqlite"
+    broker.install(broker_path)
+    token = broker.issue(broker_path, "assistant", "mail:submit", 60)
+    mail.install(mail_path, broker=broker_path)
+    os.truncate(broker_path, 0)
+    with pytest.raises(StoreMissing):
+        mail.submit(mail_path, "owner@shop.example", "s", "b", {},
+                    credential=token)
+    assert mail.messages(mail_path) == []
+    assert broker_path.stat().st_size == 0
+    with pytest.raises(ValueError, match="no broker"):  # nor guards a new one
+        drive.install(tmp_path / "drive.sqlite", broker=broker_path)
+    assert broker_path.stat().st_size == 0

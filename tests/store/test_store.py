@@ -1,6 +1,7 @@
 """store.connect / immediate / opened (chapter 00): the way every file is opened."""
 
 import sqlite3
+import threading
 
 import pytest
 
@@ -123,3 +124,28 @@ def test_many_processes_opening_one_new_file_together_all_get_wal(tmp_path):
             opener.kill()
     assert [opener.returncode for opener in openers] == [0] * 8, results
     assert [out.strip() for out, _ in results] == ["wal"] * 8
+
+
+# --- guarantees (was tests/test_guarantees_store.py): each test defends one
+# guarantee against the one-line bug named in its docstring
+
+
+def test_opening_waits_out_a_writer_holding_the_lock_while_it_switches_to_wal(
+        tmp_path):
+    """Bug: ``enter_wal`` gives up at the first "database is locked".
+
+    A rival holds the write lock of a file still in rollback mode; switching
+    to WAL is then refused at once (SQLite's busy handler is not asked), so
+    ``connect`` must retry until the rival commits."""
+    path = tmp_path / "old.sqlite"
+    rival = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    rival.execute("CREATE TABLE t (x)")  # journal_mode is still "delete"
+    rival.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, lambda: rival.execute("COMMIT"))
+    release.start()
+    try:
+        with store.opened(path) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        release.join(timeout=10)
+        rival.close()

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from crashcourse import store
 from crashcourse.services import payments
 from crashcourse.store import immediate, opened
 from crashcourse.workers import charge, options, pay_invoice, paying, restock_note
@@ -198,3 +199,43 @@ def test_without_a_checkpoint_the_derived_key_is_what_prevents_a_second_charge(
     mutant = pay(db, "--retry", "new-key")  # the same gap, a fresh key
     assert len(payments.snapshot(db)["payments"]) == 1  # it found the checkpoint
     assert json.loads(mutant.stdout)["outcome"] == "already_committed"
+
+
+# --- guarantees (was tests/test_guarantees_store.py): each test defends one
+# guarantee against the one-line bug named in its docstring
+
+
+def paid_twice(tmp_path):
+    service, state = tmp_path / "payments.sqlite", tmp_path / "worker.sqlite"
+    payments.install(service)
+    with store.opened(state) as conn:
+        paying.install(conn)
+        for order in ("o1", "o2"):
+            payments.approve(service, order, 100, "USD")
+            payments.issue_payment(service, f"k-{order}", order, 100, "USD")
+            paying.save_checkpoint(conn, f"t-{order}", f"k-{order}", "committed")
+    return service, state
+
+
+def test_the_recount_is_a_second_read_not_the_snapshot_again(tmp_path, monkeypatch):
+    """Bug: ``recount`` returns the lengths of ``snapshot``'s own lists, so a
+    first read that lost rows is confirmed by the read meant to check it."""
+    service, state = paid_twice(tmp_path)
+    assert paying.recount(service, state) == {"payments": 2, "checkpoints": 2}
+    # The first read now drops every row; the second must still see them.
+    monkeypatch.setattr(payments, "snapshot",
+                        lambda path: {"payments": [], "approvals": []})
+    monkeypatch.setattr(paying, "checkpoints", lambda conn: [])
+    monkeypatch.setattr(paying, "table_rows", lambda *args, **kwargs: [])
+    assert paying.snapshot(service, state)["payments"] == []
+    assert paying.recount(service, state) == {"payments": 2, "checkpoints": 2}
+
+
+def test_the_recount_of_a_worker_killed_before_it_installed_is_zero(tmp_path):
+    service, state = paid_twice(tmp_path)
+    fresh = tmp_path / "fresh.sqlite"
+    with store.opened(fresh):
+        pass  # the worker's file exists, its tables were never made
+    assert paying.recount(service, fresh) == {"payments": 2, "checkpoints": 0}
+    with store.opened(fresh) as conn:
+        assert paying.own_tables(conn) == set()  # the read created nothing
