@@ -417,3 +417,62 @@ def test_an_unwind_waits_out_the_lease_and_the_task_is_never_claimed_again(world
     assert drive.names(world["where"]["drive"]) == {
         f"f{i:03d}": f"scan-{i:03d}.pdf" for i in range(1, 41)}
     assert journal.holder(world["conn"], world["task"])["status"] == claims.CANCELLED
+
+
+# --- a step in doubt after a crash: what the journal proves about irreversible
+# steps (chapter 07; was tests/test_guarantees_journal.py): each test defends
+# one guarantee against the one-line bug named in its docstring
+
+
+GATE, LAST_MAIL = 41, 43  # the restock plan: 40 renames, the gate, two mails
+
+
+def dies_in_step(world, number: int):
+    """Run the restock plan's steps before ``number``, then die inside step
+    ``number`` after its action took effect; the world, for the resume."""
+    plan, task, where = PLAN, world["task"], world["where"]
+    actions = restock_actions(where["drive"], where["mail"])
+    with opened(where["journal"]) as conn:
+        claim = journal.claim_task(conn, task, "first", ttl=60)
+        for step in plan.steps[:number - 1]:
+            journal.run_step(conn, task, step, actions[step.action], claim)
+        step = plan.steps[number - 1]
+        real = actions[step.action]
+
+        def acts_then_dies(args, key):
+            real.execute(args, key)  # the target has it ...
+            raise Crash  # ... and the worker died before the outcome
+
+        with pytest.raises(Crash):
+            journal.run_step(conn, task, step,
+                             journal.Action(acts_then_dies, real.probe), claim)
+    return plan, task, where, actions
+
+
+def replacement(conn, task: str) -> dict:
+    """The task claimed an hour on, when the first lease (60 s) is over."""
+    at = time.time() + 3600
+    return {"claim": journal.claim_task(conn, task, "second", ttl=60, now=at),
+            "now": at}
+
+
+def test_an_irreversible_step_in_doubt_is_not_proved_unsent(world):
+    """Bug: ``journal_status`` counts the last row's own step as not started
+    (``>=``), so a mail that may have gone out reads as provably unsent."""
+    plan, task, where, _ = dies_in_step(world, FIRST_MAIL)
+    with opened(where["journal"]) as conn:
+        seen = journal.journal_status(conn, task, plan)
+    assert seen.last_row == FIRST_MAIL
+    assert seen.irreversible_not_started == (LAST_MAIL,)
+    assert len(mail.messages(where["mail"])) == 1  # it did go out
+
+
+def test_a_gate_in_doubt_is_settled_by_its_probe(world):
+    """Bug: a step in doubt is withdrawn and run again whatever its probe
+    says (for a gate: checked again and recorded as run, not as found)."""
+    plan, task, where, actions = dies_in_step(world, GATE)
+    with opened(where["journal"]) as conn:
+        done = journal.run_plan(conn, task, plan, actions, **replacement(conn, task))
+        assert done == {"skip": GATE - 1, "probe": 1, "run": 2}
+        assert journal.resolutions(conn, task) == {"run": 42, "probe": 1}
+    assert len(mail.messages(where["mail"])) == 2

@@ -127,3 +127,19 @@ def test_a_submit_waits_for_the_providers_lock_no_longer_than_it_was_told(tmp_pa
         finally:
             holder.execute("ROLLBACK")
     assert mail.messages(path) == []
+
+
+# --- guarantees (was tests/test_guarantees_journal.py): each test defends one
+# guarantee against the one-line bug named in its docstring
+
+
+def test_the_mail_provider_delivers_each_message_once(tmp_path):
+    # the mail provider is a service: a SQLite file, called by its path
+    """Bug: ``tick`` sends every message again, not only the queued ones."""
+    path = tmp_path / "mail.sqlite"
+    mail.install(path)
+    mail.submit(path, "owner@shop.example", "paid", "body", {})
+    assert mail.tick(path) == 1
+    first = mail.messages(path)
+    assert mail.tick(path) == 0
+    assert mail.messages(path) == first  # sent_at unchanged: not sent again
