@@ -23,6 +23,7 @@ from crashcourse.claims import fence, orders
 from crashcourse.journal.plan import Step, UnknownTask, load_plan, make_plan, save_plan  # noqa: E402
 from crashcourse.lab.example import FLOUR, ScriptedModel  # noqa: E402
 from crashcourse.store import count_rows, opened, table_rows  # noqa: E402
+from crashcourse.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.postgres_only("only a server: several writers, its clock")
 WAIT = 10.0  # seconds: the bound on every wait below
@@ -38,12 +39,14 @@ def agent(store_at):
 
 
 def past(conn, instant: float) -> float:
-    """Wait (bounded) until the SERVER's clock is past ``instant``."""
-    deadline = time.monotonic() + WAIT
-    while (now := conn.server_time()) <= instant:
-        assert time.monotonic() < deadline, "the server's clock did not move"
-        time.sleep(min(0.05, instant - now + 0.005))
-    return now
+    """Wait (bounded) until the SERVER's clock is past ``instant``; its time."""
+
+    def now_if_past() -> float | None:
+        now = conn.server_time()
+        return now if now > instant else None
+
+    return wait_until(now_if_past, WAIT, interval=0.01,
+                      what="the server's clock past the instant")
 
 
 def waiting_for_a_lock(conn) -> bool:
@@ -119,10 +122,13 @@ def test_a_write_that_waited_for_the_row_is_judged_after_the_wait(agent):
         with fence.fenced(first, claim, "observe"):
             waiter = threading.Thread(target=late_write)
             waiter.start()
-            deadline = time.monotonic() + WAIT
-            while not waiting_for_a_lock(watcher):  # it asked before the lease ran out
-                assert time.monotonic() < deadline and waiter.is_alive()
-                time.sleep(0.01)
+
+            def waits() -> bool:  # it asked before the lease ran out
+                assert waiter.is_alive(), "the late write ended without waiting"
+                return waiting_for_a_lock(watcher)
+
+            wait_until(waits, WAIT, interval=0.01,
+                       what="the late write waiting for the row's lock")
             past(watcher, claim.expires)
         waiter.join(WAIT)
         assert not waiter.is_alive()

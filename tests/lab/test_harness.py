@@ -23,6 +23,7 @@ from crashcourse.lab.harness import (
 )
 from crashcourse.services import payments
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 from crashcourse.workers import paying
 
 SLEEPER = ["-c", "import time; time.sleep(60)"]
@@ -152,10 +153,12 @@ def running(pid: int) -> bool:
 
 def settled(pid: int, timeout: float = 5.0) -> bool:
     """Whether ``pid`` stops running within ``timeout`` s (bounded poll)."""
-    deadline = time.monotonic() + timeout
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return not running(pid)
+    try:
+        wait_until(lambda: not running(pid), timeout, interval=0.01,
+                   what=f"pid {pid} stopped")
+    except TimeoutError:
+        return False
+    return True
 
 
 def group_left(pgid: int) -> list[int]:
@@ -228,9 +231,8 @@ def test_a_boundary_timeout_takes_the_workers_children_too(tmp_path):
     with Harness() as harness:
         worker = harness.start([str(FORKING), str(pid_file), "--hang"],
                                stop_at="child_started")
-        deadline = time.monotonic() + 30
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)  # its child is started: now let the wait run out
+        # its child is started: now let the wait run out
+        wait_until(pid_file.exists, 30, interval=0.01, what="the child's pid file")
         child = int(pid_file.read_text())
         try:
             with pytest.raises(BoundaryTimeout):
@@ -399,9 +401,7 @@ def test_a_frozen_worker_is_stopped_not_dead_and_goes_on_when_thawed(tmp_path):
                " time.sleep(0.01)"]
     with Harness() as harness:
         worker = harness.start(counter)
-        deadline = time.monotonic() + 30
-        while not ticks.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(ticks.exists, 30, interval=0.01, what="the worker's first tick")
         worker.freeze()
         time.sleep(0.05)  # a write already under way lands; then nothing moves
         frozen_at = ticks.stat().st_size
@@ -409,9 +409,8 @@ def test_a_frozen_worker_is_stopped_not_dead_and_goes_on_when_thawed(tmp_path):
         assert process_state(worker.pid) == "T"  # stopped by SIGSTOP, not gone
         assert ticks.stat().st_size == frozen_at
         worker.thaw()
-        deadline = time.monotonic() + 30
-        while ticks.stat().st_size == frozen_at and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: ticks.stat().st_size > frozen_at, 30, interval=0.01,
+                   what="a tick after the thaw")
         assert ticks.stat().st_size > frozen_at  # it went on where it stopped
     assert gone(worker.pid)  # leaving the block kills a worker, frozen or not
 

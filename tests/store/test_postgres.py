@@ -30,6 +30,7 @@ from crashcourse.claims import postgres as claims_postgres  # noqa: E402
 from crashcourse.claims.fence import StaleClaim  # noqa: E402
 from crashcourse.lab import hosts  # noqa: E402
 from crashcourse.store import postgres as pgstore  # noqa: E402
+from crashcourse.waiting import wait_until  # noqa: E402
 
 # A worker on a store ADDRESS (a URL naming its schema), through the book's
 # own modules: ``drain`` claims and finishes until nothing is eligible,
@@ -505,10 +506,9 @@ def test_a_holder_cut_off_mid_write_is_ended_by_the_server_and_its_write_lost(
                        stdout=subprocess.PIPE, text=True)
     assert first_line(holder, 30) == "checked"  # it holds the row lock now
     hosts.cut(a)
-    began, taken = time.monotonic(), None
-    while taken is None and time.monotonic() - began < 10:  # bounded
-        time.sleep(0.1)
-        taken = claims.claim(conn, "taker", ttl=60)
+    began = time.monotonic()
+    taken = wait_until(lambda: claims.claim(conn, "taker", ttl=60), 10, interval=0.1,
+                       what="the taker's claim, once the server ended the holder")
     waited = time.monotonic() - began
     assert taken is not None and taken.generation == 2
     assert waited >= pgstore.IDLE_IN_TRANSACTION_MS / 1000 - 0.5  # not before

@@ -92,13 +92,12 @@ def test_table_helpers_refuse_names_that_are_not_identifiers(db):
 
 
 OPEN_NEW_FILE = """
-import sys, time
+import sys
 from pathlib import Path
 from crashcourse.store import connect
+from crashcourse.waiting import wait_until
 go = Path(sys.argv[2])
-deadline = time.monotonic() + 30
-while not go.exists() and time.monotonic() < deadline:
-    time.sleep(0.001)
+wait_until(go.exists, 30, interval=0.001, what="the go file")
 conn = connect(sys.argv[1])
 conn.execute("CREATE TABLE IF NOT EXISTS t (x)")
 print(conn.execute("PRAGMA journal_mode").fetchone()[0])

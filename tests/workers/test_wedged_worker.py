@@ -5,12 +5,12 @@ Counted from the drive's and the provider's rows."""
 from __future__ import annotations
 
 import json
-import time
 
 from crashcourse import control
 from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 
 WEDGED = ["-m", "crashcourse.workers.wedged_worker"]
 
@@ -30,10 +30,8 @@ def test_the_flag_is_read_at_the_next_boundary_only(tmp_path):
                                 paths["mail"], "--runtime", paths["runtime"],
                                 "--credential", token, "--limit", "12",
                                 "--pace", "0.02"])
-        deadline = time.monotonic() + 60
-        while not drive.snapshot(paths["drive"])["rename_requests"]:
-            assert time.monotonic() < deadline, "the worker never renamed"
-            time.sleep(0.01)
+        wait_until(lambda: drive.snapshot(paths["drive"])["rename_requests"], 60,
+                   interval=0.01, what="the worker's first rename")
         with opened(paths["runtime"]) as conn:
             control.set_paused(conn, True)
             flag_at = control.runtime(conn)["changed_at"]
