@@ -24,7 +24,26 @@ approval) is done before the clock starts; nobody reads a snapshot.
   Issue 24's target is that ratio: ours at most 1.25 times the floor, with
   where each millisecond above the floor goes (``above_floor``).
 
-The three are run in turn, trial by trial, so a load that comes and goes on
+Three more trials, run only to split ours' excess over the floor by
+measurement rather than by estimate (each a median of paired differences):
+
+* imports: the floor trial whose two processes also import the worker's
+  module (``import crashcourse.workers.pay_invoice``) and do nothing with it:
+  minus the floor, what the book's modules cost to load in a trial.
+* harness imports: the same two processes started by the book's harness
+  (``kill_and_resume``: its pipes, its marker and control fds, ``Collector``),
+  the first held by ``boundary``: minus the imports trial, the harness's own
+  share.
+* ours on tmpfs: our trial with both files on ``/dev/shm`` (a RAM disk, where
+  a sync costs nothing): minus the harness-imports trial, the worker's own
+  work (its SQL, its Python, ``python -m``'s runpy, its files' creation); and
+  ours minus it, what the real disk costs (the syncs, and the files created
+  and deleted).
+
+Each part is the median over rounds of the difference between its two
+trials in the same round (``paired``), next to ``above_floor``'s estimates.
+
+All of them are run in turn, trial by trial, so a load that comes and goes on
 the machine falls on all of them. Where our trial's time goes comes from
 ``kill_and_resume``'s own timeline: start to boundary, kill and reap, the
 replacement's whole run; the children's CPU time says how much of it is
@@ -93,6 +112,13 @@ FLOOR_MODULES = "sqlite3, json, hashlib, select, math, contextlib"
 BARE = ("import os, time; " + HOLD, "import sqlite3")
 FLOOR = (f"import os, time, {FLOOR_MODULES}; " + HOLD, f"import {FLOOR_MODULES}")
 WORKER = "crashcourse.workers.pay_invoice"
+IMPORTS = (f"import os, time, {FLOOR_MODULES}; import {WORKER}; " + HOLD,
+           f"import {FLOOR_MODULES}; import {WORKER}")
+HARNESS_IMPORTS = (  # the same imports, started and held by the book's harness
+    ["-c", f"import os, time, {FLOOR_MODULES}; import {WORKER}; from "
+     f"crashcourse.boundary import boundary; boundary({BOUNDARY!r})"],
+    ["-c", f"import {FLOOR_MODULES}; import {WORKER}"])
+TMPFS = Path("/dev/shm")  # a RAM disk on Linux: a sync there costs nothing
 TARGET = 1.4  # issue 11: ours / bare
 FLOOR_TARGET = 1.25  # issue 24: ours / floor
 WAIT = 60.0  # every wait is bounded; a bare interpreter never comes near it
@@ -154,12 +180,15 @@ def worker_args(directory: Path, n) -> list[str]:
             "--order", "PO-1001", "--amount", "4000", "--currency", "USD"]
 
 
-def our_trial(directory: Path, n: int) -> dict:
-    """The chapter 00 trial: pay_invoice killed at after_payment, then resumed."""
-    args = worker_args(directory, n)
+def our_trial(directory: Path, n: int, args: tuple[list[str], list[str]]
+              | None = None) -> dict:
+    """The chapter 00 trial: pay_invoice killed at after_payment, then resumed
+    (``args``: other programs for the two processes, same harness)."""
+    first, then = args or (worker_args(directory, n), None)
     cpu, start = children_cpu_ms(), time.perf_counter()
     with Harness() as harness:
-        trial = kill_and_resume(harness, args, BOUNDARY, lambda: {}, timeout=WAIT)
+        trial = kill_and_resume(harness, first, BOUNDARY, lambda: {},
+                                resume_args=then, timeout=WAIT)
     total = (time.perf_counter() - start) * 1000
     if trial.resumed_returncode != 0:
         raise RuntimeError(f"the resumed worker exited {trial.resumed_returncode}")
@@ -254,10 +283,14 @@ def medians(rows: list[dict]) -> dict:
             for key in rows[0]}
 
 
-def measure_trials(trials: int, directory: Path) -> dict:
+def measure_trials(trials: int, directory: Path, tmpfs: Path | None) -> dict:
     sides = {"bare": lambda n: bare_trial(BARE),
              "ours": lambda n: our_trial(directory, n),
-             "floor": lambda n: bare_trial(FLOOR)}
+             "floor": lambda n: bare_trial(FLOOR),
+             "imports": lambda n: bare_trial(IMPORTS),
+             "harness_imports": lambda n: our_trial(directory, n, HARNESS_IMPORTS)}
+    if tmpfs is not None:
+        sides["ours_tmpfs"] = lambda n: our_trial(tmpfs, n)
     for side in sides.values():
         side(-1)  # warm-up, untimed: caches and bytecode as in any later trial
     rows = {name: [] for name in sides}
@@ -267,6 +300,7 @@ def measure_trials(trials: int, directory: Path) -> dict:
             rows[name].append(side(n))
     latency.append(fsync_latency_ms(directory))
     found = {name: medians(side_rows) for name, side_rows in rows.items()}
+    found["paired_ms"] = paired(rows)
     found["durable_writes"] = durable_writes(directory, statistics.mean(latency),
                                              found["ours"]["total_ms"])
     bare, floor = found["bare"]["total_ms"], found["floor"]["total_ms"]
@@ -274,12 +308,36 @@ def measure_trials(trials: int, directory: Path) -> dict:
     found["ratio_floor_to_bare"] = round(floor / bare, 2)
     found["ratio_ours_to_floor"] = round(found["ours"]["total_ms"] / floor, 2)
     # CPU time: a reading a busy machine moves less than wall time
-    cpu = {name: found[name]["cpu_ms"] for name in sides}
+    cpu = {name: found[name]["cpu_ms"] for name in ("bare", "ours", "floor")}
     found["cpu_ratio_ours_to_bare"] = round(cpu["ours"] / cpu["bare"], 2)
     found["cpu_ratio_ours_to_floor"] = round(cpu["ours"] / cpu["floor"], 2)
     found["target"] = target(found)
     found["floor_target"] = {"ours_to_floor_at_most": FLOOR_TARGET,
                              "met": found["ratio_ours_to_floor"] <= FLOOR_TARGET}
+    return found
+
+
+STEPS = (  # (part, the trial with it, the trial without it): see the docstring
+    ("total", "ours", "floor"), ("imports", "imports", "floor"),
+    ("harness", "harness_imports", "imports"),
+    ("worker_work", "ours_tmpfs", "harness_imports"), ("disk", "ours", "ours_tmpfs"))
+
+
+def paired(rows: dict[str, list[dict]]) -> dict:
+    """Each part of ours above the floor as the median, over rounds, of the
+    difference between two trials run one after the other in the same round:
+    a load that comes and goes falls on both, and cancels more than it does
+    in a difference of two medians. The parts need not add up exactly to the
+    total's median; ``unaccounted`` says by how much they miss."""
+    found = {}
+    for part, with_it, without in STEPS:
+        if with_it in rows and without in rows:
+            found[f"{part}_ms"] = round(statistics.median(
+                a["total_ms"] - b["total_ms"]
+                for a, b in zip(rows[with_it], rows[without], strict=True)), 1)
+    if len(found) == len(STEPS):
+        found["unaccounted_ms"] = round(found["total_ms"] - sum(
+            found[f"{part}_ms"] for part, _, _ in STEPS[1:]), 1)
     return found
 
 
@@ -297,9 +355,11 @@ def above_floor(results: dict) -> dict:
     total = round(ours["total_ms"] - floor["total_ms"], 1)
     imports = round(2 * results["start_up"]["worker_over_floor_ms"], 1)
     syncs = trial["durable_writes"].get("estimated_ms", 0.0)
-    return {"total_ms": total, "by_phase": by_phase,
-            "imports_beyond_floor_ms": imports, "durable_writes_ms": syncs,
-            "rest_ms": round(total - imports - syncs, 1)}
+    found = {"total_ms": total, "by_phase": by_phase,
+             "imports_beyond_floor_ms": imports, "durable_writes_ms": syncs,
+             "rest_ms": round(total - imports - syncs, 1)}
+    found["measured"] = trial["paired_ms"]  # in trials, round by round
+    return found
 
 
 def durable_writes(directory: Path, latency_ms: float, ours_ms: float) -> dict:
@@ -418,15 +478,18 @@ def main(argv: list[str] | None = None) -> int:
     # this too): a worker compiled from source on every start is not the book's.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp:
+    ram = TMPFS if TMPFS.is_dir() and os.access(TMPFS, os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="bench-harness-", dir=ram) as in_ram:
         (Path(tmp) / "trials").mkdir()
-        results = {"kill_trial": measure_trials(trials, Path(tmp) / "trials"),
+        results = {"kill_trial": measure_trials(trials, Path(tmp) / "trials",
+                                                Path(in_ram) if ram else None),
                    "start_up": start_up(max(trials * 2, 10)),
                    "imports_beyond_floor": imports_beyond_floor(max(trials, 5)),
                    "effect_boundary": measure_effects(calls, runs, Path(tmp))}
     results["above_floor"] = above_floor(results)
     document = {
-        "schema": "crashcourse.bench.harness/3",
+        "schema": "crashcourse.bench.harness/4",
         "measured_on": time.strftime("%Y-%m-%d"),
         "manifest": manifest(__file__),
         "parameters": {"trials": trials, "calls": calls, "runs_per_mode": runs,
@@ -453,7 +516,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(results: dict) -> None:
     trial = results["kill_trial"]
-    for side in ("bare", "ours", "floor"):
+    for side in [name for name, found in trial.items() if isinstance(found, dict)
+                 and "total_ms" in found]:
         print(f"{side:6} trial  " + "  ".join(
             f"{key} {value}" for key, value in trial[side].items()))
     print(f"ours / bare {trial['ratio_ours_to_bare']} (target <= {TARGET}: "
