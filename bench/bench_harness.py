@@ -1,6 +1,6 @@
 """Chapter 00-01 costs, measured side by side in one run (make bench).
 
-    python bench/bench_harness.py [--trials 15] [--calls 400] [--small]
+    python bench/bench_harness.py [--trials 31] [--calls 400] [--small]
 
 THE KILL TRIAL. Both sides start ``sys.executable`` in its own session with
 the parent's environment, wait (blocking, on a pipe) for a marker, SIGKILL the
@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--trials", type=int, default=15,
+    parser.add_argument("--trials", type=int, default=31,
                         help="kill trials per side (medians)")
     parser.add_argument("--calls", type=int, default=400,
                         help="effect-boundary calls per run (5 runs per mode)")
@@ -517,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
 def report(results: dict) -> None:
     trial = results["kill_trial"]
     for side in [name for name, found in trial.items() if isinstance(found, dict)
-                 and "total_ms" in found]:
+                 and "to_boundary_ms" in found]:
         print(f"{side:6} trial  " + "  ".join(
             f"{key} {value}" for key, value in trial[side].items()))
     print(f"ours / bare {trial['ratio_ours_to_bare']} (target <= {TARGET}: "
