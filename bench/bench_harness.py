@@ -441,7 +441,9 @@ def imports_beyond_floor(trials: int) -> dict:
     ours = {k: v for k, v in self_ms.items() if k.startswith("crashcourse")}
     other = {k: v for k, v in self_ms.items() if not k.startswith("crashcourse")}
     return {"crashcourse_ms": round(sum(ours.values()), 2),
+            "crashcourse_modules": len(ours),
             "standard_library_ms": round(sum(other.values()), 2),
+            "standard_library_modules": sorted(other),
             "largest": dict(sorted(self_ms.items(), key=lambda kv: -kv[1])[:8])}
 
 
