@@ -37,3 +37,16 @@ def test_check_place_looks_and_creates_nothing(tmp_path):
         with pytest.raises(ValueError):
             validate.check_place("--state", bad)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+@pytest.mark.parametrize("value", ["t\udcff", "\udced\udca0\udc80", "ok\ud800"])
+def test_check_text_refuses_what_utf_8_cannot_spell(value):
+    """Bytes that are not UTF-8 reach a program as lone surrogates; SQLite
+    and JSON would raise deep inside a write (issue 23)."""
+    with pytest.raises(ValueError, match="UTF-8"):
+        validate.check_text("id", value)
+
+
+def test_check_text_keeps_any_utf_8_text():
+    for value in ("ordre-é", "注文-1", "emoji-\U0001f4e6", " padded "):
+        assert validate.check_text("id", value) == value

@@ -84,6 +84,10 @@ PAYMENT_CASES = [
     # issue 23: amounts spelled in ways int() accepts and a person did not type
     ("--amount", "+4000"), ("--amount", "4_000"), ("--amount", " 4000"),
     ("--amount", "\u0664\u0660\u0660\u0660"),  # Arabic-Indic digits
+    # bytes that are not UTF-8 (a Latin-1 terminal): Python hands them over as
+    # lone surrogates, which no database can store
+    ("--task", "t\udcff"), ("--order", "o\udced\udca0\udc80"),
+    ("--state", "{tmp}/w\udcff.sqlite"),
     # a state that is not a file the worker could keep
     ("--state", "/dev/null"), ("--state", "/dev/full"), ("--state", "{tmp}/fifo"),
 ]
@@ -139,7 +143,7 @@ RESTOCK_CASES = [
     ("--quantity", str(2**64)), ("--quantity", "1.5"), ("--quantity", "abc"),
     ("--task", ""), ("--task", " "), ("--sku", ""), ("--sku", "\t"),
     ("--db", "{tmp}/missing/shop.sqlite"), ("--db", "{tmp}"), ("--db", ""),
-    ("--mode", "twice"),
+    ("--mode", "twice"), ("--task", "t\udcff"), ("--sku", "\udcff"),
 ]
 
 
@@ -209,7 +213,9 @@ def test_journal_worker_refuses_an_odd_command_line(tmp_path, journal_world):
     ("--ticks", "1.5"), ("--ticks", str(2**64)), ("--interval", "nan"),
     ("--interval", "inf"), ("--interval", "-1"), ("--name", None),
     ("--state", "{tmp}/missing/runtime.sqlite"), ("--state", "{tmp}"),
-    ("--state", ""), ("--bogus", "1"),
+    ("--state", ""), ("--bogus", "1"), ("--name", "n\udcff"),
+    ("--ticks", "1_0"), ("--ticks", "+1"), ("--ticks", " 1"),
+    ("--ticks", "\uff15"),  # a full-width 5: int() takes it
 ])
 def test_scheduler_refuses_bad_input(tmp_path, flag, value):
     argv = ["--state", str(tmp_path / "runtime.sqlite"), "--name", "nightly",
@@ -231,6 +237,7 @@ def wedged_world(tmp_path):
     ("--limit", "0"), ("--limit", "x"), ("--pace", "nan"), ("--pace", "2"),
     ("--drive", "{tmp}/absent.sqlite"), ("--mail", "{tmp}/absent.sqlite"),
     ("--drive", "{tmp}/bare-drive.sqlite"), ("--drive", ""),
+    ("--limit", "1_0"), ("--limit", "+2"), ("--credential", "c\udcff"),
 ])
 def test_wedged_worker_refuses_bad_input(wedged_world, flag, value):
     tmp = wedged_world
