@@ -50,3 +50,12 @@ def test_check_text_refuses_what_utf_8_cannot_spell(value):
 def test_check_text_keeps_any_utf_8_text():
     for value in ("ordre-é", "注文-1", "emoji-\U0001f4e6", " padded "):
         assert validate.check_text("id", value) == value
+
+
+@pytest.mark.parametrize("currency", ["ÉUR", "ＵＳＤ", "ΑΒΓ", "ǄAB", "USD\n", "U D"])
+def test_check_currency_takes_ascii_capitals_only(currency):
+    """Three capitals, as ISO 4217 spells them: letters that are upper case in
+    another script are refused (str.isupper alone would take them)."""
+    with pytest.raises(ValueError, match="three upper-case letters"):
+        validate.check_currency(currency)
+    assert validate.check_currency("EUR") == "EUR"
