@@ -132,8 +132,8 @@ def test_a_supplier_that_exits_is_reported_at_once_with_why(tmp_path):
             start_supplier(harness, tmp_path / "missing" / "sup.db", timeout=60)
         [worker] = harness.workers
         assert not worker.alive()  # reaped, not left to the harness
-    assert "supplier exited (1) before it was ready" in str(refused.value)
-    assert "unable to open database file" in str(refused.value)
+    assert "supplier exited (2) before it was ready" in str(refused.value)
+    assert "not a file in an existing directory" in str(refused.value)
 
 
 def test_a_supplier_that_never_gets_ready_is_stopped_at_the_bound(tmp_path,
