@@ -138,3 +138,17 @@ def test_no_check_restates_a_kill_or_a_verdict(md):
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
 def test_prose_stays_under_four_thousand_words(md):
     assert len(prose(md).split()) <= 4000
+
+
+def test_every_path_the_prose_names_exists():
+    """A chapter, the README or CONTRIBUTING that sends a reader to
+    ``tests/...py``, ``src/...py``, ``checkpoints/...py`` or ``bench/...py``
+    names a file that is there (tests moved into topic folders once, and three
+    chapters kept the old paths)."""
+    named = re.compile(r"\b((?:tests|src|checkpoints|bench|tools)/[\w./-]+\.py)\b")
+    sources = [*sorted(BOOK.glob("[0-9][0-9]_*.md")), ROOT / "README.md",
+               ROOT / "CONTRIBUTING.md"]
+    missing = [f"{source.name}: {path}" for source in sources
+               for path in named.findall(source.read_text(encoding="utf-8"))
+               if not (ROOT / path).exists() and "NN" not in path]  # a pattern
+    assert missing == []
