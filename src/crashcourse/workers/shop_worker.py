@@ -9,9 +9,13 @@ Modes (the parent picks one per experiment):
            send) and print which were refused.
 ``send``   claim, store a signed-off order and send it (boundaries
            ``after_sending_recorded`` and ``before_receipt`` in ``orders.send``).
-``drain``  claim -> observe -> finish until nothing is eligible (chapter 05's
-           many-process test; no supplier). ``--read-first`` drains with the
-           MUTANT ``claim_read_first``, the race's negative control.
+``drain``  claim -> observe -> finish until nothing is eligible, or until
+           ``--limit`` claims (chapter 05's many-process test; no supplier).
+           ``--read-first`` drains with the MUTANT ``claim_read_first``, the
+           race's negative control. Boundary ``chosen``: the claim has picked
+           its row and not yet written the grant (chapter 05's forced
+           schedule); the mutant is there outside the write lock, the
+           reference claim (on SQLite) inside it.
 ``run``    one ``run_once`` pass, the replacement's code path.
 
 The worker prints one JSON line; graders read the databases, not this line.
@@ -41,9 +45,14 @@ from crashcourse.workers.options import (
     check_installed,
     one_line_errors,
     refuse,
+    whole_number,
 )
 
 NOTHING_TO_CLAIM = 3  # exit status of hold and send when no work is eligible
+CHOSEN = "chosen"  # boundary: a claim's row is picked, its grant not yet written
+# The first statement of a claim's grant, in the reference claim and the mutant.
+GRANT = f"UPDATE work SET status = '{claims.RUNNING}'"
+MAX_LIMIT = 1_000_000  # claims one drain may take; more is a typo
 MAX_WAIT = 60.0  # seconds for one supplier request; longer is a typo
 # What the order's status means for the work once this pass is over.
 FINAL = {orders.CONFIRMED: claims.DONE, orders.REJECTED: claims.DONE,
@@ -137,6 +146,7 @@ def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
         " ORDER BY created, rowid LIMIT 1").fetchone()
     if row is None:
         return None
+    boundary(CHOSEN)  # the gap: chosen, no lock held, nothing granted yet
     with immediate(conn):
         now = time.time()
         granted = conn.execute(
@@ -153,12 +163,37 @@ def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
                         granted["expires"], control.runtime(conn)["epoch"])
 
 
-def drain(conn, owner: str, ttl: float, take=claims.claim) -> dict:
-    """Claim (with ``take``), observe, finish until nothing is eligible: how
-    many finished, and how many claims the fence found stale before their
-    writes (none, unless ``take`` is the mutant). Introduced in chapter 05."""
+def claim_marked(conn, owner: str, *, ttl: float) -> claims.Claim | None:
+    """``claims.claim`` with the boundary ``chosen`` where the mutant has its
+    own: the row picked, the grant not yet written. There that point is inside
+    the claim's one ``BEGIN IMMEDIATE`` transaction, so a worker held at it
+    holds SQLite's write lock, and no other claim can pick until it commits
+    (chapter 05). ``claims`` declares no boundary; the worker marks the point
+    by watching its own statements: SQLite announces the grant's first UPDATE
+    just before it runs (once: it announces it again for each trigger)."""
+    pending = [GRANT]
+
+    def before(sql: str) -> None:
+        if pending and sql.startswith(GRANT):
+            pending.clear()
+            boundary(CHOSEN)
+
+    conn.set_trace_callback(before)
+    try:
+        return claims.claim(conn, owner, ttl=ttl)
+    finally:
+        conn.set_trace_callback(None)
+
+
+def drain(conn, owner: str, ttl: float, take=claims.claim,
+          limit: int | None = None) -> dict:
+    """Claim (with ``take``), observe, finish until nothing is eligible or
+    ``limit`` claims were taken: how many finished, and how many claims the
+    fence found stale before their writes (none, unless ``take`` is the
+    mutant). Introduced in chapter 05."""
     done = stale = 0
-    while (claim := patiently(lambda: take(conn, owner, ttl=ttl))):
+    while ((limit is None or done + stale < limit)
+           and (claim := patiently(lambda: take(conn, owner, ttl=ttl)))):
         try:
             patiently(lambda: fence.observe(conn, claim, {"kind": "done",
                                                           "by": owner}))
@@ -179,8 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(bad)
     with opened(args.db) as conn:
         if args.mode == "drain":
-            take = claim_read_first if args.read_first else claims.claim
-            report = drain(conn, args.owner, args.ttl, take)
+            take = (claim_read_first if args.read_first
+                    # the boundary ``chosen`` only where a trace can mark it
+                    else claim_marked if isinstance(conn, sqlite3.Connection)
+                    else claims.claim)
+            report = drain(conn, args.owner, args.ttl, take, args.limit)
         elif args.mode == "run":
             report = run_once(conn, args.owner, args.url, NoNewReasoning(),
                               ttl=args.ttl, wait_s=args.wait)
@@ -206,6 +244,8 @@ def check(args) -> None:
     claims.check_lease(args.owner, args.ttl)
     if args.work is not None:
         check_text("--work", args.work)
+    if args.limit is not None and not 0 < args.limit <= MAX_LIMIT:
+        raise ValueError(f"--limit must be 1 to {MAX_LIMIT}, got {args.limit}")
     if not (isinstance(args.wait, float) and 0 < args.wait <= MAX_WAIT):  # NaN too
         raise ValueError(f"--wait must be above 0 and at most {MAX_WAIT:.0f} s")
     tables = ("work", "claims", "transcript")  # what a drain reads and writes
@@ -231,6 +271,8 @@ def parse(argv: list[str] | None):
     parser.add_argument("--wait", type=float, default=0.5, help="request timeout")
     parser.add_argument("--read-first", action="store_true",
                         help="drain with the mutant claim (chapter 05)")
+    parser.add_argument("--limit", type=whole_number, metavar="N",
+                        help="drain: stop after N claims (default: none)")
     return parser.parse_args(argv)
 
 
