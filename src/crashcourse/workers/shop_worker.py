@@ -165,12 +165,13 @@ def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
 
 def claim_marked(conn, owner: str, *, ttl: float) -> claims.Claim | None:
     """``claims.claim`` with the boundary ``chosen`` where the mutant has its
-    own: the row picked, the grant not yet written. There that point is inside
-    the claim's one ``BEGIN IMMEDIATE`` transaction, so a worker held at it
-    holds SQLite's write lock, and no other claim can pick until it commits
-    (chapter 05). ``claims`` declares no boundary; the worker marks the point
-    by watching its own statements: SQLite announces the grant's first UPDATE
-    just before it runs (once: it announces it again for each trigger)."""
+    own: the row picked, the grant not yet written. Here that point lies
+    inside the claim's one ``BEGIN IMMEDIATE`` transaction, so a worker held
+    at it holds SQLite's write lock, and no other claim can pick until it
+    commits (chapter 05). ``claims`` declares no boundary; the worker marks
+    the point by watching its own statements: SQLite announces the grant's
+    first UPDATE just before running it (and again as its triggers run, so
+    the boundary fires at the first announcement only)."""
     pending = [GRANT]
 
     def before(sql: str) -> None:
