@@ -35,6 +35,7 @@ import sqlite3
 from collections import namedtuple
 
 from crashcourse import control, store
+from crashcourse.boundary import boundary
 from crashcourse.claims import postgres as claims_postgres
 from crashcourse.claims import turns
 from crashcourse.claims.work import (  # noqa: F401  (claims.DONE, claims.Claim...)
@@ -194,6 +195,9 @@ def claim(
                                 control_only, eligible, among)
 
 
+CHOSEN = "chosen"  # boundary: a claim's row is picked, its grant not yet written
+
+
 def claim_sqlite(conn: sqlite3.Connection, owner: str, ttl: float,
                  now: float | None, role: str, work_id: str | None,
                  control_only: bool, eligible: str, among: str | None
@@ -213,6 +217,7 @@ def claim_sqlite(conn: sqlite3.Connection, owner: str, ttl: float,
             return None
         granted = {"work_id": row["id"], "generation": row["generation"] + 1,
                    "owner": owner, "claimed_at": now, "expires": now + ttl}
+        boundary(CHOSEN)  # chosen, not granted: only the lock's holder is here
         conn.execute(f"UPDATE work SET status = '{RUNNING}', owner = :owner,"
                      " generation = :generation, expires = :expires"
                      " WHERE id = :work_id", granted)

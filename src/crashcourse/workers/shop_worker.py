@@ -49,9 +49,7 @@ from crashcourse.workers.options import (
 )
 
 NOTHING_TO_CLAIM = 3  # exit status of hold and send when no work is eligible
-CHOSEN = "chosen"  # boundary: a claim's row is picked, its grant not yet written
-# The first statement of a claim's grant, in the reference claim and the mutant.
-GRANT = f"UPDATE work SET status = '{claims.RUNNING}'"
+CHOSEN = claims.CHOSEN  # the same point in the mutant and in claim_sqlite
 MAX_LIMIT = 1_000_000  # claims one drain may take; more is a typo
 MAX_WAIT = 60.0  # seconds for one supplier request; longer is a typo
 # What the order's status means for the work once this pass is over.
@@ -163,29 +161,6 @@ def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
                         granted["expires"], control.runtime(conn)["epoch"])
 
 
-def claim_marked(conn, owner: str, *, ttl: float) -> claims.Claim | None:
-    """``claims.claim`` with the boundary ``chosen`` where the mutant has its
-    own: the row picked, the grant not yet written. Here that point lies
-    inside the claim's one ``BEGIN IMMEDIATE`` transaction, so a worker held
-    at it holds SQLite's write lock, and no other claim can pick until it
-    commits (chapter 05). ``claims`` declares no boundary; the worker marks
-    the point by watching its own statements: SQLite announces the grant's
-    first UPDATE just before running it (and again as its triggers run, so
-    the boundary fires at the first announcement only)."""
-    pending = [GRANT]
-
-    def before(sql: str) -> None:
-        if pending and sql.startswith(GRANT):
-            pending.clear()
-            boundary(CHOSEN)
-
-    conn.set_trace_callback(before)
-    try:
-        return claims.claim(conn, owner, ttl=ttl)
-    finally:
-        conn.set_trace_callback(None)
-
-
 def drain(conn, owner: str, ttl: float, take=claims.claim,
           limit: int | None = None) -> dict:
     """Claim (with ``take``), observe, finish until nothing is eligible or
@@ -215,10 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(bad)
     with opened(args.db) as conn:
         if args.mode == "drain":
-            take = (claim_read_first if args.read_first
-                    # the boundary ``chosen`` only where a trace can mark it
-                    else claim_marked if isinstance(conn, sqlite3.Connection)
-                    else claims.claim)
+            take = claim_read_first if args.read_first else claims.claim
             report = drain(conn, args.owner, args.ttl, take, args.limit)
         elif args.mode == "run":
             report = run_once(conn, args.owner, args.url, NoNewReasoning(),
