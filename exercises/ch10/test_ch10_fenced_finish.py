@@ -11,6 +11,7 @@ import pytest
 from crashcourse import claims, store
 from crashcourse.claims import fence
 from crashcourse.store import connect
+from crashcourse.waiting import wait_until
 
 WRITES = re.compile(r"\s*(UPDATE|INSERT|DELETE)\b", re.IGNORECASE)
 
@@ -36,9 +37,8 @@ def row(conn) -> dict:
 
 def lapse(conn, claim) -> None:
     """Wait until the SERVER's clock has passed ``claim``'s lease (bounded)."""
-    deadline = time.monotonic() + 10
-    while store.now(conn) <= claim.expires and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: store.now(conn) > claim.expires, 10,
+               what="the server's clock past the lease")
 
 
 class Watched:

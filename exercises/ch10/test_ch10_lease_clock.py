@@ -10,6 +10,7 @@ import pytest
 from crashcourse import claims, store
 from crashcourse.claims import fence
 from crashcourse.store import connect
+from crashcourse.waiting import wait_until
 
 HOUR = 3600.0
 
@@ -34,9 +35,8 @@ def expires(conn) -> float | None:
 
 def lapse(conn, claim) -> None:
     """Wait until the SERVER's clock has passed ``claim``'s lease (bounded)."""
-    deadline = time.monotonic() + 10
-    while store.now(conn) <= claim.expires and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: store.now(conn) > claim.expires, 10,
+               what="the server's clock past the lease")
 
 
 def skewed(by: float):

@@ -9,8 +9,6 @@ that predicts something.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("dbos")  # the frameworks are an extra: crashcourse[frameworks]
@@ -18,6 +16,7 @@ pytest.importorskip("dbos")  # the frameworks are an extra: crashcourse[framewor
 from crashcourse.lab.harness import Harness  # noqa: E402
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows  # noqa: E402
+from crashcourse.waiting import wait_until  # noqa: E402
 from crashcourse.workers.frameworks import records  # noqa: E402
 from crashcourse.workers.frameworks.shop import build_world  # noqa: E402
 
@@ -37,10 +36,8 @@ def kill_and_recover(harness, supplier, root, cell: str) -> int:
     worker = harness.start(args, stop_at=HOLD[point])
     worker.wait_for_boundary(WAIT_S)
     if point == "after_record":  # the model's next turn is in DBOS's own file
-        deadline = time.monotonic() + WAIT_S
-        while records.dbos_steps(world).count("call_model") < 3:
-            assert time.monotonic() < deadline, "DBOS never recorded the turn"
-            time.sleep(0.05)
+        wait_until(lambda: records.dbos_steps(world).count("call_model") >= 3,
+                   WAIT_S, what="DBOS's record of the model's next turn")
     worker.kill()  # -9, or it raises
     resumed = harness.run(args, WAIT_S)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
