@@ -2,7 +2,6 @@
 
 import argparse
 import copy
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,16 +10,10 @@ from pathlib import Path
 import pytest
 
 from crashcourse.lab.harness import BoundaryTimeout
+from tests.checkpoints import script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch01_operation_keys.py"
-
-
-def load_checkpoint():
-    spec = importlib.util.spec_from_file_location("ch01_operation_keys", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def run(*args):
@@ -41,7 +34,7 @@ def test_quick_run_exits_0_and_every_trial_holds(quick_run):
     assert document["schema"] == "crashcourse.ch01.operation_keys/1"
     assert "script/ch01_operation_keys.py" in document["manifest"]["sources_sha256"]
     names = [trial["intervention"] for trial in document["trials"]]
-    assert names == list(load_checkpoint().INTERVENTIONS)
+    assert names == list(script("ch01_operation_keys").INTERVENTIONS)
     assert all(trial["holds"] is True for trial in document["trials"])
     summary = document["summary"]
     assert summary["held"] == summary["trials"] == len(names)
@@ -75,7 +68,7 @@ def test_counts_in_the_evidence_are_the_counts_of_its_snapshots(quick_run):
 
 def test_the_judge_fails_a_duplicate_note(quick_run):
     _, document = quick_run
-    checkpoint = load_checkpoint()
+    checkpoint = script("ch01_operation_keys")
     naive = next(t for t in document["trials"]
                  if t["intervention"] == "naive_kill_after_commit")
     relabelled = copy.deepcopy(naive)  # two notes, as if the reference had made them
@@ -84,7 +77,7 @@ def test_the_judge_fails_a_duplicate_note(quick_run):
 
 def test_the_judge_fails_a_conflict_that_moved_a_row(quick_run):
     _, document = quick_run
-    checkpoint = load_checkpoint()
+    checkpoint = script("ch01_operation_keys")
     refused = next(t for t in document["trials"]
                    if t["intervention"] == "changed_payload_after_commit")
     moved = copy.deepcopy(refused)
@@ -113,7 +106,7 @@ def test_repetitions_outside_1_to_10000_are_refused(tmp_path, repetitions):
 
 
 def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails_the_run(monkeypatch):
-    checkpoint = load_checkpoint()
+    checkpoint = script("ch01_operation_keys")
 
     def never_reaches(*args, **kwargs):
         raise BoundaryTimeout("worker did not reach 'after_commit'")

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import io
-import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.checkpoints import script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch02_recovery_study.py"
@@ -35,15 +35,7 @@ TRIAL_FIELDS = {
 }
 
 
-def load_study():
-    spec = importlib.util.spec_from_file_location("ch02_recovery_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-study = load_study()
+study = script("ch02_recovery_study")
 
 
 @dataclass
@@ -222,7 +214,7 @@ def test_existing_output_refused_before_any_trial(tmp_path):
 def test_a_trial_the_harness_cannot_finish_is_recorded_and_fails(monkeypatch):
     from crashcourse.lab.harness import BoundaryNotReached
 
-    study = load_study()
+    study = script("ch02_recovery_study")
 
     def exits_early(*args):
         raise BoundaryNotReached("worker exited before 'after_payment'")

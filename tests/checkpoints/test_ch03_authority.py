@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.checkpoints import script
+
 ROOT = Path(__file__).resolve().parents[2]
 CH03 = ROOT / "checkpoints" / "ch03_authority.py"
-
-
-def load(script: Path):
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +46,7 @@ def test_ch03_every_intervention_was_killed_and_holds(ch03):
 
 
 def test_ch03_the_grader_fails_a_replacement_that_paid_after_revocation(ch03):
-    checkpoint = load(CH03)
+    checkpoint = script(CH03.stem)
     trial = copy.deepcopy({t["intervention"]: t for t in ch03["trials"]}[
         "revoke_before_payment"])
     spec = next(i for i in checkpoint.INTERVENTIONS

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.checkpoints import script
+
 ROOT = Path(__file__).resolve().parents[2]
 CH04 = ROOT / "checkpoints" / "ch04_budget_race.py"
-
-
-def load(script: Path):
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -64,14 +58,14 @@ def test_ch04_the_read_first_mutant_pays_twice_in_every_race(ch04):
 def test_ch04_mutant_judge_fails_a_race_the_lock_decided(ch04):
     """A mutant trial holds only when the double payment is in the rows: the
     reference race's ledger (one winner) must fail the mutant's judge."""
-    checkpoint = load(CH04)
+    checkpoint = script(CH04.stem)
     race = next(t for t in ch04["trials"] if t["trial"] == "race")
     assert not any(checkpoint.judge_mutant_race(race["final"])[2].values())
 
 
 def test_ch04_race_judge_fails_a_loser_that_checkpointed(ch04):
     race = next(t for t in ch04["trials"] if t["trial"] == "race")
-    checkpoint = load(CH04)
+    checkpoint = script(CH04.stem)
     assert all(checkpoint.judge_race(race["final"])[2].values())
     both = copy.deepcopy(race["final"])
     both["checkpointed_tasks"] = list(checkpoint.RACERS)
@@ -94,7 +88,7 @@ def test_ch04_kill_points(ch04):
 
 def test_ch04_a_fresh_key_refused_for_another_reason_fails(ch04):
     trial = next(t for t in ch04["trials"] if t["trial"] == "kill_after_commit")
-    checkpoint = load(CH04)
+    checkpoint = script(CH04.stem)
     judged = [trial["kill_at"], trial["interrupted_returncode"], trial["at_kill"],
               trial["after_resume"], trial["fresh_key_report"], trial["final"]]
     assert all(checkpoint.judge_kill(*judged).values())

@@ -11,7 +11,6 @@ live stale holder is checked against its draw: which trials must show the mail
 provider's late duplicate, and the drive's replay, is known before they run.
 """
 
-import importlib.util
 import json
 import random
 import subprocess
@@ -23,20 +22,13 @@ import pytest
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import BoundaryTimeout, Harness
 from crashcourse.workers.journal_worker import build_world
+from tests.checkpoints import script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch07_random_kill_campaign.py"
 PLAN = restock_plan()
 MAILS = tuple(s.number for s in PLAN.steps if s.irreversible)  # (42, 43)
 [GATE] = [s.number for s in PLAN.steps if s.gate]  # 41
-
-
-def load_campaign():
-    spec = importlib.util.spec_from_file_location("ch07_campaign", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def campaign(output: Path, *flags: str) -> subprocess.CompletedProcess:
@@ -150,7 +142,7 @@ def test_an_existing_output_is_refused_before_anything_runs(tmp_path):
 
 
 def test_a_trial_the_harness_cannot_finish_fails_the_campaign(monkeypatch):
-    module = load_campaign()
+    module = script("ch07_random_kill_campaign")
 
     def stuck(harness, directory, number, kills, world):
         raise BoundaryTimeout("worker did not reach 'step-3:after_intent' within 60 s")
@@ -181,7 +173,7 @@ def test_instant_kills_are_seeded_drawn_within_the_measured_span_and_hold(tmp_pa
     assert len(summary["uninterrupted_s"]) == 3
     assert summary["span_s"] == max(summary["uninterrupted_s"]) > 0
     assert "kills_by_boundary" not in summary
-    drawn = load_campaign().instant_fractions(8, 2, 11)
+    drawn = script("ch07_random_kill_campaign").instant_fractions(8, 2, 11)
     seeded = random.Random(11)
     assert drawn == [[seeded.random(), seeded.random()] for _ in range(8)]
     tried = [k for t in evidence["trials"] for k in t["kills"]]
@@ -211,7 +203,7 @@ def test_instant_kills_are_seeded_drawn_within_the_measured_span_and_hold(tmp_pa
 
 @pytest.fixture
 def instant_world(tmp_path):
-    module = load_campaign()
+    module = script("ch07_random_kill_campaign")
     task = build_world(str(tmp_path), PLAN)
     args = [*module.WORKER, "--dir", str(tmp_path), "--task", task, "--ttl", "1",
             "--wait", "0.25"]
@@ -253,7 +245,7 @@ def test_live_stale_holders_send_nothing_twice_but_in_the_residual_window(tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     evidence = json.loads(output.read_text())
     summary, trials = evidence["summary"], evidence["trials"]
-    drawn = load_campaign().stale_holders(4, 2, 2)
+    drawn = script("ch07_random_kill_campaign").stale_holders(4, 2, 2)
     assert [(t["holder"]["step"], t["holder"]["pause"], t["holder"]["stop"])
             for t in trials] == [(d.step, d.pause, d.stop) for d in drawn]
     window = [d.step for d in drawn if d.pause == "admitted" and d.step in MAILS]

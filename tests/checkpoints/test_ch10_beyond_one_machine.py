@@ -7,7 +7,6 @@ the trial carries, by code of its own, not the checkpoint's.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 
 from crashcourse.figures import partition as partition_figures
 from crashcourse.lab import hosts
+from tests.checkpoints import script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch10_beyond_one_machine.py"
@@ -194,17 +194,10 @@ def test_the_frozen_fallback_holds_where_a_host_is_paused_not_cut(tmp_path):
     assert trial["holder"]["report"]["supplier"] == 412  # thawed, it heard the 412
 
 
-def checkpoint_module():
-    spec = importlib.util.spec_from_file_location("ch10_checkpoint", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_grader_sees_a_double_claim_and_an_overlap_when_there_is_one():
     """The race's counter, on rows made by hand: a turn claimed twice, and
     two turns of one session held at once."""
-    grader = checkpoint_module()
+    grader = script("ch10_beyond_one_machine")
     work = [{"id": "w1", "session": "s", "finished": 10.0},
             {"id": "w2", "session": "s", "finished": 20.0},
             {"id": "w3", "session": "t", "finished": 5.0}]

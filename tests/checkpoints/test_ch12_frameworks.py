@@ -10,22 +10,16 @@ the provider's rows the trial carries; the finding (two orders) and the fix
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.checkpoints import script
 
 pytest.importorskip("langgraph")  # the frameworks are an extra: crashcourse[frameworks]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch12_frameworks.py"
-
-
-def checkpoint_module():
-    spec = importlib.util.spec_from_file_location("ch12_frameworks", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +73,7 @@ def test_the_fix_one_order_found_by_the_probe(quick):
 
 
 def test_a_duplicate_under_the_fix_fails_the_trial(quick):
-    judge = checkpoint_module().judge
+    judge = script("ch12_frameworks").judge
     fixed = {k: v for k, v in quick["action"].items() if k not in ("role", "holds")}
     assert judge(fixed)["holds"] is True
     assert judge({**fixed, "orders_at_service": 2})["holds"] is False
