@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import threading
 import time
 
 import pytest
@@ -23,7 +24,7 @@ from crashcourse.journal.plan import GateFailed
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
-from crashcourse.store import count_rows, opened
+from crashcourse.store import count_rows, immediate, opened
 from crashcourse.store.dialect import SQLITE
 from crashcourse.workers.journal_worker import (
     build_world,
@@ -461,3 +462,142 @@ def test_an_installed_switch_with_no_row_says_stopped(conn):
     assert control.start_run(conn, "s1") is None
     control.start_scheduler(conn, "sam")
     assert control.scheduler_may_run(conn) is True
+
+
+# --- the switch's lock rules, made deterministic (issue 23) ---------------------
+# When the call under test reaches the step that must run under its write lock
+# (the stamp, the read of the switch), a spy lets a SECOND connection try to
+# take the store's write lock and waits, bounded, to see whether it got it. It
+# never may: the caller holds the lock there. Out of its transaction, the
+# second writer gets in at once. No timing is asserted; every wait is bounded.
+
+PROBE_WAIT = 1.0  # seconds: bounded, under a server's 2 s idle-in-transaction cut
+
+
+def second_writer_got_in(store_at, monkeypatch, target, name, call):
+    """Run ``call(conn)``; whether another connection took the write lock
+    while ``target.name`` ran in it, and the store's address."""
+    address = store_at("runtime")
+    with opened(address) as setup:
+        control.install(setup)
+        control.start_scheduler(setup, "sam", now=1000.0)
+    real, got_in, seen, probes = getattr(target, name), threading.Event(), [], []
+
+    def second_writer():
+        try:
+            with opened(address) as other, immediate(other):
+                got_in.set()
+        except Exception:  # busy past its timeout: kept out, as it must be
+            pass
+
+    def spy(*args, **kwargs):
+        answer = real(*args, **kwargs)  # a server's BEGIN goes with this statement
+        if not probes:
+            probes.append(threading.Thread(target=second_writer, daemon=True))
+            probes[0].start()
+            seen.append(got_in.wait(PROBE_WAIT))
+        return answer
+
+    monkeypatch.setattr(target, name, spy)
+    with opened(address) as conn:
+        call(conn)
+    probes[0].join(60)
+    assert not probes[0].is_alive() and seen, "the spy never ran"
+    return seen[0], address
+
+
+def test_a_stop_is_stamped_under_the_lock_not_before_it(store_at, monkeypatch):
+    """Bug: ``_switch`` out of its ``immediate`` block: the stop's instant is
+    read before the lock, so a run started meanwhile is stamped later than a
+    stop that rules it out."""
+    got_in, _ = second_writer_got_in(
+        store_at, monkeypatch, store, "now",
+        lambda conn: control.stop_scheduler(conn, "sam", "halt"))
+    assert not got_in, "another writer committed while the stop read its instant"
+
+
+def test_the_pause_flag_is_stamped_under_the_lock_not_before_it(store_at,
+                                                                 monkeypatch):
+    """Bug: ``set_paused`` out of its ``immediate`` block."""
+    got_in, address = second_writer_got_in(
+        store_at, monkeypatch, store, "now",
+        lambda conn: control.set_paused(conn, True))
+    assert not got_in, "another writer committed while changed_at was read"
+    with opened(address) as conn:
+        assert control.is_paused(conn) is True
+
+
+def test_a_run_reads_the_switch_under_the_lock_of_its_insert(store_at,
+                                                              monkeypatch):
+    """Bug: ``start_run`` reads the switch outside its write transaction: a
+    stop that commits between that read and the insert starts a run anyway."""
+    got_in, address = second_writer_got_in(
+        store_at, monkeypatch, control, "_latest_switch",
+        lambda conn: control.start_run(conn, "s1"))
+    assert not got_in, "another writer committed between the read and the insert"
+    with opened(address) as conn:
+        assert len(control.snapshot(conn)["runs"]) == 1
+
+
+@pytest.mark.parametrize("now", [float("nan"), float("inf"), "soon", True])
+def test_a_bad_instant_for_the_switch_is_refused_before_anything(conn, now):
+    """Bug: ``_switch`` without its up-front ``clock(now)``: the tables are
+    made before the instant is refused."""
+    with pytest.raises((TypeError, ValueError)):
+        control.stop_scheduler(conn, "sam", "why", now=now)
+    assert objects(conn) == 0
+
+
+@pytest.mark.parametrize("scheduler", ["", "   ", None, 7])
+def test_a_run_without_a_scheduler_name_is_refused_and_nothing_written(
+        conn, scheduler):
+    """Bug: ``start_run`` without its ``check_text("scheduler", ...)``."""
+    control.start_scheduler(conn, "sam")
+    with pytest.raises((TypeError, ValueError)):
+        control.start_run(conn, scheduler)
+    assert control.snapshot(conn)["runs"] == []
+
+
+@pytest.mark.parametrize("command", [[], ["python", ""], ["python", 5], [""],
+                                     [None]])
+def test_a_hand_over_with_a_bad_resume_command_is_refused_before_anything(
+        tmp_path, guarded, command):
+    """Bug: ``hand_to_daylight``'s check of ``resume_command`` with its
+    ``and``/``or`` swapped: an empty command, or one with a blank or a
+    non-text word, would be written into the hand-over as the way back."""
+    world = guarded
+    with pytest.raises(ValueError, match="resume_command"):
+        decisions.hand_to_daylight(
+            world["journal"], world["task"], who="sam", reason="03:14",
+            resume_command=command, path=str(tmp_path / "handover.md"),
+            broker=world["where"]["broker"], holder=HOLDER)
+    assert not (tmp_path / "handover.md").exists()
+    assert not control.is_paused(world["journal"])
+    assert decisions.history(world["journal"], world["task"]) == []
+    assert broker.snapshot(world["where"]["broker"])["revocations"] == []
+
+
+@pytest.mark.parametrize("blank", ["who", "reason", "holder"])
+def test_a_hand_over_by_nobody_or_for_no_reason_is_refused_before_anything(
+        tmp_path, guarded, blank):
+    """Bug: ``hand_to_daylight`` without one of its ``check_text`` calls: the
+    holder is revoked and the run stopped by nobody, or for no reason."""
+    world = guarded
+    names = {"who": "sam", "reason": "03:14", "holder": HOLDER, blank: " "}
+    command = resume_command(world["dir"], world["task"], who="dana",
+                             broker_path=world["where"]["broker"])
+    with pytest.raises(ValueError):
+        decisions.hand_to_daylight(
+            world["journal"], world["task"], resume_command=command,
+            path=str(tmp_path / "handover.md"), broker=world["where"]["broker"],
+            **names)
+    assert not (tmp_path / "handover.md").exists()
+    assert not control.is_paused(world["journal"])
+    assert decisions.history(world["journal"], world["task"]) == []
+    assert broker.snapshot(world["where"]["broker"])["revocations"] == []
+
+
+def test_a_changed_target_says_what_changed():
+    """Bug: ``ChangedSince`` without its message: the refusal reads blank."""
+    changed = decisions.ChangedSince("f003 is now kept.pdf", found={"name": "x"})
+    assert (str(changed), changed.found) == ("f003 is now kept.pdf", {"name": "x"})

@@ -174,3 +174,52 @@ def test_thousands_of_argument_sets_never_share_a_key():
     keys = {effects.operation_key("restock-7", 1, "order", {"n": n})
             for n in range(5000)}
     assert len(keys) == 5000
+
+
+# --- issue 23: what Python's == blurs, canonical JSON keeps apart ----------------
+
+BLURRED = [1, 1.0, True]  # equal to Python, three payloads to JSON
+
+
+def test_one_and_one_point_oh_and_true_are_three_operation_keys():
+    """Bug: a key derived from a comparison Python makes (``1 == 1.0 ==
+    True``): a retry with the amount as a float would reuse the int's key."""
+    keys = {effects.operation_key("task", 1, "pay", {"amount": v}) for v in BLURRED}
+    assert len(keys) == 3
+    steps = {effects.operation_key("task", step, "pay", {}) for step in (1, "1")}
+    assert len(steps) == 2
+
+
+@pytest.mark.parametrize("first, again", [(a, b) for a in BLURRED for b in BLURRED
+                                          if a is not b])
+def test_a_key_used_with_1_is_not_replayed_for_1_0_or_true(conn, first, again):
+    """Bug: the ledger compares decoded payloads (``==``) instead of their
+    canonical JSON: ``{"n": 1.0}`` would replay ``{"n": 1}``'s result."""
+    effects.install(conn)
+    done = effects.apply_once(conn, "k-1", {"n": first}, lambda c: "first")
+    assert done == ("applied", "first")
+    with pytest.raises(effects.EffectConflict) as conflict:
+        effects.apply_once(conn, "k-1", {"n": again}, lambda c: "second")
+    assert conflict.value.recorded == {"n": first}
+    assert type(conflict.value.recorded["n"]) is type(first)
+    assert effects.apply_once(conn, "k-1", {"n": first}, lambda c: "x") == (
+        "already_applied", "first")
+
+
+def test_step_zero_is_a_step():
+    """Bug: ``check_step`` refuses ``step <= 0``: "0 or more" says 0 is one."""
+    assert effects.check_step(0) == 0
+    assert effects.operation_key("task", 0, "plan", {}).startswith("task/0/plan/")
+    for bad in (-1, True, 1.0):
+        with pytest.raises(ValueError):
+            effects.check_step(bad)
+
+
+def test_a_bad_step_gets_no_operation_key_and_a_conflict_names_its_key():
+    """Bugs: ``operation_key`` without ``check_step``; ``EffectConflict``
+    without its message."""
+    for bad in (-1, True, 1.5, "", None):
+        with pytest.raises(ValueError):
+            effects.operation_key("task", bad, "pay", {})
+    conflict = effects.EffectConflict("k-1", {"n": 1}, {"n": 1.0})
+    assert str(conflict) == "operation key 'k-1' is bound to another payload"

@@ -3,9 +3,12 @@ of which the runtime's refusals are made."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from crashcourse import validate
+from crashcourse.validate import MAX_CENTS, MAX_COUNT
 
 
 @pytest.mark.parametrize("value", [True, False])
@@ -59,3 +62,111 @@ def test_check_currency_takes_ascii_capitals_only(currency):
     with pytest.raises(ValueError, match="three upper-case letters"):
         validate.check_currency(currency)
     assert validate.check_currency("EUR") == "EUR"
+
+
+# --- issue 23: every door check at its edges, and the values Python's ``==``
+# blurs (``1``, ``1.0``, ``True``), which the checks and canonical JSON keep
+# apart; each test fails on the one-line mutant its docstring names
+
+
+def test_a_count_runs_from_zero_to_its_ceiling_inclusive():
+    """Bugs: ``0 < value`` or ``value < ceiling`` (an edge refused), or the
+    bool/int check loosened (``True`` counted as 1)."""
+    assert validate.check_count("n", 0) == 0
+    assert validate.check_count("n", MAX_COUNT) == MAX_COUNT
+    assert validate.check_count("n", 7, ceiling=7) == 7
+    for bad in (-1, MAX_COUNT + 1):
+        with pytest.raises(ValueError):
+            validate.check_count("n", bad)
+    with pytest.raises(ValueError):
+        validate.check_count("n", 8, ceiling=7)
+    for blurred in (True, False, 1.0, "1", None):
+        with pytest.raises(TypeError):
+            validate.check_count("n", blurred)
+
+
+def test_an_amount_is_whole_cents_from_one_to_the_cap():
+    """Bugs: ``0 <= amount`` (a zero charge), ``amount < MAX_CENTS`` (the cap
+    refused), or ``4000.0`` and ``True`` taken as cents."""
+    assert validate.check_amount(1) == 1
+    assert validate.check_amount(MAX_CENTS) == MAX_CENTS
+    for bad in (0, -1, MAX_CENTS + 1):
+        with pytest.raises(ValueError):
+            validate.check_amount(bad)
+    for blurred in (True, 4000.0, float("nan"), "4000", None):
+        with pytest.raises(TypeError):
+            validate.check_amount(blurred)
+    with pytest.raises(TypeError, match="NaN"):
+        validate.check_amount(float("nan"))
+
+
+@pytest.mark.parametrize("currency, ok", [("USD", True), ("EUR", True),
+                                          ("usd", False), ("US", False),
+                                          ("USDX", False), (" USD", False),
+                                          ("", False), (None, False)])
+def test_a_currency_is_exactly_three_capital_letters(currency, ok):
+    """Bug: ``CURRENCY.match`` (a prefix) for ``fullmatch``, or the str check
+    dropped."""
+    if ok:
+        assert validate.check_currency(currency) == currency
+    else:
+        with pytest.raises(ValueError):
+            validate.check_currency(currency)
+
+
+def test_text_is_refused_blank_unless_allowed_and_none_only_when_optional():
+    """Bugs: ``empty_ok`` or ``none_ok`` ignored or inverted."""
+    assert validate.check_text("t", "x") == "x"
+    assert validate.check_text("t", "", empty_ok=True) == ""
+    assert validate.check_text("t", None, none_ok=True) is None
+    for bad in ("", "   ", None, 7, b"x"):
+        with pytest.raises(ValueError):
+            validate.check_text("t", bad)
+    with pytest.raises(ValueError):
+        validate.check_text("t", None, empty_ok=True)
+    with pytest.raises(ValueError):
+        validate.check_text("t", "  ", none_ok=True)
+
+
+def test_a_flag_is_true_or_false_itself():
+    """Bug: a truthiness check: ``"false"`` would read as True."""
+    assert validate.check_flag("f", True) is True
+    assert validate.check_flag("f", False) is False
+    for blurred in (1, 0, "false", None, 1.0):
+        with pytest.raises(TypeError):
+            validate.check_flag("f", blurred)
+
+
+def test_an_injected_instant_is_a_finite_number_and_none_is_the_wall_clock():
+    """Bugs: ``True`` or NaN taken as an instant; ``0`` (the epoch, a real
+    instant) read as "no clock given"."""
+    assert validate.clock(0) == 0.0 and isinstance(validate.clock(0), float)
+    assert validate.clock(-5) == -5.0
+    assert validate.clock(1_796_000_000.25) == 1_796_000_000.25
+    assert math.isfinite(validate.clock(None)) and validate.clock(None) > 1e9
+    for bad in (True, float("nan"), float("inf"), "1", [1]):
+        with pytest.raises(ValueError):
+            validate.clock(bad)
+
+
+def test_canonical_json_keeps_apart_what_python_s_equality_blurs():
+    """Bug: a canonical form that does not sort keys, keeps spaces, or lets
+    NaN through: one value with two spellings, or a spelling no JSON reads."""
+    spellings = {validate.canonical({"n": v}) for v in (1, 1.0, True)}
+    assert spellings == {'{"n":1}', '{"n":1.0}', '{"n":true}'}
+    assert validate.canonical({"b": 1, "a": [2, {"d": 3, "c": 4}]}) == (
+        '{"a":[2,{"c":4,"d":3}],"b":1}')
+    with pytest.raises(ValueError):
+        validate.canonical({"n": float("nan")})
+
+
+def test_a_bad_argument_is_one_line_and_exit_status_two(capsys):
+    """Bug: ``BAD_INPUT`` other than argparse's own 2, which every program's
+    docstring lists for bad input."""
+    parser = validate.argument_parser("a program")
+    parser.add_argument("--count", type=int, required=True)
+    with pytest.raises(SystemExit) as stopped:
+        parser.parse_args(["--count", "many"])
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and ": error: " in said and "(see --help)" in said

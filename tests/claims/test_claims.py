@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import threading
 
 import pytest
 
@@ -408,3 +409,90 @@ def test_work_row_and_cancel_name_the_bad_id(conn, work_id):
         claims.work_row(conn, work_id)
     with pytest.raises(ValueError, match="work id"):
         fence.cancel(conn, work_id, now=T0)
+
+
+# --- issue 23: the claim's door, its order and its lock ---------------------------
+
+
+@pytest.mark.parametrize("field, value", [("role", ""), ("role", "  "),
+                                          ("work_id", ""), ("work_id", 7)])
+def test_a_claim_with_a_blank_role_or_work_id_is_refused_before_anything(
+        conn, field, value):
+    """Bug: ``claims.claim`` without its ``check_text`` for ``role`` or
+    ``work_id``: a blank one is read as a rule and silently finds nothing."""
+    claims.enqueue(conn, "phone:1", "s1", "restock flour")
+    with pytest.raises(ValueError):
+        claims.claim(conn, "w", ttl=5, **{field: value})
+    assert conn.execute("SELECT count(*) FROM claims").fetchone()[0] == 0
+
+
+def test_the_oldest_ready_work_is_claimed_first_across_sessions(conn):
+    """Bug: ``PICK`` orders by ``created DESC``: the newest work jumps the
+    queue. Two sessions, three works, claimed oldest first."""
+    first = claims.enqueue(conn, "phone:1", "s1", "restock flour")
+    second = claims.enqueue(conn, "phone:2", "s2", "restock oats")
+    third = claims.enqueue(conn, "phone:3", "s3", "restock salt")
+    taken = [claims.claim(conn, f"w{i}", ttl=5).id for i in range(3)]
+    assert taken == [first, second, third]
+
+
+PROBE_WAIT = 1.0  # seconds the spy waits for a second writer: bounded
+
+
+def second_writer_got_in(path, monkeypatch, call) -> bool:
+    """Run ``call(conn)``; when it reads the store's clock (``store.now``), a
+    second connection tries to take the write lock. It never may: the
+    caller decides under that lock. Out of its transaction, it gets in."""
+    from crashcourse import store
+
+    real, got_in, seen, probes = store.now, threading.Event(), [], []
+
+    def second_writer():
+        try:
+            with opened(path) as other, immediate(other):
+                got_in.set()
+        except Exception:  # busy past its timeout: kept out, as it must be
+            pass
+
+    def spy(*args, **kwargs):
+        answer = real(*args, **kwargs)
+        if not probes:
+            probes.append(threading.Thread(target=second_writer, daemon=True))
+            probes[0].start()
+            seen.append(got_in.wait(PROBE_WAIT))
+        return answer
+
+    monkeypatch.setattr(store, "now", spy)
+    with opened(path) as conn:
+        call(conn)
+    probes[0].join(60)
+    assert not probes[0].is_alive() and seen, "the spy never ran"
+    return seen[0]
+
+
+def test_a_claim_decides_under_the_write_lock(tmp_path, monkeypatch):
+    """Bug: ``claim_sqlite`` out of its ``immediate`` block: the pick and the
+    grant interleave with another claimer's, and both may take one work."""
+    path = tmp_path / "agent.db"
+    with opened(path) as setup:
+        fence.install(setup)
+        claims.enqueue(setup, "phone:1", "s1", "restock flour")
+    assert not second_writer_got_in(
+        path, monkeypatch, lambda conn: claims.claim(conn, "w", ttl=5))
+
+
+def test_an_enqueue_looks_and_inserts_under_one_write_lock(tmp_path, monkeypatch):
+    """Bug: ``enqueue`` out of its ``immediate`` block: two callers queueing
+    one origin both find none and the second is refused by the trigger."""
+    path = tmp_path / "agent.db"
+    with opened(path) as setup:
+        fence.install(setup)
+    assert not second_writer_got_in(
+        path, monkeypatch,
+        lambda conn: claims.enqueue(conn, "phone:1", "s1", "restock flour"))
+
+
+def test_an_unknown_work_row_is_a_key_error(conn):
+    """Bug: ``work_row`` without its ``raise KeyError``."""
+    with pytest.raises(KeyError, match="work-nope"):
+        claims.work_row(conn, "work-nope")

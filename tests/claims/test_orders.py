@@ -423,3 +423,94 @@ def test_the_supplier_logs_a_lookup_of_an_unknown_key_as_not_found(tmp_path):
             "SELECT * FROM requests ORDER BY seq")]
     assert logged == [("GET", "no-such-key", 404), ("POST", "k1", 201),
                       ("GET", "k1", 200)]
+
+
+# --- two orders, not one (issue 23) ---------------------------------------------
+
+
+def two_blocked_drafts(conn):
+    """Two pieces of work, each with its DRAFT, both BLOCKED for sign-off."""
+    made = []
+    for origin in ("phone:a", "phone:b"):
+        work = claims.enqueue(conn, origin, origin, "restock flour")
+        claim = claims.claim(conn, "w1", ttl=5, work_id=work)
+        key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+        fence.finish(conn, claim, "BLOCKED", "waiting for sign-off")
+        made.append((claim, key))
+    return made
+
+
+def test_a_sign_off_readies_its_own_work_only(conn):
+    """Bug: ``sign_off``'s second UPDATE without ``AND id = (the order's
+    work)``: signing one order off readies every blocked work."""
+    (a, key_a), (b, _) = two_blocked_drafts(conn)
+    orders.sign_off(conn, key_a)
+    assert claims.work_row(conn, a.id)["status"] == "READY"
+    assert claims.work_row(conn, b.id)["status"] == "BLOCKED"
+    assert orders.order_for(conn, b.id)["status"] == orders.DRAFT
+
+
+def test_a_claim_cannot_let_out_another_work_s_order(conn):
+    """Bug: ``admit`` looks the key up without ``AND work_id = :work_id``: a
+    holder of one work sends another work's order under its own token."""
+    (_, key_a), (_, key_b) = two_blocked_drafts(conn)
+    orders.sign_off(conn, key_b)
+    work_a = claims.claim(conn, "w2", ttl=5, work_id=claims.work_id_for("phone:a"))
+    assert work_a is None  # A still waits for its own sign-off
+    orders.sign_off(conn, key_a)
+    holder_a = claims.claim(conn, "w2", ttl=5, work_id=claims.work_id_for("phone:a"))
+    with pytest.raises(KeyError):
+        orders.admit(conn, holder_a, key_b, 0.5)
+    assert orders.order_for(conn, claims.work_id_for("phone:b"))["status"] == (
+        orders.SIGNED_OFF)
+
+
+def test_revoking_one_work_s_unsent_orders_leaves_the_other_s(conn):
+    """Bug: ``revoke_unsent`` without ``work_id = :id``."""
+    (a, _), (b, _) = two_blocked_drafts(conn)
+    with immediate(conn):
+        assert orders.revoke_unsent(conn, a.id) == 1
+    assert orders.order_for(conn, a.id)["status"] == orders.REVOKED
+    assert orders.order_for(conn, b.id)["status"] == orders.DRAFT
+
+
+class Killed(Exception):
+    """Stands in for the process dying at a boundary."""
+
+
+def test_sending_is_committed_before_the_request_leaves(conn):
+    """Bug: ``send`` without its ``after_sending_recorded`` boundary (chapter
+    06 kills there): dying there leaves SENDING committed, nothing sent."""
+    from crashcourse.boundary import observing
+
+    (a, key_a), _ = two_blocked_drafts(conn)
+    orders.sign_off(conn, key_a)
+    holder = claims.claim(conn, "w2", ttl=5, work_id=a.id)
+    heard = []
+
+    def dies(name):
+        heard.append((name, orders.order_for(conn, a.id)["status"]))
+        raise Killed(name)
+
+    with observing(dies), pytest.raises(Killed):
+        orders.send(conn, holder, key_a, "http://127.0.0.1:9", wait_s=0.5)
+    assert heard == [("after_sending_recorded", orders.SENDING)]
+
+
+@pytest.mark.parametrize("status", [400, 500, 502])
+def test_a_lookup_answered_with_neither_200_nor_404_is_not_a_look(
+        conn, monkeypatch, status):
+    """Bug: ``lookup`` without its ``status != 404`` refusal: an error answer
+    counts as "not found", and the claim may send the order again."""
+    (a, key_a), _ = two_blocked_drafts(conn)
+    orders.sign_off(conn, key_a)
+    holder = claims.claim(conn, "w2", ttl=5, work_id=a.id)
+    orders.admit(conn, holder, key_a, 0.5)
+    orders.record(conn, key_a, orders.UNKNOWN)
+    monkeypatch.setattr(supplier_client, "get_order",
+                        lambda *args, **kwargs: (status, {}))
+    with pytest.raises(orders.ResponseLost):
+        orders.lookup(conn, key_a, "http://127.0.0.1:9", holder)
+    assert orders.order_for(conn, a.id)["checked_generation"] is None
+    with pytest.raises(PermissionError, match="look the operation up"):
+        orders.admit(conn, holder, key_a, 0.5)

@@ -476,3 +476,155 @@ def test_a_gate_in_doubt_is_settled_by_its_probe(world):
         assert done == {"skip": GATE - 1, "probe": 1, "run": 2}
         assert journal.resolutions(conn, task) == {"run": 42, "probe": 1}
     assert len(mail.messages(where["mail"])) == 2
+
+
+@sqlite_only
+def test_a_resume_waits_out_a_killed_holder_s_lease_before_deciding(world):
+    """Bug: ``decisions.resume`` without its ``journal.wait_out``: it records
+    the decision and lifts the pause, then finds the killed holder's lease
+    still live (``TaskHeld``), a decision written for a run that never ran."""
+    from crashcourse.journal import decisions
+
+    with Harness() as harness:
+        worker = start(world, harness, "step-5:after_action",
+                       lease=["--ttl", "3", "--wait", "0.3"])
+        worker.wait_for_boundary()
+        worker.kill()
+        control.set_paused(world["conn"], True)
+        resumed = decisions.resume(world["conn"], world["task"], world["actions"],
+                                   who="night-owner", ttl=5)
+    assert resumed["done"][journal.PROBE] == 1  # step 5, found done by its probe
+    assert [d["decision"] for d in decisions.history(world["conn"], world["task"])
+            ] == ["resume"]
+    assert journal.journal_status(world["conn"], world["task"], PLAN).summary() == {
+        "confirmed": STEPS, "in_doubt": 0, "not_started": 0}
+
+
+@pytest.mark.sqlite_only("the person's decisions are kept in SQLite's tables")
+def test_a_decision_without_an_action_for_every_step_writes_nothing(world):
+    """Bug: ``decisions._checked`` without its look for a missing action: the
+    resume records its decision and lifts the pause before the run finds
+    that ``send_mail`` has no action."""
+    from crashcourse.journal import decisions
+
+    control.set_paused(world["conn"], True)
+    actions = {name: a for name, a in world["actions"].items() if name != "send_mail"}
+    for decide in (decisions.resume, decisions.unwind):
+        with pytest.raises(KeyError, match="send_mail"):
+            decide(world["conn"], world["task"], actions, who="night-owner")
+    assert decisions.history(world["conn"], world["task"]) == []
+    assert control.is_paused(world["conn"]) is True
+    assert rows(world) == []
+
+
+@pytest.mark.sqlite_only("the person's decisions are kept in SQLite's tables")
+def test_an_unwind_after_a_cancel_does_not_probe_a_live_holder_s_step(world):
+    """Bug: ``decisions.unwind`` without its look at the lease of the claim
+    that wrote the step in doubt. An operator's cancel ends the work row's
+    lease at once, so ``wait_out`` has nothing to wait for; the holder that
+    was admitted before the cancel may still send until ITS lease is over,
+    and a probe now could be overtaken."""
+    from crashcourse.journal import decisions
+
+    def crashes(args, key):
+        raise Crash("admitted, then stopped before the request left")
+
+    rename = world["actions"]["rename"]
+    claim = journal.claim_task(world["conn"], world["task"], "live", ttl=60)
+    with pytest.raises(Crash):
+        journal.run_step(world["conn"], world["task"], PLAN.steps[0],
+                         rename._replace(execute=crashes), claim)
+    journal.cancel_task(world["conn"], world["task"])
+    asked = []
+    actions = {**world["actions"], "rename": rename._replace(
+        probe=lambda args, key: asked.append(key) or rename.probe(args, key))}
+    with pytest.raises(journal.HolderMayStillAct):
+        decisions.unwind(world["conn"], world["task"], actions, who="night-owner")
+    assert asked == []
+    assert [r["outcome"] for r in rows(world)] == [None]  # still in doubt
+    assert decisions.unwinds(world["conn"], world["task"]) == []
+
+
+@pytest.mark.parametrize("ttl, admitted", [(1.5, True), (1.0, False)])
+def test_an_action_without_a_declared_wait_needs_one_second_of_lease(
+        world, ttl, admitted):
+    """Bug: ``DEFAULT_WAIT_S`` other than the 1 s the docs give: an action
+    that declares no wait is refused under a 1.5 s lease, or let out under
+    exactly 1 s (the wait must fit STRICTLY). The intent's commit renews the
+    lease to ``ttl`` on the injected clock, so ``ttl`` is what is left."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=ttl, now=T)
+    actions, performed = counting(world)
+    plain = journal.Action(actions["rename"].execute, actions["rename"].probe)
+    if admitted:
+        assert journal.run_step(conn, task, PLAN.steps[0], plain, claim,
+                                now=T) == journal.RUN
+        assert performed == [1]
+    else:
+        with pytest.raises(LeaseTooShort, match="1.0 s wait"):
+            journal.run_step(conn, task, PLAN.steps[0], plain, claim, now=T)
+        assert performed == []
+
+
+def test_waiting_out_a_task_nobody_ever_claimed_returns_at_once(world):
+    """Bug: ``wait_out``'s ``seen is None or status != RUNNING`` with ``and``:
+    a task never queued as work (no holder at all) is an error, not
+    "nothing to wait for"; a finished one waits on a lease given back."""
+    assert journal.holder(world["conn"], world["task"]) is None
+    assert journal.wait_out(world["conn"], world["task"], timeout=1.0) is None
+    journal.run_task(world["conn"], world["task"], PLAN, world["actions"],
+                     owner="w", ttl=5)
+    assert journal.holder(world["conn"], world["task"])["status"] == claims.DONE
+    assert journal.wait_out(world["conn"], world["task"], timeout=1.0) is None
+
+
+def test_a_claim_on_other_work_cannot_settle_this_task_s_step(world):
+    """Bug: ``run_step`` without its ``check_claim``: a holder of some other
+    work, current on ITS row, settles (here: withdraws) this task's step in
+    doubt through the probe."""
+    conn, task = world["conn"], world["task"]
+    mine = journal.claim_task(conn, task, "w", ttl=5, now=T)
+
+    def crashes(args, key):
+        raise Crash("after the admission")
+
+    rename = world["actions"]["rename"]
+    with pytest.raises(Crash):
+        journal.run_step(conn, task, PLAN.steps[0], rename._replace(
+            execute=crashes), mine, now=T)
+    other_work = claims.enqueue(conn, "phone:other", "other", "another task",
+                                role=journal.ROLE)
+    other = claims.claim(conn, "x", ttl=5, now=T + 60, role=journal.ROLE,
+                         work_id=other_work)
+    with pytest.raises(ValueError, match="is not on task"):
+        journal.run_step(conn, task, PLAN.steps[0], rename, other, now=T + 60)
+    assert [(r["step"], r["outcome"]) for r in rows(world)] == [(1, None)]
+
+
+def test_the_holder_of_a_task_reads_as_none_on_a_fresh_file(tmp_path):
+    """Bug: ``holder`` without its look for the ``work`` table: asking about
+    a task on a file nobody installed raises instead of reading as never
+    queued (and a read creates nothing)."""
+    with opened(tmp_path / "fresh.db") as conn:
+        assert journal.holder(conn, "restock-1") is None
+        assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+
+
+def test_a_run_that_fails_gives_its_lease_back_at_once(world):
+    """Bug: ``run_task`` without its ``fence.release`` on the way out of a
+    failure: the next run finds the lease live (``TaskHeld``) and must wait
+    it out, though its holder stopped. The clock is injected and stands
+    still, so only a lease given back lets the second run in."""
+    conn, task = world["conn"], world["task"]
+
+    def crashes(args, key):
+        raise Crash("the action failed")
+
+    failing = {**world["actions"], "rename": world["actions"]["rename"]._replace(
+        execute=crashes)}
+    with pytest.raises(Crash):
+        journal.run_task(conn, task, PLAN, failing, owner="first", ttl=60, now=T)
+    assert journal.holder(conn, task)["status"] == claims.READY
+    done = journal.run_task(conn, task, PLAN, world["actions"], owner="second",
+                            ttl=60, now=T)
+    assert done[journal.RUN] == STEPS

@@ -484,3 +484,25 @@ def test_the_timeline_shows_normal_s_commit_not_yet_durable(folder):
     squares = [{to_hex(line.get_color()) for line in ax.lines
                 if line.get_marker() == "s"} for ax in fig.axes]
     assert squares == [{COLOURS["ok"]}, {COLOURS["doubt"]}]
+
+
+# --- issue 23: a recorded connection is set up as store.connect sets one up ------
+
+
+@pytest.mark.parametrize("autocheckpoint, pages", [(None, 1000), (7, 7)])
+def test_a_recorded_connection_is_set_up_as_store_connect_sets_one_up(
+        tmp_path, autocheckpoint, pages):
+    """Bugs: ``open_recorded`` without its busy timeout or its foreign keys,
+    or with ``autocheckpoint is None`` inverted (SQLite reads
+    ``wal_autocheckpoint=None`` as 0: never checkpoint). The code under test
+    must run on the recorded disk as it runs on the real one."""
+    name = "x.sqlite"
+    with pl.recording(tmp_path, {name: pl.Mode("WAL", "FULL")},
+                             autocheckpoint=autocheckpoint):
+        with store.opened(tmp_path / name) as conn:
+            seen = {pragma: conn.execute(f"PRAGMA {pragma}").fetchone()[0]
+                    for pragma in ("busy_timeout", "foreign_keys",
+                                   "wal_autocheckpoint", "journal_mode")}
+    assert seen == {"busy_timeout": store.DEFAULT_BUSY_TIMEOUT_MS,
+                    "foreign_keys": 1, "wal_autocheckpoint": pages,
+                    "journal_mode": "wal"}

@@ -164,3 +164,24 @@ def test_an_approval_keeps_the_policy_version_it_was_granted_under(tmp_path):
     authority.set_policy_version(path, 2)
     assert payments.issue_payment(path, "k1", "o1", 100, USD) == "committed"
     assert authority.payment_history(path, "k1")["policy_version"] == 2
+
+
+def test_the_first_policy_version_is_one_and_it_is_accepted(db):
+    """Bug: ``check_terms`` refuses ``policy_version <= 1``: the version a
+    service starts at could not be named."""
+    payments.approve(db, "o-1", AMOUNT, CURRENCY, policy_version=1)
+    authority.set_policy_version(db, 1)
+    with pytest.raises(ValueError):
+        authority.set_policy_version(db, 0)
+    assert payments.issue_payment(db, "k-1", "o-1", AMOUNT, CURRENCY) == "committed"
+    assert authority.payment_history(db, "k-1")["policy_version"] == 1
+
+
+def test_an_approval_expires_at_its_exact_instant_on_an_injected_clock():
+    """The expiry rule on a clock either side of ``expires_unix``: ``>=``."""
+    approval = {"amount_cents": AMOUNT, "currency": CURRENCY, "revoked": 0,
+                "expires_unix": 1000.0, "policy_version": 2}
+    action = {"amount_cents": AMOUNT, "currency": CURRENCY}
+    assert authority.refusal_reason(approval, action, 999.999, 2) is None
+    assert authority.refusal_reason(approval, action, 1000.0, 2) == "approval_expired"
+    assert authority.refusal_reason(approval, action, 999.0, 3) == "policy_changed"

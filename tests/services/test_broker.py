@@ -7,6 +7,7 @@ the drive's and the provider's own rows against the broker's revocation row.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 
@@ -69,6 +70,13 @@ def test_expiry_is_real_wall_clock_time(broker_path):
     time.sleep(0.3)
     assert refused_reason(lambda: broker.verify(
         broker_path, token, "mail:submit")) == broker.EXPIRED
+
+
+def test_a_refusal_says_why_in_its_message(broker_path):
+    """Bug: ``CredentialRefused`` without its message: a log line says nothing."""
+    with pytest.raises(broker.CredentialRefused,
+                       match="^credential refused: unknown$"):
+        broker.verify(broker_path, "cred-forged", "mail:submit")
 
 
 def test_unknown_missing_and_revoked_credentials_are_refused(broker_path):
@@ -353,3 +361,69 @@ def test_a_replay_is_history_and_needs_no_current_credential(guarded, broker_pat
         guarded["drive"], "f001", "new.pdf", credential=token,
         operation_key="k-2")) == broker.REVOKED
     assert len(drive.snapshot(guarded["drive"])["rename_requests"]) == 1
+
+
+# --- issue 23: boundaries, a second token, an error that is not the lock ---------
+
+
+def test_a_credential_may_live_exactly_the_longest_lifetime(broker_path):
+    """Bug: ``0 < ttl < MAX_TTL``: the stated bound itself refused."""
+    token = issue(broker_path, ttl=broker.MAX_TTL, now=1000.0)
+    [row] = broker.snapshot(broker_path)["credentials"]
+    assert (row["token"], row["expires_at"]) == (token, 1000.0 + broker.MAX_TTL)
+
+
+def test_revoking_a_holder_skips_its_token_already_revoked(broker_path):
+    """Bug: ``revoke_holder`` without ``AND token NOT IN (SELECT token FROM
+    revocations)``: a token revoked before is revoked again (refused by its
+    primary key), and the holder's live token stays live."""
+    first = issue(broker_path, now=1000.0)
+    second = issue(broker_path, now=1001.0)
+    broker.revoke(broker_path, first, "sam", now=1002.0)
+    broker.grant(broker_path, "assistant", "sam", now=1003.0)
+    stopped = broker.revoke_holder(broker_path, "assistant", "kim", now=1004.0)
+    assert stopped == {"revoked": [second], "revoked_at": 1004.0}
+    rows = broker.snapshot(broker_path)["revocations"]
+    assert sorted((r["token"], r["who"]) for r in rows) == sorted(
+        [(first, "sam"), (second, "kim")])
+
+
+def test_an_error_that_is_not_the_lock_is_not_called_a_blocked_revocation(
+        broker_path):
+    """Bug: ``_revoking`` turns every ``OperationalError`` into
+    ``RevocationBlocked`` ("is its process paused?"): a broken broker must
+    say what broke. A trigger naming a table that is not there makes the
+    revocation's INSERT fail for another reason than a lock."""
+    token = issue(broker_path)
+    with opened(broker_path) as conn:
+        conn.execute("CREATE TRIGGER broken AFTER INSERT ON revocations"
+                     " BEGIN INSERT INTO nowhere VALUES (1); END")
+    with pytest.raises(sqlite3.OperationalError, match="nowhere"):
+        broker.revoke(broker_path, token, "sam")
+    assert broker.snapshot(broker_path)["revocations"] == []
+
+
+BLANKS = ["", "   ", None]
+
+
+@pytest.mark.parametrize("blank", BLANKS)
+@pytest.mark.parametrize("call", ["revoke.token", "revoke.who",
+                                  "revoke_holder.holder", "revoke_holder.who",
+                                  "grant.holder", "grant.who"])
+def test_a_person_s_decision_without_a_name_is_refused_and_nothing_written(
+        broker_path, call, blank):
+    """Bug: any of the ``check_text`` calls at the door of ``revoke``,
+    ``revoke_holder`` or ``grant`` deleted: a revocation or a grant by
+    nobody, or of nothing, is written."""
+    token = issue(broker_path)
+    arguments = {"revoke": {"token": token, "who": "sam"},
+                 "revoke_holder": {"holder": "assistant", "who": "sam"},
+                 "grant": {"holder": "assistant", "who": "sam"}}
+    verb, blanked = call.split(".")
+    with pytest.raises(ValueError):
+        getattr(broker, verb)(broker_path, **{**arguments[verb], blanked: blank})
+    rows = broker.snapshot(broker_path)
+    assert [row["token"] for row in rows["credentials"]] == [token]
+    assert rows["revocations"] == []
+    with opened(broker_path) as conn:
+        assert conn.execute("SELECT count(*) FROM grants").fetchone()[0] == 0

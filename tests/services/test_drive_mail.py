@@ -143,3 +143,41 @@ def test_the_mail_provider_delivers_each_message_once(tmp_path):
     first = mail.messages(path)
     assert mail.tick(path) == 0
     assert mail.messages(path) == first  # sent_at unchanged: not sent again
+
+
+# --- issue 23: each fails on its one-line mutant ---------------------------------
+
+
+@pytest.mark.parametrize("name, key", [("", None), ("   ", None), (None, None),
+                                       ("x.pdf", ""), ("x.pdf", "   "),
+                                       ("x.pdf", 7)])
+def test_a_blank_name_or_key_is_refused_and_nothing_is_written(drive_path, name,
+                                                               key):
+    """Bug: ``rename_to``'s door with ``and`` for ``or``: a file renamed to
+    nothing, or a rename under a blank operation key, is written."""
+    with pytest.raises(ValueError):
+        drive.rename_to(drive_path, "f001", name, operation_key=key)
+    assert requests(drive_path) == []
+    assert drive.names(drive_path)["f001"] == "scan-001.pdf"
+
+
+def test_a_drive_installed_with_a_bad_file_holds_none_of_them(tmp_path):
+    """Bug: ``drive.install`` adds its files outside one transaction: a bad
+    one leaves the drive half set up."""
+    path = tmp_path / "drive.sqlite"
+    with pytest.raises(sqlite3.IntegrityError):
+        drive.install(path, {"f001": "scan-001.pdf", "f002": None})
+    assert drive.names(path) == {}
+
+
+def test_the_wrong_probe_finds_nothing_when_no_file_has_the_name(drive_path):
+    """Bug: ``probe_rename_by_name`` says done when NO file has the name: the
+    chapter's wrong probe must be wrong only the way the chapter says."""
+    assert drive.probe_rename_by_name(drive_path, "f001", "nowhere.pdf") == (
+        False, {"file_id": "f001", "name": "scan-001.pdf"})
+
+
+def test_a_compare_and_set_refusal_says_what_it_found():
+    """Bug: ``NameChanged`` without its message."""
+    changed = drive.NameChanged("f003", "invoice.pdf", "kept.pdf")
+    assert str(changed) == "f003 is called 'kept.pdf', not 'invoice.pdf': left as it is"

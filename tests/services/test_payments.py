@@ -173,3 +173,37 @@ def test_a_fault_that_is_not_a_busy_store_is_not_called_busy(tmp_path):
         payments.issue_payment(path, "k1", "o1", 100, USD)
     assert not isinstance(raised.value, payments.PaymentServiceBusy)
     assert payments.snapshot(path)["payments"] == []  # and nothing was charged
+
+
+# --- issue 23: each fails on its one-line mutant ---------------------------------
+
+
+class Killed(Exception):
+    """Stands in for the process dying at a boundary."""
+
+
+def test_the_kill_point_payment_inserted_is_inside_the_uncommitted_charge(db):
+    """Bug: ``issue_payment`` without its ``payment_inserted`` boundary:
+    chapter 04's kill there finds nothing. Dying there commits nothing."""
+    from crashcourse.boundary import observing
+
+    seen = []
+
+    def dies(name):
+        seen.append((name, len(paid(db))))  # a second connection's read
+        raise Killed(name)
+
+    with observing(dies), pytest.raises(Killed):
+        payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY)
+    assert seen == [("payment_inserted", 0)]
+    assert paid(db) == []  # rolled back: the charge never happened
+    assert payments.issue_payment(db, KEY, ORDER, AMOUNT, CURRENCY) == "committed"
+
+
+@pytest.mark.parametrize("order", ["", "   ", None, 42])
+def test_a_revocation_of_no_order_is_refused(db, order):
+    """Bug: ``payments.revoke`` without its ``check_text``: a revocation of
+    nothing is accepted in silence, and the caller believes it stopped one."""
+    with pytest.raises((TypeError, ValueError)):
+        payments.revoke(db, order)
+    assert [a["revoked"] for a in payments.snapshot(db)["approvals"]] == [0]

@@ -252,3 +252,51 @@ def test_a_release_raises_the_fence_against_a_late_order(supplier):
     stale = release(supplier.url, "held-5", "release-5", work="work-f5",
                     generation="4")
     assert stale[0] == 412
+
+
+def test_a_refusal_s_answer_says_what_was_wrong():
+    """Bug: ``request.Refused`` without its message: a 400 whose detail is
+    blank leaves the client guessing which header or field was refused."""
+    from crashcourse.services.supplier.request import Refused
+
+    refused = Refused("X-Generation must be sent once, got 2")
+    assert refused.body() == {"error": "bad_request",
+                              "detail": "X-Generation must be sent once, got 2"}
+    assert (refused.status, refused.retry) == (400, False)
+
+
+def test_a_post_is_decided_under_the_supplier_s_write_lock(tmp_path, monkeypatch):
+    """Bug: ``store.accept`` out of its ``immediate`` block: the fence read,
+    the order and the log interleave with another POST's, so a stale
+    generation can pass a fence that a newer one is raising. When the fence
+    has been read, a second writer tries the lock: it never may get it."""
+    import threading
+
+    from crashcourse.services.supplier import store as supplier_store
+    from crashcourse.store import immediate
+
+    db = tmp_path / "supplier.sqlite"
+    supplier_store.install(db)
+    real, got_in, seen, probes = supplier_store.fence_of, threading.Event(), [], []
+
+    def second_writer():
+        try:
+            with opened(db) as other, immediate(other):
+                got_in.set()
+        except Exception:  # busy past its timeout: kept out, as it must be
+            pass
+
+    def spy(*args, **kwargs):
+        answer = real(*args, **kwargs)
+        if not probes:
+            probes.append(threading.Thread(target=second_writer, daemon=True))
+            probes[0].start()
+            seen.append(got_in.wait(1.0))  # bounded
+        return answer
+
+    monkeypatch.setattr(supplier_store, "fence_of", spy)
+    proposal = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
+    with opened(db) as conn:
+        status, _ = supplier_store.accept(conn, "op-1", "work-a", 1, proposal)
+    probes[0].join(60)
+    assert status == 201 and seen == [False]

@@ -77,14 +77,23 @@ def every_service_call(folder: Path) -> dict[str, Path]:
                 {mail.KEY_HEADER: KEY}, credential=token)
     mail.tick(files["mail"])
     mail.probe_sent(files["mail"], KEY)
+    mail.copies(files["mail"], KEY)
+    mail.sent_folder(files["mail"])
+    mail.duplicate_messages(files["mail"])
     mail.snapshot(files["mail"])
     drive.install(files["drive"], {"f001": "scan-001.pdf"}, broker=files["broker"])
     drive.rename_to(files["drive"], "f001", "invoice.pdf", credential=token)
     drive.probe_rename(files["drive"], "f001", "invoice.pdf")
+    drive.probe_rename_by_name(files["drive"], "f001", "invoice.pdf")
+    drive.names(files["drive"])
+    drive.duplicate_requests(files["drive"])
     drive.snapshot(files["drive"])
     with pytest.raises(broker.CredentialRefused):
         drive.rename_to(files["drive"], "f001", "x.pdf", credential="forged")
+    broker.verify(files["broker"], token, "mail:submit")
     broker.revoke(files["broker"], token, "owner")
+    broker.grant(files["broker"], "assistant", "owner")
+    broker.revoke_holder(files["broker"], "assistant", "owner")
     broker.snapshot(files["broker"])
     return files
 
@@ -129,15 +138,17 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def zero_the_key_in_its_index(path: Path, key: str) -> None:
-    """Zero the bytes of ``key`` where the payments key's INDEX holds them.
+def zero_the_key_in_its_index(path: Path, key: str,
+                              index: str = "sqlite_autoindex_payments_1") -> None:
+    """Zero the bytes of ``key`` where the payments key's INDEX holds them
+    (or another table's ``index``).
 
     The file still opens and ``quick_check`` still says ok; the lookup by
     key (which goes through that index) now finds nothing."""
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name ="
-                            " 'sqlite_autoindex_payments_1'").fetchone()[0]
+                            " :index", {"index": index}).fetchone()[0]
         size = conn.execute("PRAGMA page_size").fetchone()[0]
     data = bytearray(path.read_bytes())
     page = data[(root - 1) * size: root * size]
@@ -399,3 +410,71 @@ def test_a_guarded_service_refuses_when_its_broker_was_truncated(tmp_path):
     with pytest.raises(ValueError, match="no broker"):  # nor guards a new one
         drive.install(tmp_path / "drive.sqlite", broker=broker_path)
     assert broker_path.stat().st_size == 0
+
+
+def test_a_service_is_never_guarded_by_a_broker_whose_index_lost_a_token(
+        tmp_path):
+    """Bug: ``broker.guard`` looks at the broker with ``record=False`` (the
+    quick check): a broker whose token index lost a key would be trusted to
+    refuse or accept every credential of the service it guards."""
+    path = tmp_path / "broker.sqlite"
+    broker.install(path)
+    token = broker.issue(path, "assistant", "mail:submit", 60)
+    zero_the_key_in_its_index(path, token, "sqlite_autoindex_credentials_1")
+    before = sha(path)
+    with pytest.raises(ValueError, match="no broker installed.*damaged"):
+        mail.install(tmp_path / "mail.sqlite", broker=path)
+    assert sha(path) == before
+
+
+def test_a_guarded_write_refuses_a_broker_whose_index_lost_a_revocation(
+        tmp_path):
+    """Bug: ``broker._attach`` checks the attached broker with the quick check
+    (``record=False``): a revocation whose token the index lost is not found
+    by the join, and the revoked credential is accepted again."""
+    broker_path, mail_path = tmp_path / "broker.sqlite", tmp_path / "mail.sqlite"
+    broker.install(broker_path)
+    token = broker.issue(broker_path, "assistant", "mail:submit", 60)
+    mail.install(mail_path, broker=broker_path)
+    broker.revoke(broker_path, token, "owner")
+    zero_the_key_in_its_index(broker_path, token, "sqlite_autoindex_revocations_1")
+    before = sha(broker_path)
+    with pytest.raises(StoreDamaged):
+        mail.submit(mail_path, "owner@shop.example", "s", "b", {},
+                    credential=token)
+    assert mail.messages(mail_path) == []
+    assert sha(broker_path) == before
+
+
+def test_a_guarded_service_refuses_when_its_broker_was_deleted(tmp_path):
+    """Bug: ``_attach`` checks ``not isfile and size == 0``: a deleted broker
+    is then an ``OSError`` from the size check, not the store's refusal."""
+    broker_path, mail_path = tmp_path / "broker.sqlite", tmp_path / "mail.sqlite"
+    broker.install(broker_path)
+    token = broker.issue(broker_path, "assistant", "mail:submit", 60)
+    mail.install(mail_path, broker=broker_path)
+    for path in tmp_path.glob("broker.sqlite*"):
+        path.unlink()
+    with pytest.raises(StoreMissing, match="no broker here"):
+        mail.submit(mail_path, "owner@shop.example", "s", "b", {},
+                    credential=token)
+    assert mail.messages(mail_path) == []
+    assert not broker_path.exists()
+
+
+def test_a_guarded_service_refuses_a_broker_file_that_is_not_a_broker(tmp_path):
+    """Bug: ``_attach`` without its look for the broker's tables: a file put
+    where the broker was (a database, not a broker) fails inside the query,
+    not as the store's refusal."""
+    broker_path, mail_path = tmp_path / "broker.sqlite", tmp_path / "mail.sqlite"
+    broker.install(broker_path)
+    token = broker.issue(broker_path, "assistant", "mail:submit", 60)
+    mail.install(mail_path, broker=broker_path)
+    for path in tmp_path.glob("broker.sqlite*"):
+        path.unlink()
+    with sqlite3.connect(broker_path) as other:
+        other.execute("CREATE TABLE credentials (token TEXT)")  # one of two
+    with pytest.raises(StoreMissing, match="not an installed broker"):
+        mail.submit(mail_path, "owner@shop.example", "s", "b", {},
+                    credential=token)
+    assert mail.messages(mail_path) == []

@@ -534,3 +534,34 @@ def test_without_namespaces_a_cut_host_is_frozen_and_thawed():
         assert state_of(sleeper.pid) not in "Tt"  # running or sleeping again
         hosts.cut(a)  # killed while frozen: SIGKILL still ends it
         assert hosts.kill_host(a) == 1 and sleeper.returncode == -signal.SIGKILL
+
+
+
+# --- issue 23: each fails on its one-line mutant ---------------------------------
+
+
+def test_create_schema_gives_a_fresh_empty_one_even_over_an_old_one(pg_url):
+    """Bug: ``create_schema`` without its ``DROP SCHEMA IF EXISTS``: a name
+    used before is refused, or its old tables read as the new store's."""
+    url, schema = pg_url
+    old = pgstore.connect(url, schema=schema)
+    try:
+        fence.install(old)
+        assert store.table_exists(old, "work")
+    finally:
+        old.close()
+    pgstore.create_schema(url, schema)
+    fresh = pgstore.connect(url, schema=schema)
+    try:
+        assert not store.table_exists(fresh, "work")
+    finally:
+        fresh.close()
+
+
+@pytest.mark.parametrize("schema", ["bad name", "x;drop", "1st", ""])
+def test_a_schema_name_that_is_not_an_identifier_is_refused_before_connecting(
+        schema):
+    """Bug: ``connect`` without its ``raise`` for a schema that is not an
+    identifier: it would go into the server's options as written."""
+    with pytest.raises(ValueError, match="not a schema name"):
+        pgstore.connect("postgresql://nobody@127.0.0.1:9/none", schema=schema)

@@ -715,3 +715,96 @@ def test_a_lease_already_over_is_left_as_it_ended(conn, late):
     end = T0 + workflow_steps.LEASE_S
     assert workflow_steps.release_lease(conn, WF2, version, now=end + late) is False
     assert workflow_steps.attempt_at(conn, WF2, version)["expires"] == end
+
+
+class HistoryLost(Exception):
+    """Stands in for the history row's INSERT failing (a full disk)."""
+
+
+def failing_history(*args, **kwargs):
+    raise HistoryLost("the history row could not be written")
+
+
+def test_a_create_whose_history_fails_leaves_no_workflow(tmp_path, monkeypatch):
+    """Bug: ``create`` out of its ``immediate`` block: the workflow row
+    commits on its own and the history row that says who created it never
+    does; the id is then taken and unexplained."""
+    with opened(tmp_path / "workflow.sqlite") as conn:
+        workflow.install(conn)
+        monkeypatch.setattr(workflow, "write_history", failing_history)
+        with pytest.raises(HistoryLost):
+            workflow.create(conn, WF2, CHOICES2, who="planner")
+        with pytest.raises(KeyError):
+            workflow.read(conn, WF2)
+        monkeypatch.undo()
+        assert workflow.create(conn, WF2, CHOICES2, who="planner")["version"] == 0
+
+
+@guarded
+def test_a_move_whose_history_fails_does_not_move(conn, monkeypatch):
+    """Bug: ``transition`` out of its ``immediate`` block: the version moves
+    and commits without the history row that names who moved it."""
+    monkeypatch.setattr(workflow, "write_history", failing_history)
+    with pytest.raises(HistoryLost):
+        start(conn)
+    assert workflow.current(workflow.read(conn, WF2)) == {"state": PENDING,
+                                                         "version": 0}
+    assert [h["version"] for h in workflow.history(conn, WF2)] == [0]
+
+
+@guarded
+def test_a_cancel_whose_history_fails_does_not_cancel(conn, monkeypatch):
+    """Bug: ``cancel`` out of its ``immediate`` block."""
+    monkeypatch.setattr(workflow, "write_history", failing_history)
+    with pytest.raises(HistoryLost):
+        workflow.cancel(conn, WF2, expected_version=0, who="person")
+    assert workflow.current(workflow.read(conn, WF2)) == {"state": PENDING,
+                                                         "version": 0}
+
+
+@guarded
+@pytest.mark.parametrize("note, kept", [(None, "cancelled"),
+                                        ("wrong sku", "wrong sku")])
+def test_a_cancel_keeps_the_person_s_note_or_says_cancelled(conn, note, kept):
+    """Bug: ``note and "cancelled"``: the person's words replaced, or none."""
+    workflow.cancel(conn, WF2, expected_version=0, who="person", note=note)
+    last = workflow.history(conn, WF2)[-1]
+    assert (last["to_state"], last["who"], last["note"]) == (CANCELLED, "person",
+                                                             kept)
+
+
+@guarded
+def test_a_cancel_at_an_old_version_of_a_final_workflow_is_stale(conn):
+    """Bug: ``cancel`` without its own version check: a person who saw
+    version 0 of a workflow that has since FAILED is told the move is illegal,
+    not that what they saw is out of date."""
+    version = start(conn)
+    workflow.transition(conn, WF2, expected_state=RUNNING, expected_version=version,
+                        to_state=workflow.FAILED, who="w")
+    with pytest.raises(TransitionRefused) as refused:
+        workflow.cancel(conn, WF2, expected_version=0, who="person")
+    assert refused.value.reason == workflow.STALE_VERSION
+    assert refused.value.current == {"state": workflow.FAILED, "version": 2}
+    assert str(refused.value) == "stale_version: the workflow is failed at version 2"
+
+
+@guarded
+@pytest.mark.parametrize("who, version", [(" ", 0), ("person", -1),
+                                          ("person", True), ("person", 0.0)])
+def test_a_cancel_by_nobody_or_at_no_version_is_refused_and_writes_nothing(
+        conn, who, version):
+    """Bug: ``cancel`` without ``check_move``: a cancel by nobody, or at a
+    version that is not a count (``True == 1``, ``0.0 == 0``), is written."""
+    with pytest.raises((TypeError, ValueError)):
+        workflow.cancel(conn, WF2, expected_version=version, who=who)
+    assert [h["version"] for h in workflow.history(conn, WF2)] == [0]
+
+
+def test_a_workflow_created_by_nobody_is_refused(tmp_path):
+    """Bug: ``create`` without ``check_text("who", ...)``."""
+    with opened(tmp_path / "workflow.sqlite") as conn:
+        workflow.install(conn)
+        with pytest.raises(ValueError):
+            workflow.create(conn, WF2, CHOICES2, who=" ")
+        with pytest.raises(KeyError):
+            workflow.read(conn, WF2)
