@@ -428,12 +428,14 @@ def test_a_claim_with_a_blank_role_or_work_id_is_refused_before_anything(
 
 def test_the_oldest_ready_work_is_claimed_first_across_sessions(conn):
     """Bug: ``PICK`` orders by ``created DESC``: the newest work jumps the
-    queue. Two sessions, three works, claimed oldest first."""
-    first = claims.enqueue(conn, "phone:1", "s1", "restock flour")
-    second = claims.enqueue(conn, "phone:2", "s2", "restock oats")
-    third = claims.enqueue(conn, "phone:3", "s3", "restock salt")
+    queue. The walk hands the claim one turn first (the oldest, here another
+    role's, which the pick refuses), then a batch of several: within it the
+    oldest must still come first. Four sessions, claimed oldest first."""
+    claims.enqueue(conn, "journal:1", "s0", "run a plan", role="journal")
+    shop = [claims.enqueue(conn, f"phone:{i}", f"s{i}", f"restock {i}")
+            for i in (1, 2, 3)]
     taken = [claims.claim(conn, f"w{i}", ttl=5).id for i in range(3)]
-    assert taken == [first, second, third]
+    assert taken == shop
 
 
 PROBE_WAIT = 1.0  # seconds the spy waits for a second writer: bounded

@@ -8,6 +8,7 @@ import pytest
 
 from crashcourse.services import payments
 from crashcourse.services.payments import authority
+from crashcourse.store import opened
 
 ORDER, AMOUNT, CURRENCY = "restock-17", 4000, "USD"
 USD = "USD"
@@ -185,3 +186,14 @@ def test_an_approval_expires_at_its_exact_instant_on_an_injected_clock():
     assert authority.refusal_reason(approval, action, 999.999, 2) is None
     assert authority.refusal_reason(approval, action, 1000.0, 2) == "approval_expired"
     assert authority.refusal_reason(approval, action, 999.0, 3) == "policy_changed"
+
+
+@pytest.mark.parametrize("expiry", [float("nan"), float("inf"), "soon", True])
+def test_a_bad_expiry_is_refused_and_the_terms_kept(db, expiry):
+    """Bug: ``set_expiry`` without its ``check_terms``: an expiry no clock
+    can pass (NaN compares false with every instant) is stored."""
+    authority.set_expiry(db, ORDER, 2_000_000_000.0)
+    with pytest.raises(TypeError):
+        authority.set_expiry(db, ORDER, expiry)
+    with opened(db) as conn:
+        assert authority.read_approval(conn, ORDER)["expires_unix"] == 2_000_000_000.0
