@@ -27,7 +27,7 @@ help:
 	@echo "make verify       lint, tests, pairs, nbval, checkpoints (quick), exercises, site"
 	@echo "make test | make nbval   the runtime tests alone | the notebooks alone"
 	@echo "make notebooks [CHAPTERS='00 01']  rebuild .ipynb from .md and execute"
-	@echo "make checkpoints  every checkpoint in full mode; evidence in artifacts/runs/"
+	@echo "make checkpoints [CHAPTERS='06 07']  each checkpoint in full mode; evidence in artifacts/runs/"
 	@echo "make exercise CH=01 [EX=apply_checked]   grade your answers in exercises/ch01"
 	@echo "make solution CH=01 [EX=apply_checked]   grade the reference answers"
 	@echo "make clean        remove the virtual environments and caches"
@@ -81,7 +81,7 @@ notebooks: $(STAMP)
 	$(PY) tools/notebooks.py build $(CHAPTERS)
 
 checkpoints: $(STAMP)
-	$(PY) tools/run_checkpoints.py
+	$(PY) tools/run_checkpoints.py $(CHAPTERS)
 
 # One line per failing test and one per exercise; EX=name grades one exercise.
 GRADE_FLAGS = -q --tb=line -rN -p no:cacheprovider --exercise-summary

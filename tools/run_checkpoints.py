@@ -1,8 +1,11 @@
 """Run every checkpoint in full mode, evidence under artifacts/runs/ (make checkpoints).
 
+    python tools/run_checkpoints.py [NN ...]    e.g. 05 07: those chapters only
+
 Each checkpoints/chNN_*.py takes ``--output PATH`` and refuses an existing path;
-this runner gives each a fresh name, runs them all one after the other (a
-failure stops nothing) and names every one that failed at the end.
+this runner gives each a fresh name, runs them one after the other (a
+failure stops nothing) and names every one that failed at the end. Exit
+status: 0 all held, 1 one or more did not, 2 bad input (an unknown chapter).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from crashcourse.book import start_checkpoint
 from crashcourse.lab.evidence import new_run_path
+from crashcourse.validate import argument_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL_TIMEOUT = 3 * 3600.0  # per script: chapter 12's full matrix ran 72 min here
@@ -41,8 +45,21 @@ def run_one(script: Path) -> bool:
     return False
 
 
-def main() -> int:
+def chosen(argv: list[str] | None) -> list[Path]:
+    """The checkpoints the command line names (all when it names none)."""
     scripts = sorted((ROOT / "checkpoints").glob("ch[0-9][0-9]_*.py"))
+    parser = argument_parser(__doc__.split("\n\n")[0])
+    parser.add_argument("chapters", nargs="*", metavar="NN",
+                        help="chapter numbers, e.g. 05 07 (default: every one)")
+    asked = parser.parse_args(argv).chapters
+    unknown = sorted(set(asked) - {script.name[2:4] for script in scripts})
+    if unknown:
+        parser.error(f"no checkpoint for chapter {', '.join(unknown)}")
+    return [s for s in scripts if not asked or s.name[2:4] in asked]
+
+
+def main(argv: list[str] | None = None) -> int:
+    scripts = chosen(argv)
     failed = [script.name for script in scripts if not run_one(script)]
     summary = "checkpoints failed: " + ", ".join(failed) if failed else "all held"
     print(summary)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +80,33 @@ def test_help_explains(script):
     assert done.returncode == 0
     for option in ("--output PATH", "--quick", "default"):
         assert option in done.stdout, option
+
+
+@pytest.mark.parametrize("argv", [["--bogus"], ["99"], ["05"], ["6"]])
+def test_the_runner_refuses_a_chapter_without_a_checkpoint_before_running_any(
+        tmp_path, argv):
+    """``make checkpoints CHAPTERS=...``: an unknown chapter or option is one
+    line and exit 2, and no checkpoint runs (it once ignored its arguments and
+    ran every checkpoint in full mode, hours of work)."""
+    runner = subprocess.Popen(
+        [sys.executable, str(ROOT / "tools" / "run_checkpoints.py"), *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        start_new_session=True)  # its group: a runner that starts one is stopped whole
+    try:
+        stdout, stderr = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None or group_left_running(runner):
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.communicate()
+    assert runner.returncode == 2, stderr
+    assert stderr.count("\n") == 1 and "error:" in stderr
+    assert "==" not in stderr and stdout == ""  # nothing was started
+
+
+def group_left_running(runner: subprocess.Popen) -> bool:
+    """Whether anything of the runner's group outlived it (a checkpoint)."""
+    try:
+        os.killpg(runner.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
