@@ -31,7 +31,7 @@ help:
 	@echo "make exercise CH=01 [EX=apply_checked]   grade your answers in exercises/ch01"
 	@echo "make solution CH=01 [EX=apply_checked]   grade the reference answers"
 	@echo "make clean        remove the virtual environments and caches"
-	@echo "make bench        performance measurements (bench/), results in artifacts/bench/"
+	@echo "make bench [BENCHES='harness pg_queues']  measurements (bench/), in artifacts/bench/"
 
 venv: $(STAMP)
 
@@ -143,7 +143,7 @@ $(BENCH_VENV)/.installed: $(STAMP) pyproject.toml requirements-bench.txt
 	touch $@
 
 bench: $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/python bench/run_all.py
+	$(BENCH_VENV)/bin/python bench/run_all.py $(BENCHES)
 
 # The website: Jupyter Book 1.x renders the executed notebooks in book/ (execution
 # off: the outputs shown are the ones nbval checks) into _build/html/. It lives in .venv-site
