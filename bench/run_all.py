@@ -8,10 +8,11 @@ Exit status: 0 all ran, 1 one or more failed, 2 bad input (an unknown name).
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
+
+from crashcourse.validate import argument_parser  # one-line errors, exit 2
 
 HERE = Path(__file__).resolve().parent
 
@@ -20,7 +21,7 @@ def chosen(argv: list[str] | None) -> list[Path]:
     """The benches the command line names (every one when it names none)."""
     scripts = {script.stem.removeprefix("bench_"): script
                for script in sorted(HERE.glob("bench_*.py"))}
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"which benches: {', '.join(scripts)} (default: all)")
     names = parser.parse_args(argv).names

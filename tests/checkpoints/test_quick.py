@@ -82,14 +82,18 @@ def test_help_explains(script):
         assert option in done.stdout, option
 
 
-@pytest.mark.parametrize("argv", [["--bogus"], ["99"], ["05"], ["6"]])
-def test_the_runner_refuses_a_chapter_without_a_checkpoint_before_running_any(
-        tmp_path, argv):
-    """``make checkpoints CHAPTERS=...``: an unknown chapter or option is one
-    line and exit 2, and no checkpoint runs (it once ignored its arguments and
-    ran every checkpoint in full mode, hours of work)."""
+@pytest.mark.parametrize("runner, argv", [
+    *(("tools/run_checkpoints.py", argv) for argv in (["--bogus"], ["99"], ["05"],
+                                                      ["6"])),
+    *(("bench/run_all.py", argv) for argv in (["--bogus"], ["nope"], ["bench_dbos"])),
+])
+def test_a_runner_refuses_what_it_cannot_run_before_running_anything(
+        tmp_path, runner, argv):
+    """``make checkpoints CHAPTERS=...`` and ``make bench BENCHES=...``: an
+    unknown name or option is one line and exit 2, and nothing runs (both
+    once ignored their arguments and ran everything: hours of work)."""
     runner = subprocess.Popen(
-        [sys.executable, str(ROOT / "tools" / "run_checkpoints.py"), *argv],
+        [sys.executable, str(ROOT / runner), *argv],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
         start_new_session=True)  # its group: a runner that starts one is stopped whole
     try:
