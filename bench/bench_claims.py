@@ -52,6 +52,7 @@ from pathlib import Path
 from crashcourse import claims
 from crashcourse.claims import fence
 from crashcourse.store import connect, immediate
+from crashcourse.validate import argument_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "claims_scaling.json"
@@ -344,7 +345,7 @@ def machine(load_at_start: list[float]) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--claims", type=int, default=200,
                         help="timed claims per point (default 200)")

@@ -56,6 +56,8 @@ import sys
 import time
 from pathlib import Path
 
+from crashcourse.validate import argument_parser
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_journal import (  # noqa: E402
@@ -358,7 +360,7 @@ def main(argv=None) -> int:
     if argv is None and "--child" in sys.argv:
         dbos_child(child_parser().parse_args())
         return 0
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--trials", type=int, default=7)
     parser.add_argument("--kill-trials", type=int, default=3)

@@ -56,6 +56,8 @@ import sqlite3
 import sys
 import time
 
+from crashcourse.validate import argument_parser
+
 SIDES = ("ours", "litequeue", "persist-queue")
 MODES = ("NORMAL", "FULL")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -317,7 +319,7 @@ def main(argv=None) -> int:
     import tempfile
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--repeats", type=int, default=5)

@@ -48,6 +48,8 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from crashcourse.validate import argument_parser
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "ch12_frameworks_cost.json"
 SIDES = ("bare", "journal", "langgraph-prebuilt-sync", "langgraph-prebuilt-async",
@@ -349,7 +351,7 @@ def summary(measured: dict, args, env: dict) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--warm", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)

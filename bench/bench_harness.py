@@ -103,6 +103,7 @@ from crashcourse.lab.harness import Harness, kill_and_resume
 from crashcourse.lab.pipes import pidfd
 from crashcourse.services import payments
 from crashcourse.store import connect
+from crashcourse.validate import argument_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "harness.json"
@@ -463,8 +464,8 @@ def measure_effects(calls: int, runs: int, directory: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+    parser = argument_parser(
+        __doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--trials", type=int, default=31,
                         help="kill trials per side (medians)")

@@ -53,6 +53,8 @@ import sys
 import time
 from types import SimpleNamespace
 
+from crashcourse.validate import argument_parser
+
 # A child's start, as near as its own code can tell: child.py stamps it first.
 STARTED = float(os.environ.get("BENCH_STARTED") or time.time())
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -579,9 +581,8 @@ def child_args(argv: list[str]) -> SimpleNamespace:
 
 
 def child_parser():
-    import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--child", choices=("kill", "steps", "same-id"))
     parser.add_argument("--side", default="journal")
     for name in ("--n", "--stop"):
@@ -599,9 +600,8 @@ def main(argv=None) -> int:
     if "--child" in words:
         journal_child(child_args(words))
         return 0
-    import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     # a resume is ~40 ms of which the plan's length moves ~2: medians of many
     # trials, or the start-up's noise decides the ratio
     parser.add_argument("--resume-trials", type=int, default=15)

@@ -43,6 +43,7 @@ from pathlib import Path
 from crashcourse import claims, store
 from crashcourse.claims import READY, RUNNING
 from crashcourse.store import postgres_server
+from crashcourse.validate import argument_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "pg_claims.json"
@@ -219,7 +220,7 @@ def machine(server, load_at_start: list[float]) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=8)

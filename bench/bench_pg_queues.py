@@ -54,6 +54,8 @@ import sys
 import time
 import uuid
 
+from crashcourse.validate import argument_parser
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results", "pg_queues.json")
 SIDES = ("ours", "bare", "bare_one_trip", "procrastinate", "pgqueuer")
@@ -269,7 +271,7 @@ def main(argv=None) -> int:
     import statistics
     import tempfile
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--workers", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--repeats", type=int, default=3)
