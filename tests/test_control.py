@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import threading
 import time
 
 import pytest
@@ -24,7 +23,7 @@ from crashcourse.journal.plan import GateFailed
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
-from crashcourse.store import count_rows, immediate, opened
+from crashcourse.store import count_rows, opened
 from crashcourse.store.dialect import SQLITE
 from crashcourse.workers.journal_worker import (
     build_world,
@@ -32,6 +31,7 @@ from crashcourse.workers.journal_worker import (
     restock_actions,
     resume_command,
 )
+from tests.lock_probe import second_writer_got_in
 
 WORKER = ["-m", "crashcourse.workers.journal_worker"]
 STEPS = 43
@@ -464,53 +464,24 @@ def test_an_installed_switch_with_no_row_says_stopped(conn):
     assert control.scheduler_may_run(conn) is True
 
 
-# --- the switch's lock rules, made deterministic (issue 23) ---------------------
-# When the call under test reaches the step that must run under its write lock
-# (the stamp, the read of the switch), a spy lets a SECOND connection try to
-# take the store's write lock and waits, bounded, to see whether it got it. It
-# never may: the caller holds the lock there. Out of its transaction, the
-# second writer gets in at once. No timing is asserted; every wait is bounded.
-
-PROBE_WAIT = 1.0  # seconds: bounded, under a server's 2 s idle-in-transaction cut
+# --- the switch's lock rules, made deterministic (issue 23: tests.lock_probe) --
 
 
-def second_writer_got_in(store_at, monkeypatch, target, name, call):
-    """Run ``call(conn)``; whether another connection took the write lock
-    while ``target.name`` ran in it, and the store's address."""
+def switch_probe(store_at, monkeypatch, target, name, call):
+    """``lock_probe.second_writer_got_in`` on a runtime whose scheduler a
+    person started; whether the second writer got in, and the address."""
     address = store_at("runtime")
     with opened(address) as setup:
         control.install(setup)
         control.start_scheduler(setup, "sam", now=1000.0)
-    real, got_in, seen, probes = getattr(target, name), threading.Event(), [], []
-
-    def second_writer():
-        try:
-            with opened(address) as other, immediate(other):
-                got_in.set()
-        except Exception:  # busy past its timeout: kept out, as it must be
-            pass
-
-    def spy(*args, **kwargs):
-        answer = real(*args, **kwargs)  # a server's BEGIN goes with this statement
-        if not probes:
-            probes.append(threading.Thread(target=second_writer, daemon=True))
-            probes[0].start()
-            seen.append(got_in.wait(PROBE_WAIT))
-        return answer
-
-    monkeypatch.setattr(target, name, spy)
-    with opened(address) as conn:
-        call(conn)
-    probes[0].join(60)
-    assert not probes[0].is_alive() and seen, "the spy never ran"
-    return seen[0], address
+    return second_writer_got_in(address, monkeypatch, target, name, call), address
 
 
 def test_a_stop_is_stamped_under_the_lock_not_before_it(store_at, monkeypatch):
     """Bug: ``_switch`` out of its ``immediate`` block: the stop's instant is
     read before the lock, so a run started meanwhile is stamped later than a
     stop that rules it out."""
-    got_in, _ = second_writer_got_in(
+    got_in, _ = switch_probe(
         store_at, monkeypatch, store, "now",
         lambda conn: control.stop_scheduler(conn, "sam", "halt"))
     assert not got_in, "another writer committed while the stop read its instant"
@@ -519,7 +490,7 @@ def test_a_stop_is_stamped_under_the_lock_not_before_it(store_at, monkeypatch):
 def test_the_pause_flag_is_stamped_under_the_lock_not_before_it(store_at,
                                                                  monkeypatch):
     """Bug: ``set_paused`` out of its ``immediate`` block."""
-    got_in, address = second_writer_got_in(
+    got_in, address = switch_probe(
         store_at, monkeypatch, store, "now",
         lambda conn: control.set_paused(conn, True))
     assert not got_in, "another writer committed while changed_at was read"
@@ -531,7 +502,7 @@ def test_a_run_reads_the_switch_under_the_lock_of_its_insert(store_at,
                                                               monkeypatch):
     """Bug: ``start_run`` reads the switch outside its write transaction: a
     stop that commits between that read and the insert starts a run anyway."""
-    got_in, address = second_writer_got_in(
+    got_in, address = switch_probe(
         store_at, monkeypatch, control, "_latest_switch",
         lambda conn: control.start_run(conn, "s1"))
     assert not got_in, "another writer committed between the read and the insert"

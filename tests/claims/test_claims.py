@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import threading
 
 import pytest
 
 from crashcourse import claims, control, store
 from crashcourse.claims import fence
 from crashcourse.store import count_rows, immediate, opened
+from tests.lock_probe import second_writer_got_in
 
 T0 = 1_000_000.0
 
@@ -438,40 +438,6 @@ def test_the_oldest_ready_work_is_claimed_first_across_sessions(conn):
     assert taken == shop
 
 
-PROBE_WAIT = 1.0  # seconds the spy waits for a second writer: bounded
-
-
-def second_writer_got_in(path, monkeypatch, call) -> bool:
-    """Run ``call(conn)``; when it reads the store's clock (``store.now``), a
-    second connection tries to take the write lock. It never may: the
-    caller decides under that lock. Out of its transaction, it gets in."""
-    from crashcourse import store
-
-    real, got_in, seen, probes = store.now, threading.Event(), [], []
-
-    def second_writer():
-        try:
-            with opened(path) as other, immediate(other):
-                got_in.set()
-        except Exception:  # busy past its timeout: kept out, as it must be
-            pass
-
-    def spy(*args, **kwargs):
-        answer = real(*args, **kwargs)
-        if not probes:
-            probes.append(threading.Thread(target=second_writer, daemon=True))
-            probes[0].start()
-            seen.append(got_in.wait(PROBE_WAIT))
-        return answer
-
-    monkeypatch.setattr(store, "now", spy)
-    with opened(path) as conn:
-        call(conn)
-    probes[0].join(60)
-    assert not probes[0].is_alive() and seen, "the spy never ran"
-    return seen[0]
-
-
 def test_a_claim_decides_under_the_write_lock(tmp_path, monkeypatch):
     """Bug: ``claim_sqlite`` out of its ``immediate`` block: the pick and the
     grant interleave with another claimer's, and both may take one work."""
@@ -480,7 +446,7 @@ def test_a_claim_decides_under_the_write_lock(tmp_path, monkeypatch):
         fence.install(setup)
         claims.enqueue(setup, "phone:1", "s1", "restock flour")
     assert not second_writer_got_in(
-        path, monkeypatch, lambda conn: claims.claim(conn, "w", ttl=5))
+        path, monkeypatch, store, "now", lambda conn: claims.claim(conn, "w", ttl=5))
 
 
 def test_an_enqueue_looks_and_inserts_under_one_write_lock(tmp_path, monkeypatch):
@@ -490,7 +456,7 @@ def test_an_enqueue_looks_and_inserts_under_one_write_lock(tmp_path, monkeypatch
     with opened(path) as setup:
         fence.install(setup)
     assert not second_writer_got_in(
-        path, monkeypatch,
+        path, monkeypatch, store, "now",
         lambda conn: claims.enqueue(conn, "phone:1", "s1", "restock flour"))
 
 

@@ -11,6 +11,7 @@ import pytest
 from crashcourse.lab.harness import Harness
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import count_rows, opened
+from tests.lock_probe import second_writer_got_in
 
 FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
 
@@ -270,33 +271,14 @@ def test_a_post_is_decided_under_the_supplier_s_write_lock(tmp_path, monkeypatch
     the order and the log interleave with another POST's, so a stale
     generation can pass a fence that a newer one is raising. When the fence
     has been read, a second writer tries the lock: it never may get it."""
-    import threading
-
     from crashcourse.services.supplier import store as supplier_store
-    from crashcourse.store import immediate
 
     db = tmp_path / "supplier.sqlite"
     supplier_store.install(db)
-    real, got_in, seen, probes = supplier_store.fence_of, threading.Event(), [], []
-
-    def second_writer():
-        try:
-            with opened(db) as other, immediate(other):
-                got_in.set()
-        except Exception:  # busy past its timeout: kept out, as it must be
-            pass
-
-    def spy(*args, **kwargs):
-        answer = real(*args, **kwargs)
-        if not probes:
-            probes.append(threading.Thread(target=second_writer, daemon=True))
-            probes[0].start()
-            seen.append(got_in.wait(1.0))  # bounded
-        return answer
-
-    monkeypatch.setattr(supplier_store, "fence_of", spy)
     proposal = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
-    with opened(db) as conn:
-        status, _ = supplier_store.accept(conn, "op-1", "work-a", 1, proposal)
-    probes[0].join(60)
-    assert status == 201 and seen == [False]
+    statuses = []
+    got_in = second_writer_got_in(
+        db, monkeypatch, supplier_store, "fence_of",
+        lambda conn: statuses.append(
+            supplier_store.accept(conn, "op-1", "work-a", 1, proposal)[0]))
+    assert statuses == [201] and not got_in
