@@ -7,6 +7,7 @@ to make it drop, stall or reject are about its answers, and run on SQLite.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import asdict
@@ -514,3 +515,27 @@ def test_a_lookup_answered_with_neither_200_nor_404_is_not_a_look(
     assert orders.order_for(conn, a.id)["checked_generation"] is None
     with pytest.raises(PermissionError, match="look the operation up"):
         orders.admit(conn, holder, key_a, 0.5)
+
+
+def test_the_transcript_records_a_proposal_as_canonical_json(conn):
+    """Bug: the transcript's proposal written with its keys in the order the
+    code built them: two writers of one proposal would record two texts, and
+    a replay comparing transcripts by text would see a change (canonical
+    JSON: sorted keys)."""
+    claims.enqueue(conn, "phone:transcript", "s", "restock flour")
+    claim = claims.claim(conn, "w", ttl=5)
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+    text = conn.execute("SELECT message FROM transcript WHERE work_id = :id",
+                        {"id": claim.id}).fetchone()[0]
+    message = {"kind": "proposal", "operation_key": operation_key, **asdict(FLOUR)}
+    assert text == json.dumps(message, sort_keys=True)
+    assert list(json.loads(text)) == sorted(message)
+
+
+def test_a_proposal_cannot_be_changed_once_made():
+    """Bug: a mutable ``Proposal``: the one ``admit`` returned (the order as
+    signed off) could be edited between the admission and the POST."""
+    proposal = orders.Proposal("flour-25kg", 6, 2150)
+    with pytest.raises(AttributeError):
+        proposal.quantity = 60  # FrozenInstanceError is an AttributeError
+    assert proposal == orders.Proposal("flour-25kg", 6, 2150)
