@@ -628,3 +628,33 @@ def test_a_run_that_fails_gives_its_lease_back_at_once(world):
     done = journal.run_task(conn, task, PLAN, world["actions"], owner="second",
                             ttl=60, now=T)
     assert done[journal.RUN] == STEPS
+
+
+def test_a_step_found_done_while_paused_is_stopped_before_not_probed(world):
+    """Bug: ``Pending.commit`` says an intent went in when the pause flag
+    kept it out: a step the target already shows done is then counted as
+    settled by its probe (``PROBE``) though no row records it, and the run
+    goes on past a stop. A commit with nothing to write is no refusal."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    assert journal.Pending(conn, task, claim).commit() is True  # nothing held
+    first, rename = PLAN.steps[0], world["actions"]["rename"]
+    rename.execute(first.args, journal.step_key(task, first))  # the target has it
+    control.set_paused(conn, True)
+    how = journal.run_step(conn, task, first, rename, claim)
+    assert how == journal.STOPPED_BEFORE
+    assert rows(world) == [] and renamed(world) == 1
+
+
+def test_a_withdrawal_never_deletes_a_confirmed_step(world):
+    """Bug: the withdrawal's DELETE without ``outcome IS NULL``: withdrawing
+    a step deletes its recorded outcome too, and the step would run again.
+    Only an intent without its outcome is ever withdrawn."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    first = PLAN.steps[0]
+    assert journal.run_step(conn, task, first, world["actions"]["rename"],
+                            claim) == journal.RUN
+    journal._withdraw(conn, claim, task, first.number)
+    assert [(r["step"], r["outcome"] is not None) for r in rows(world)] == [
+        (1, True)]
