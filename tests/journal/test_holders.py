@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import random
 import time
+from dataclasses import asdict
+from types import SimpleNamespace
 
 import pytest
 
@@ -658,3 +660,46 @@ def test_a_withdrawal_never_deletes_a_confirmed_step(world):
     journal._withdraw(conn, claim, task, first.number)
     assert [(r["step"], r["outcome"] is not None) for r in rows(world)] == [
         (1, True)]
+
+
+def test_a_declared_wait_of_zero_is_refused(world):
+    """Bug: the admission's ``0 < wait_s`` as ``0 <=``: an action declaring
+    no time at all for its request is let out, though nothing then bounds
+    when it lands (chapter 06's rule wants a positive wait that fits)."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
+    actions, performed = counting(world)
+    instant = actions["rename"]._replace(wait_s=0)
+    with pytest.raises(LeaseTooShort, match="a 0 s wait"):
+        journal.run_step(conn, task, PLAN.steps[0], instant, claim, now=T)
+    assert performed == []
+
+
+def test_a_paused_task_with_steps_done_stops_before_the_next_one(world):
+    """Bug: ``run_task`` under the pause flag counts its stop from the wrong
+    step (``skipped - 1``): with 5 steps confirmed, the run stops before
+    step 6, and writes nothing. Tried with steps already done, not only a
+    fresh task (where 0 + 1 and 0 - 1 are told apart by sign alone)."""
+    conn, task = world["conn"], world["task"]
+    done = journal.run_task(
+        conn, task, PLAN, world["actions"], owner="first", ttl=60,
+        should_stop=lambda: journal.confirmed_count(conn, task) >= 5)
+    assert done == {"skip": 0, "probe": 0, "run": 5, journal.STOPPED_BEFORE: 6}
+    control.set_paused(conn, True)
+    again = journal.run_task(conn, task, PLAN, world["actions"], owner="second",
+                             ttl=60)
+    assert again == {"skip": 5, "probe": 0, "run": 0, journal.STOPPED_BEFORE: 6}
+    assert len(rows(world)) == 5 and renamed(world) == 5
+
+
+def test_only_a_claims_claim_runs_a_step(world):
+    """Bug: ``check_claim`` without its type check: any object with the
+    right fields (here a copy of a real claim's) runs a step, and nothing
+    then says the fence was not asked through a real ``Claim``."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    lookalike = SimpleNamespace(**asdict(claim))
+    actions, performed = counting(world)
+    with pytest.raises(TypeError, match="claims.Claim"):
+        journal.run_step(conn, task, PLAN.steps[0], actions["rename"], lookalike)
+    assert performed == [] and rows(world) == []
