@@ -14,6 +14,7 @@ boundary or frozen (SIGSTOP) while a replacement runs, then let go.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -702,4 +703,31 @@ def test_only_a_claims_claim_runs_a_step(world):
     actions, performed = counting(world)
     with pytest.raises(TypeError, match="claims.Claim"):
         journal.run_step(conn, task, PLAN.steps[0], actions["rename"], lookalike)
+    assert performed == [] and rows(world) == []
+
+
+def test_a_confirmed_step_run_again_is_skipped_and_not_performed(world):
+    """Bug: ``run_step`` without its look for a recorded outcome: a step run
+    a second time (a caller that does not start from ``confirmed_count``)
+    goes on to settle a doubt that is not there instead of skipping."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    actions, performed = counting(world)
+    first = PLAN.steps[0]
+    assert journal.run_step(conn, task, first, actions["rename"], claim) == "run"
+    assert journal.run_step(conn, task, first, actions["rename"], claim) == "skip"
+    assert performed == [1] and renamed(world) == 1
+
+
+def test_a_claim_the_store_never_granted_is_stale(world):
+    """Bug: ``lease_length`` without its refusal of a claim with no
+    ``claims`` row: a claim carrying a generation the store never granted
+    fails on a missing row (``TypeError``) instead of being refused as
+    stale, and a caller catching ``StaleClaim`` misses it."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    forged = dataclasses.replace(claim, generation=claim.generation + 1)
+    actions, performed = counting(world)
+    with pytest.raises(fence.StaleClaim, match="no such claim"):
+        journal.run_step(conn, task, PLAN.steps[0], actions["rename"], forged)
     assert performed == [] and rows(world) == []
