@@ -731,3 +731,37 @@ def test_a_claim_the_store_never_granted_is_stale(world):
     with pytest.raises(fence.StaleClaim, match="no such claim"):
         journal.run_step(conn, task, PLAN.steps[0], actions["rename"], forged)
     assert performed == [] and rows(world) == []
+
+
+def test_a_commit_with_nothing_to_write_asks_no_fence(world):
+    """Bug: ``Pending.commit`` without its early return when nothing is held:
+    a run's closing commit opens a fenced transaction for nothing, and a
+    holder superseded meanwhile is refused (a refusal row, ``StaleClaim``)
+    though it had nothing left to write."""
+    conn, task = world["conn"], world["task"]
+    old = journal.claim_task(conn, task, "old", ttl=60, now=T)
+    journal.claim_task(conn, task, "new", ttl=60, now=T + 100)
+    assert journal.Pending(conn, task, old, now=T + 100).commit() is True
+    assert table_rows(conn, "refusals", "seq") == []
+
+
+def test_a_run_stops_at_the_intent_the_pause_flag_kept_out(world):
+    """Bug: ``run_step`` goes on past an intent its commit did not write
+    (the pause flag, read under the intent's lock): the step reaches its
+    ``after_intent`` boundary and asks for an admission with no intent in
+    the journal. The run ends at that commit, before anything else."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    rename, seen = world["actions"]["rename"], []
+
+    def renames_then_paused(args, key):
+        if args["file_id"] == "f002":  # the person pauses while step 2 acts
+            control.set_paused(conn, True)
+        return rename.execute(args, key)
+
+    actions = {**world["actions"],
+               "rename": rename._replace(execute=renames_then_paused)}
+    with boundary.observing(seen.append):
+        done = journal.run_plan(conn, task, PLAN, actions, claim)
+    assert done[journal.STOPPED_BEFORE] == 3
+    assert seen[-2:] == ["step-2:after_outcome", "step-3:before_intent"]
