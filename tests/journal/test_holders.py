@@ -765,3 +765,37 @@ def test_a_run_stops_at_the_intent_the_pause_flag_kept_out(world):
         done = journal.run_plan(conn, task, PLAN, actions, claim)
     assert done[journal.STOPPED_BEFORE] == 3
     assert seen[-2:] == ["step-2:after_outcome", "step-3:before_intent"]
+
+
+def test_waiting_out_a_lease_renewed_meanwhile_is_held_at_once(world, monkeypatch):
+    """Bug: ``wait_out`` does not raise when the holder renews its lease
+    while a person waits (real clock): someone is at work on the task, yet
+    the wait goes on, to its timeout or until that holder's new lease ends.
+    The renewal is made deterministic: it happens right after the first look
+    at the lease (another connection's fenced write), not by a race."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60)
+    real_lease_over, renewed = journal.lease_over, []
+
+    def lease_over_then_renewed(*args, **options):
+        answer = real_lease_over(*args, **options)
+        if not renewed:
+            with opened(world["where"]["journal"]) as other, \
+                    fence.fenced_record(other, claim, "renew"):
+                renewed.append(fence.renew_locked(other, claim, 120))
+        return answer
+
+    monkeypatch.setattr(journal, "lease_over", lease_over_then_renewed)
+    with pytest.raises(journal.TaskHeld, match="renewed its lease"):
+        journal.wait_out(conn, task, timeout=10)
+    assert len(renewed) == 1
+
+
+def test_waiting_out_a_live_lease_past_the_timeout_is_held(world):
+    """Bug: ``wait_out`` swallows its bounded wait's timeout: a lease still
+    live after ``timeout`` seconds (real clock) returns as if it had ended,
+    and a person's decision goes ahead under a live holder."""
+    conn, task = world["conn"], world["task"]
+    journal.claim_task(conn, task, "w", ttl=60)
+    with pytest.raises(journal.TaskHeld, match=r"past 0\.2 s"):
+        journal.wait_out(conn, task, timeout=0.2)
