@@ -23,6 +23,7 @@ import pytest
 from crashcourse import journal, store
 from crashcourse.effects import operation_key
 from crashcourse.journal.plan import (
+    GateFailed,
     Plan,
     PlanChanged,
     Step,
@@ -728,3 +729,19 @@ def test_a_lost_wal_does_not_send_the_mail_twice(tmp_path):
         assert journal.journal_status(conn, task, plan).count("confirmed") == len(
             plan.steps)
     conn.close()
+
+
+def test_a_failing_gate_stops_the_run_with_nothing_in_doubt(world):
+    """Bug: ``run_plan`` does not ask a gate's probe before the gate's
+    intent: a failing verification is written as a step in doubt (or run as
+    if passed) and the irreversible mails after it may go out. The gate is
+    asked first: ``GateFailed``, no row for it, no mail."""
+    failing = world["actions"]["verify_drive"]._replace(
+        probe=lambda args, key: (False, {"seen": "a file the plan did not name"}))
+    actions = {**world["actions"], "verify_drive": failing}
+    with pytest.raises(GateFailed):
+        run(world, actions)
+    entries = journal.entries(world["journal"], world["task"])
+    assert [e["step"] for e in entries] == list(range(1, GATE))
+    assert all(e["outcome"] is not None for e in entries)
+    assert mail.messages(world["mail"]) == []
