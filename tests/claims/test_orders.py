@@ -539,3 +539,14 @@ def test_a_proposal_cannot_be_changed_once_made():
     with pytest.raises(AttributeError):
         proposal.quantity = 60  # FrozenInstanceError is an AttributeError
     assert proposal == orders.Proposal("flour-25kg", 6, 2150)
+
+
+@pytest.mark.parametrize("wait_s", [0, 0.0, -1.0])
+def test_a_wait_of_no_time_is_not_admitted(conn, wait_s):
+    """Bug: the lease check's ``0 < wait_s`` as ``0 <=``: a request that
+    declares no time at all (or less) is let out, and nothing bounds when it
+    lands. Tried with a lease of an hour, so only the lower bound refuses."""
+    claim, operation_key = signed_off(conn, f"phone:zero{wait_s}", ttl=3600.0)
+    with pytest.raises(orders.LeaseTooShort):
+        orders.admit(conn, claim, operation_key, wait_s)
+    assert orders.order_for(conn, claim.id)["status"] == orders.SIGNED_OFF
