@@ -550,3 +550,22 @@ def test_a_wait_of_no_time_is_not_admitted(conn, wait_s):
     with pytest.raises(orders.LeaseTooShort):
         orders.admit(conn, claim, operation_key, wait_s)
     assert orders.order_for(conn, claim.id)["status"] == orders.SIGNED_OFF
+
+
+@pytest.mark.sqlite_only("a SQLite trigger stands in for a failure between writes")
+def test_a_sign_off_that_cannot_ready_its_work_signs_nothing_off(conn):
+    """Bug: ``sign_off``'s two writes outside one transaction: when readying
+    the work fails (a trigger here stands in for a crash between the two),
+    the order is left SIGNED_OFF with its work still BLOCKED, and nobody
+    claims it to send. Both happen, or neither."""
+    claims.enqueue(conn, "phone:atomic", "s", "restock flour")
+    claim = claims.claim(conn, "w1", ttl=5)
+    operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
+    fence.finish(conn, claim, "BLOCKED", "waiting for sign-off")
+    conn.execute("CREATE TEMP TRIGGER no_ready BEFORE UPDATE OF status ON work"
+                 " BEGIN SELECT RAISE(ABORT, 'the second write fails'); END")
+    with pytest.raises(Exception, match="the second write fails"):
+        orders.sign_off(conn, operation_key)
+    conn.execute("DROP TRIGGER no_ready")
+    assert orders.order_for(conn, claim.id)["status"] == orders.DRAFT
+    assert claims.work_row(conn, claim.id)["status"] == "BLOCKED"
