@@ -464,3 +464,20 @@ def test_an_unknown_work_row_is_a_key_error(conn):
     """Bug: ``work_row`` without its ``raise KeyError``."""
     with pytest.raises(KeyError, match="work-nope"):
         claims.work_row(conn, "work-nope")
+
+
+def test_a_lapsed_lease_is_taken_and_a_live_one_beside_it_is_not(conn):
+    """Bug: where a claim looks for held turns whose lease ran out, the
+    lease's end is dropped (``item.expires <= :now``): with one lease live
+    and one lapsed, the pass takes the OLDEST held turn, the live one, from
+    a holder still at work. Two sessions, an injected clock: the older turn
+    is the live one, so claim order alone would pick it."""
+    t = 1_796_000_000.0
+    live = claims.enqueue(conn, "o:live", "s-live", "p")
+    lapsed = claims.enqueue(conn, "o:lapsed", "s-lapsed", "p")
+    assert claims.claim(conn, "a", ttl=600, now=t, work_id=live).id == live
+    assert claims.claim(conn, "b", ttl=1, now=t, work_id=lapsed).id == lapsed
+    taken = claims.claim(conn, "c", ttl=60, now=t + 10)
+    assert taken is not None and taken.id == lapsed
+    assert claims.work_row(conn, live)["owner"] == "a"
+    assert claims.claim(conn, "d", ttl=60, now=t + 10) is None
