@@ -22,7 +22,7 @@ from crashcourse import claims, control, journal
 from crashcourse.claims import fence, orders
 from crashcourse.journal.plan import Step, UnknownTask, load_plan, make_plan, save_plan  # noqa: E402
 from crashcourse.lab.example import FLOUR, ScriptedModel  # noqa: E402
-from crashcourse.store import count_rows, opened, table_rows  # noqa: E402
+from crashcourse.store import count_rows, immediate, opened, table_rows  # noqa: E402
 from crashcourse.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.postgres_only("only a server: several writers, its clock")
@@ -253,3 +253,20 @@ def test_a_fresh_schema_beside_an_installed_one_reads_as_empty(agent, store_at):
         assert journal.entries(fresh, "t") == []
         with pytest.raises(UnknownTask):
             load_plan(fresh, plan.task)
+
+
+def test_a_turn_another_claimer_has_locked_holds_back_its_session(agent):
+    """Bug: the pick without its ``FIRST`` rule (a turn waits for its
+    session's turns before it): a claimer skips the session's first turn,
+    row-locked by another claimer (``SKIP LOCKED``), and takes the second,
+    a conversation out of order. Made deterministic: a second connection
+    holds the first turn's row lock while the claim runs, then lets go."""
+    with opened(agent) as conn, opened(agent) as locker:
+        first = claims.enqueue(conn, "phone:s:1", "s", "turn 1")
+        second = claims.enqueue(conn, "phone:s:2", "s", "turn 2")
+        with immediate(locker, shared=True):
+            locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
+                           {"id": first})
+            assert claims.claim(conn, "w", ttl=60) is None
+        assert claims.work_row(conn, second)["status"] == claims.READY
+        assert claims.claim(conn, "w", ttl=60).id == first
