@@ -565,3 +565,21 @@ def test_a_schema_name_that_is_not_an_identifier_is_refused_before_connecting(
     identifier: it would go into the server's options as written."""
     with pytest.raises(ValueError, match="not a schema name"):
         pgstore.connect("postgresql://nobody@127.0.0.1:9/none", schema=schema)
+
+
+def test_closing_a_store_connection_ends_its_server_session(pg_server):
+    """Bug: ``Connection.close`` without closing the psycopg connection: every
+    ``store.opened`` leaves a server session behind, until the server's
+    connection limit refuses the next worker."""
+    def sessions() -> int:
+        with pgstore.connect(pg_server.url).raw as raw:
+            return raw.execute("SELECT count(*) FROM pg_stat_activity"
+                               " WHERE application_name = 'closing-test'"
+                               ).fetchone()[0]
+
+    conn = pgstore.connect(pg_server.url)
+    conn.raw.execute("SET application_name = 'closing-test'")
+    assert sessions() == 1
+    conn.close()
+    assert conn.raw.closed
+    wait_until(lambda: sessions() == 0, 10.0, what="the closed session gone")
