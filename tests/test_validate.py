@@ -4,6 +4,7 @@ of which the runtime's refusals are made."""
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -170,3 +171,17 @@ def test_a_bad_argument_is_one_line_and_exit_status_two(capsys):
     assert stopped.value.code == 2
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and ": error: " in said and "(see --help)" in said
+
+
+def test_check_place_refuses_what_exists_and_is_no_regular_file(tmp_path):
+    """Bug: ``check_place`` without its regular-file check: a device
+    (/dev/null, /dev/full) or a FIFO in a writable folder passes, and the
+    worker's store write fails deep inside SQLite (issue 23). An existing
+    regular file passes."""
+    fifo = tmp_path / "a-fifo"
+    os.mkfifo(fifo)
+    for bad in ("/dev/null", "/dev/full", str(fifo)):
+        with pytest.raises(ValueError, match="not a regular file"):
+            validate.check_place("--state", bad)
+    (tmp_path / "kept.sqlite").write_text("")
+    assert validate.check_place("--state", str(tmp_path / "kept.sqlite"))
