@@ -442,3 +442,39 @@ def test_a_worker_that_exits_before_its_boundary_says_why_in_the_error():
             worker.wait_for_boundary(timeout=30)
     assert "exit 5" in str(raised.value)
     assert "refused: the lease ran out" in str(raised.value)
+
+
+PARENT = """
+import pathlib, sys, time
+from crashcourse.lab.harness import Harness
+with Harness() as harness:
+    worker = harness.start(["-c", "import time; time.sleep(120)"])
+    pathlib.Path(sys.argv[1]).write_text(str(worker.pid))
+    time.sleep(120)
+"""
+
+
+def test_a_parent_stopped_by_sigterm_leaves_no_worker_behind(tmp_path):
+    """``timeout`` or ``kill`` sends SIGTERM to a checkpoint: its ``with
+    Harness()`` block unwinds and kills its workers' groups, instead of dying
+    at once and leaving a supplier running with nobody to stop it."""
+    told = tmp_path / "worker.pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(told)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    pid = None
+    try:
+        wait_until(told.exists, 60, what="the parent's worker")
+        wait_until(told.read_text, 5, what="its pid written")
+        pid = int(told.read_text())
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(60) == 128 + signal.SIGTERM, parent.stderr.read()
+        assert settled(pid, 30), "the worker outlived its parent"
+    finally:
+        if parent.poll() is None:
+            os.killpg(parent.pid, signal.SIGKILL)
+            parent.wait(60)
+        if pid is not None and running(pid):
+            os.killpg(pid, signal.SIGKILL)  # a worker is its own group's leader
+        parent.stderr.close()
+

@@ -149,6 +149,24 @@ class Worker:
         self.marker_fd = self.control_fd = None
 
 
+def terminate_unwinds() -> None:
+    """Make SIGTERM (``timeout``, ``kill``, a CI job stopped) raise
+    ``SystemExit`` in this process, so every ``with Harness()`` block unwinds
+    and kills its workers' groups. By default the process dies at once and
+    its workers, a supplier among them, run on with nobody to stop them.
+    Only in the main thread (where handlers live) and only where nobody set a
+    handler of their own. SIGKILL cannot be caught: nothing helps there."""
+    import threading
+
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, exit_on_terminate)
+
+
+def exit_on_terminate(signum, frame) -> None:
+    raise SystemExit(128 + signum)  # the shell's status for a death by SIGTERM
+
+
 class Harness:
     """Owns the workers it starts; kills and reaps leftovers on exit."""
 
@@ -158,6 +176,7 @@ class Harness:
         self.workers: list[Worker] = []
 
     def __enter__(self) -> Harness:
+        terminate_unwinds()
         return self
 
     def __exit__(self, *exc) -> None:
