@@ -81,3 +81,50 @@ def test_a_hold_out_of_range_is_refused(tmp_path, value):
                    "--hold-first", value),
              BAD_INPUT, "--hold-first")
     assert list(tmp_path.iterdir()) == []
+
+
+PARENT = """
+import pathlib, sys, time
+from crashcourse.lab.harness import Harness
+from crashcourse.services.supplier.process import start_supplier
+with Harness() as harness:
+    supplier = start_supplier(harness, sys.argv[1])
+    pathlib.Path(sys.argv[2]).write_text(str(supplier.worker.pid))
+    time.sleep(60)  # until the test kills this parent
+"""
+
+
+def serving(pid: int, db) -> bool:
+    """Whether ``pid`` is still the supplier on ``db``, and not a zombie."""
+    try:
+        command = open(f"/proc/{pid}/cmdline", "rb").read()
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return str(db).encode() in command and state != "Z"
+
+
+def test_a_supplier_stops_when_its_parent_is_killed(tmp_path):
+    """SIGKILL skips the parent's harness clean-up: without the server's own
+    watch, the supplier serves on under init (it did, before this test)."""
+    from crashcourse.waiting import wait_until
+
+    db, said = tmp_path / "s.db", tmp_path / "pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(db), str(said)],
+                              start_new_session=True)
+    supplier = None
+    try:
+        wait_until(lambda: said.exists() and said.read_text(), 20,
+                   what="the supplier's pid")
+        supplier = int(said.read_text())
+        assert serving(supplier, db)
+        os.kill(parent.pid, 9)
+        parent.wait(timeout=10)
+        wait_until(lambda: not serving(supplier, db), 10,
+                   what="the orphaned supplier to stop")
+    finally:
+        if parent.poll() is None:
+            os.kill(parent.pid, 9)
+            parent.wait(timeout=10)
+        if supplier is not None and serving(supplier, db):
+            os.kill(supplier, 9)  # ours: its command line names our tmp file

@@ -38,7 +38,12 @@ connection just closes), hold the first POST for N s before the supplier
 looks at it (a request delayed on the way: not yet in flight here), reject
 every order. ``--no-fence`` is the mutant that ignores the generation.
 
-Exit status: it serves until killed; 2 bad input (usage, a value out of
+It serves until killed, or until the process that started it is gone: a
+parent killed by SIGKILL never runs its harness's clean-up, and its supplier
+would otherwise serve on under init, holding its port and its file (it then
+stops, says so in one line where anyone still reads it, and exits 0).
+
+Exit status: 2 bad input (usage, a value out of
 range, a ``--db`` or ``--ready`` that is not a file in a writable folder, a
 ``--db`` that is not an undamaged supplier store), 74 an address or a file the
 machine refuses (a ``--host`` it cannot bind, a disk that is full). Each is
@@ -82,6 +87,7 @@ from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, opened
 from crashcourse.validate import BAD_INPUT, argument_parser, check_place
 
 IO_ERROR = 74  # a place the machine would not bind or write (EX_IOERR)
+PARENT_CHECK_S = 0.2  # how often the server looks whether its parent is gone
 
 ORDERS, RELEASE = "/orders", "/release"
 RETRY_AFTER_S = 1  # what a 503 or an in-flight 409 tells the caller to wait
@@ -260,7 +266,23 @@ def serve(config: argparse.Namespace) -> None:
     partial = ready.with_name(ready.name + ".partial")
     partial.write_text(json.dumps({"port": server.server_address[1]}))
     os.replace(partial, ready)
+    threading.Thread(target=stop_when_orphaned, args=(server, os.getppid()),
+                     daemon=True, name="parent-watch").start()
     server.serve_forever()
+
+
+def stop_when_orphaned(server: Server, parent: int) -> None:
+    """Shut ``server`` down once its parent is gone: an orphan is re-parented,
+    so ``getppid`` no longer names ``parent`` (polled: PR_SET_PDEATHSIG is
+    Linux's alone and fires when the parent's forking THREAD ends)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    server.shutdown()  # serve_forever returns; main exits 0
+    try:  # the parent held our pipes: most likely nobody reads this line
+        print(f"server.py: the process that started it ({parent}) is gone:"
+              " stopped", file=sys.stderr)
+    except OSError:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
