@@ -11,9 +11,10 @@ approval) is done before the clock starts; nobody reads a snapshot.
 * bare: ``python -c`` that writes the marker and sleeps, then a replacement
   ``python -c "import sqlite3"``. No harness, nothing else imported.
 * ours: the book's trial, ``harness.kill_and_resume`` of the chapter 00
-  worker (``crashcourse.workers.pay_invoice``) killed at ``after_payment``;
-  its replacement finds the payment by key and writes the checkpoint. Issue
-  11's target: at most 1.4 times the bare trial.
+  worker (``crashcourse.workers.pay_invoice``, started as the book starts it:
+  ``pay_invoice.command``) killed at ``after_payment``; its replacement finds
+  the payment by key and writes the checkpoint. Issue 11's target: at most
+  1.4 times the bare trial.
 * floor, to read that ratio by: the bare trial with both processes importing
   exactly the standard modules the worker cannot do without (``FLOOR_MODULES``:
   sqlite3 for its files, json and hashlib for the canonical JSON and sha256 of
@@ -54,6 +55,10 @@ say what ours does that the floor does not:
   floor's modules, and the worker's module, each started and waited for in
   turn, medians. The worker's imports minus the floor's is what its own
   modules and their avoidable imports cost (per process; a trial has two).
+  Beside them, ``python -m`` of a module that does nothing
+  (``crashcourse.boundary``) and ``python -c`` importing it: their
+  difference is what ``-m`` itself (runpy) would add to every start, which
+  ``pay_invoice.command`` does not pay (``workers.options.launch``).
 * IMPORTS BEYOND THE FLOOR, module by module: ``python -X importtime``
   importing the floor's modules and then the worker's, each module's own
   time (medians): the book's modules, and what they pull in from the
@@ -104,6 +109,7 @@ from crashcourse.lab.pipes import pidfd
 from crashcourse.services import payments
 from crashcourse.store import connect
 from crashcourse.validate import argument_parser
+from crashcourse.workers import pay_invoice
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "harness.json"
@@ -176,9 +182,8 @@ def worker_args(directory: Path, n) -> list[str]:
     service = directory / f"payments-{n}.sqlite"
     payments.install(service)
     payments.approve(service, "PO-1001", 4000, "USD")
-    return ["-m", WORKER, "--payments", str(service),
-            "--state", str(directory / f"worker-{n}.sqlite"), "--task", "restock-1",
-            "--order", "PO-1001", "--amount", "4000", "--currency", "USD"]
+    return pay_invoice.command(service, directory / f"worker-{n}.sqlite",
+                               "restock-1", "PO-1001", 4000, "USD")
 
 
 def our_trial(directory: Path, n: int, args: tuple[list[str], list[str]]
@@ -391,16 +396,21 @@ def target(found: dict) -> dict:
 
 def start_up(trials: int) -> dict:
     """``python -c`` that imports and exits: bare, the floor, the worker's
-    module; in turn, trial by trial, after one untimed round. Medians, ms."""
-    codes = {"bare": "import sqlite3", "floor": f"import {FLOOR_MODULES}",
-             "worker": f"import {WORKER}"}
+    module; and ``-m``'s own cost (``runpy_ms``: ``-m`` minus ``-c`` of a
+    module that does nothing, the median of their differences); in turn,
+    trial by trial, after one untimed round. Medians, ms."""
+    codes = {"bare": ["-c", "import sqlite3"],
+             "floor": ["-c", f"import {FLOOR_MODULES}"],
+             "worker": ["-c", f"import {WORKER}"],
+             "idle_c": ["-c", "import crashcourse.boundary"],
+             "idle_m": ["-m", "crashcourse.boundary"]}
     rows = {name: [] for name in codes}
     for n in range(-1, trials):
         for name, code in codes.items():
             start = time.perf_counter()
             # reap() waits on a pidfd: Popen.wait(timeout=) would poll, on a
             # ladder of sleeps whose steps (0.5, 1, 2, ... 32 ms) it would measure
-            child = subprocess.Popen([sys.executable, "-c", code],
+            child = subprocess.Popen([sys.executable, *code],
                                      stdin=subprocess.DEVNULL)
             reap(child)
             if child.returncode != 0:
@@ -410,6 +420,9 @@ def start_up(trials: int) -> dict:
     found = {f"{name}_ms": round(statistics.median(spent), 2)
              for name, spent in rows.items()}
     found["worker_over_floor_ms"] = round(found["worker_ms"] - found["floor_ms"], 2)
+    del found["idle_m_ms"], found["idle_c_ms"]
+    found["runpy_ms"] = round(statistics.median(  # paired: start by start
+        m - c for m, c in zip(rows["idle_m"], rows["idle_c"], strict=True)), 2)
     return found
 
 
@@ -492,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                    "effect_boundary": measure_effects(calls, runs, Path(tmp))}
     results["above_floor"] = above_floor(results)
     document = {
-        "schema": "crashcourse.bench.harness/4",
+        "schema": "crashcourse.bench.harness/5",
         "measured_on": time.strftime("%Y-%m-%d"),
         "manifest": manifest(__file__),
         "parameters": {"trials": trials, "calls": calls, "runs_per_mode": runs,

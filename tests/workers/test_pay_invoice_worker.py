@@ -239,3 +239,61 @@ def test_the_recount_of_a_worker_killed_before_it_installed_is_zero(tmp_path):
     assert paying.recount(service, fresh) == {"payments": 2, "checkpoints": 0}
     with store.opened(fresh) as conn:
         assert paying.own_tables(conn) == set()  # the read created nothing
+
+
+def started_both_ways(tmp_path, **changes):
+    """The same payment run by ``pay_invoice.command`` and by ``python -m``,
+    each on its own fresh service; both runs' (status, stdout, stderr) and
+    both services' rows."""
+    found = {}
+    for how in ("command", "-m"):
+        folder = tmp_path / how.strip("-")
+        folder.mkdir(parents=True)
+        service, state = folder / "payments.sqlite", folder / "worker.sqlite"
+        payments.install(service)
+        payments.approve(service, ORDER, AMOUNT, CURRENCY)
+        line = pay_invoice.command(service, state, "restock-0042", ORDER, AMOUNT,
+                                   CURRENCY)
+        for option, value in changes.items():
+            line[line.index(option) + 1] = value
+        if how == "-m":
+            line = ["-m", "crashcourse.workers.pay_invoice", *line[2:]]
+        runs = [subprocess.run([sys.executable, *line], capture_output=True,
+                               text=True, timeout=60) for _ in range(2)]
+        found[how] = ([(r.returncode, r.stdout, r.stderr) for r in runs],
+                      paying.recount(service, state) if state.exists() else None)
+    return found
+
+
+def test_the_command_runs_the_worker_as_python_m_would(tmp_path):
+    """``command`` starts the worker without ``-m`` (``options.launch``); the
+    run is the same: its report, its status, its rows, and its refusals name
+    the program the same (fails when launch leaves ``sys.argv[0]`` as "-c")."""
+    found = started_both_ways(tmp_path)
+    assert found["command"] == found["-m"]
+    assert [status for status, _, _ in found["command"][0]] == [0, 0]
+    assert found["command"][1] == {"payments": 1, "checkpoints": 1}
+    refused = started_both_ways(tmp_path / "bad", **{"--currency": "usd"})
+    assert refused["command"] == refused["-m"]
+    (status, _, said), _ = refused["command"][0]
+    assert status == 2 and said.startswith("pay_invoice.py: error: ")
+
+
+def test_the_command_does_not_load_runpy(tmp_path):
+    """What ``command`` saves at every start: ``python -m``'s runpy (fails
+    when command goes back to ``-m``)."""
+    service = tmp_path / "payments.sqlite"
+    payments.install(service)
+    line = pay_invoice.command(service, tmp_path / "worker.sqlite", "t", ORDER,
+                               AMOUNT, CURRENCY)
+    done = subprocess.run([sys.executable, "-X", "importtime", *line],
+                          capture_output=True, text=True, timeout=60)
+    loaded = {row.rsplit("|", 1)[-1].strip() for row in done.stderr.splitlines()}
+    assert "crashcourse.workers.pay_invoice" in loaded, done.stderr
+    assert "runpy" not in loaded
+
+
+@pytest.mark.parametrize("name", ["", "os; import shutil", "a..b", "1x"])
+def test_launch_takes_a_module_name_only(name):
+    with pytest.raises(ValueError):
+        options.launch(name)

@@ -160,6 +160,21 @@ def text_options(argv: list[str], required: tuple[str, ...],
     return options | given
 
 
+def launch(module: str) -> list[str]:
+    """``sys.executable``'s arguments that run ``module``'s ``main()`` with the
+    command line that follows, as ``python -m module`` would, but the way a
+    console script starts its program: import the module, call ``main``.
+    ``-m`` first loads ``runpy`` and ``importlib.util`` to find the module and
+    run it as ``__main__``: about 1 ms of CPU at every start
+    (``bench/bench_harness.py``), and a kill trial starts two workers.
+    ``sys.argv[0]`` is the module's file, as under ``-m``, so the program's
+    messages name it the same (chapter 00)."""
+    if not all(part.isidentifier() for part in module.split(".")):
+        raise ValueError(f"not a module name: {module!r}")
+    return ["-c", f"import sys, {module} as program; sys.argv[0] = program.__file__;"
+                  " sys.exit(program.main())"]
+
+
 def check_installed(*stores: tuple[str, tuple[str, ...]], record: bool = True
                     ) -> None:
     """Each ``(path, tables)`` is an installed, undamaged store, or

@@ -70,8 +70,10 @@ def command(service, state, task: str = "restock-1", order: str = "PO-1001",
             retry: str = "reuse-key") -> list[str]:
     """The worker's command line for ``Harness.start`` (``sys.executable``'s
     arguments): pay ``order`` for ``task``; by default chapter 00's invoice,
-    40 dollars of oat milk (chapters 00-02)."""
-    return ["-m", "crashcourse.workers.pay_invoice",
+    40 dollars of oat milk (chapters 00-02). The same run as ``python -m
+    crashcourse.workers.pay_invoice`` with these options, started without
+    ``-m``'s runpy (``options.launch``)."""
+    return [*options.launch("crashcourse.workers.pay_invoice"),
             "--payments", str(service), "--state", str(state), "--task", task,
             "--order", order, "--amount", str(amount), "--currency", currency,
             "--retry", retry]
