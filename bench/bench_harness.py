@@ -58,7 +58,11 @@ say what ours does that the floor does not:
   Beside them, ``python -m`` of a module that does nothing
   (``crashcourse.boundary``) and ``python -c`` importing it: their
   difference is what ``-m`` itself (runpy) would add to every start, which
-  ``pay_invoice.command`` does not pay (``workers.options.launch``).
+  ``pay_invoice.command`` does not pay (``workers.options.launch``). And the
+  worker's module importing, then checking the payment service once and
+  twice as the worker checks it before it writes: SQLite's first use with
+  one look, and what one more look costs (the worker looks before it opens
+  its own file, and the payment's own open looks again).
 * IMPORTS BEYOND THE FLOOR, module by module: ``python -X importtime``
   importing the floor's modules and then the worker's, each module's own
   time (medians): the book's modules, and what they pull in from the
@@ -394,16 +398,28 @@ def target(found: dict) -> dict:
             "reachable": floor < TARGET, "verdict": verdict}
 
 
-def start_up(trials: int) -> dict:
+def start_up(trials: int, directory: Path) -> dict:
     """``python -c`` that imports and exits: bare, the floor, the worker's
-    module; and ``-m``'s own cost (``runpy_ms``: ``-m`` minus ``-c`` of a
-    module that does nothing, the median of their differences); in turn,
-    trial by trial, after one untimed round. Medians, ms."""
+    module; in turn, trial by trial, after one untimed round. Medians, ms.
+    Three differences, each the median of its pairs start by start:
+    ``runpy_ms``, what ``-m`` itself costs (``-m`` minus ``-c`` of a module
+    that does nothing); ``first_look_ms``, the worker's module importing and
+    then checking the payment service once as a worker does before it
+    writes (``options.check_installed``: open, its tables, integrity check,
+    close), minus importing only: SQLite's first use in a process and one
+    look; ``second_look_ms``, a second such look in the same process, which
+    is what the worker's check costs beside the payment's own open."""
+    service = directory / "start-up-payments.sqlite"
+    payments.install(service)
+    look = (f"from crashcourse.workers.options import check_installed; "
+            f"check_installed(({str(service)!r}, {payments.TABLES!r}))")
     codes = {"bare": ["-c", "import sqlite3"],
              "floor": ["-c", f"import {FLOOR_MODULES}"],
              "worker": ["-c", f"import {WORKER}"],
              "idle_c": ["-c", "import crashcourse.boundary"],
-             "idle_m": ["-m", "crashcourse.boundary"]}
+             "idle_m": ["-m", "crashcourse.boundary"],
+             "look_once": ["-c", f"import {WORKER}; {look}"],
+             "look_twice": ["-c", f"import {WORKER}; {look}; {look}"]}
     rows = {name: [] for name in codes}
     for n in range(-1, trials):
         for name, code in codes.items():
@@ -420,9 +436,13 @@ def start_up(trials: int) -> dict:
     found = {f"{name}_ms": round(statistics.median(spent), 2)
              for name, spent in rows.items()}
     found["worker_over_floor_ms"] = round(found["worker_ms"] - found["floor_ms"], 2)
-    del found["idle_m_ms"], found["idle_c_ms"]
-    found["runpy_ms"] = round(statistics.median(  # paired: start by start
-        m - c for m, c in zip(rows["idle_m"], rows["idle_c"], strict=True)), 2)
+    for name in ("idle_m", "idle_c", "look_once", "look_twice"):
+        del found[f"{name}_ms"]
+    for part, with_it, without in (("runpy", "idle_m", "idle_c"),
+                                   ("first_look", "look_once", "worker"),
+                                   ("second_look", "look_twice", "look_once")):
+        found[f"{part}_ms"] = round(statistics.median(  # paired: start by start
+            a - b for a, b in zip(rows[with_it], rows[without], strict=True)), 2)
     return found
 
 
@@ -500,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         (Path(tmp) / "trials").mkdir()
         results = {"kill_trial": measure_trials(trials, Path(tmp) / "trials",
                                                 Path(in_ram) if ram else None),
-                   "start_up": start_up(max(trials * 2, 10)),
+                   "start_up": start_up(max(trials * 2, 10), Path(tmp)),
                    "imports_beyond_floor": imports_beyond_floor(max(trials, 5)),
                    "effect_boundary": measure_effects(calls, runs, Path(tmp))}
     results["above_floor"] = above_floor(results)
