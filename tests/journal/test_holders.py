@@ -186,15 +186,46 @@ def test_a_declared_wait_longer_than_the_lease_left_is_refused(world):
     assert [(r["step"], r["outcome"]) for r in rows(world)] == [(1, None)]
 
 
-def test_each_intent_renews_the_lease_in_the_work_and_claims_rows(world):
+def test_an_intent_renews_a_lease_a_third_spent_in_the_work_and_claims_rows(world):
     """Bug: the lease is never renewed: a plan longer than one lease loses
     its claim halfway (or the claims row keeps the first expiry, and a later
-    holder reads the lease as over while its holder still acts)."""
+    holder reads the lease as over while its holder still acts). Or it is
+    renewed only half spent (``renews`` with a half for three quarters),
+    leaving a step less room than the rule says."""
     conn, task = world["conn"], world["task"]
     claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
-    journal.run_plan(conn, task, PLAN, world["actions"], claim, now=T + 50)
+    journal.run_plan(conn, task, PLAN, world["actions"], claim, now=T + 20)
     [row] = table_rows(conn, "claims", "generation")
-    assert row["expires"] == journal.holder(conn, task)["expires"] == T + 110
+    assert row["expires"] == journal.holder(conn, task)["expires"] == T + 80
+
+
+def test_an_intent_leaves_a_lease_barely_spent_as_it_is(world):
+    """Bug: every intent rewrites the work and claims rows (``renews`` always
+    true): two rows and their index pages in every step's commit, which the
+    rule spares until a quarter of the lease is spent beyond the step's wait
+    (issue 24)."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
+    wait = world["actions"]["rename"].wait_s
+    assert 60 - 10 - wait >= (60 - wait) * 3 / 4  # at T + 10 the lease stands
+    journal.run_plan(conn, task, PLAN, world["actions"], claim, now=T + 10)
+    [row] = table_rows(conn, "claims", "generation")
+    assert row["expires"] == journal.holder(conn, task)["expires"] == T + 60
+
+
+def test_an_intent_renews_a_lease_its_step_s_wait_would_not_fit_in(world):
+    """Bug: ``renews`` counts what is spent of the lease without the step's
+    declared wait: at T + 1 a 10 s lease has 9 s left, more than three
+    quarters of it, so the intent leaves it, and the admission then refuses
+    a 9 s wait that a renewed lease holds (``LeaseTooShort``)."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=10, now=T)
+    actions, performed = counting(world)
+    slow = actions["rename"]._replace(wait_s=9.0)
+    assert journal.run_step(conn, task, PLAN.steps[0], slow, claim,
+                            now=T + 1) == journal.RUN
+    assert performed == [1]
+    assert journal.holder(conn, task)["expires"] == T + 11
 
 
 @pytest.mark.sqlite_only("SQLite's statement trace shows no intent written")
@@ -799,3 +830,19 @@ def test_waiting_out_a_live_lease_past_the_timeout_is_held(world):
     journal.claim_task(conn, task, "w", ttl=60)
     with pytest.raises(journal.TaskHeld, match=r"past 0\.2 s"):
         journal.wait_out(conn, task, timeout=0.2)
+
+
+def test_an_admission_of_work_the_file_never_queued_is_refused_as_stale(world):
+    """Bug: ``holds`` without its fallback to the fence when its one read
+    finds no row: a claim on work this file never queued (here: a claim made
+    in another file) fails on a missing row (``TypeError``) instead of
+    being refused as stale, "no such work", and noted."""
+    conn, task = world["conn"], world["task"]
+    with opened(f"{world['dir']}/elsewhere.sqlite") as other:
+        journal.install(other)
+        foreign = journal.claim_task(other, task, "w", ttl=60)
+    journal.install(conn)
+    with pytest.raises(fence.StaleClaim, match="no such work"):
+        journal.admit(conn, foreign, task, PLAN.steps[0], 1.0)
+    assert [(r["action"], r["reason"]) for r in table_rows(conn, "refusals", "seq")
+            ] == [("admit step 1", "no such work")]

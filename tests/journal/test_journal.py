@@ -328,20 +328,27 @@ def test_reads_do_not_wait_for_a_writer_holding_the_lock(world):
 WRITES = ("INSERT", "UPDATE", "DELETE", "CREATE")
 
 
-def commits_of(conn, *, reads: list | None = None) -> list:
+def commits_of(conn, *, reads: list | None = None,
+               alone: list | None = None) -> list:
     """A list that fills with one entry per COMMIT run on ``conn`` of a
     transaction that wrote (an INSERT, UPDATE, DELETE or CREATE since its
-    BEGIN); ``reads`` gets one per COMMIT of a transaction that wrote none."""
-    wrote = [False]
+    BEGIN); ``reads`` gets one per COMMIT of a transaction that wrote none,
+    ``alone`` every statement run outside a transaction."""
+    wrote, inside = [False], [False]
 
     def trace(sql: str) -> None:
         verb = sql.split(None, 1)[0].upper() if sql.strip() else ""
         if verb == "BEGIN":
-            wrote[0] = False
+            wrote[0], inside[0] = False, True
+        elif verb in ("COMMIT", "ROLLBACK"):
+            inside[0] = False
+            if verb == "COMMIT":
+                (seen if wrote[0] else reads if reads is not None else []
+                 ).append(sql)
+        elif not inside[0] and alone is not None:
+            alone.append(sql)
         elif verb in WRITES:
             wrote[0] = True
-        elif verb == "COMMIT":
-            (seen if wrote[0] else reads if reads is not None else []).append(sql)
 
     seen = []
     conn.set_trace_callback(trace)
@@ -350,13 +357,15 @@ def commits_of(conn, *, reads: list | None = None) -> list:
 
 @sqlite_only
 def test_a_run_commits_once_per_step(world):
-    reads = []
-    commits = commits_of(world["journal"], reads=reads)
+    reads, alone = [], []
+    commits = commits_of(world["journal"], reads=reads, alone=alone)
     run(world)
     world["journal"].set_trace_callback(None)
     # install, one per step (its intent with the previous outcome), the last alone
     assert len(commits) == 1 + STEPS + 1
-    assert len(reads) == STEPS  # the admissions: the write lock, nothing written
+    assert reads == []  # no transaction that writes nothing: no lock taken for it
+    # the admissions: one read each, outside any transaction (a snapshot)
+    assert sum(sql.startswith(journal.HOLDER[:40]) for sql in alone) == STEPS
     assert status(world).summary() == {"confirmed": STEPS, "in_doubt": 0,
                                        "not_started": 0}
 

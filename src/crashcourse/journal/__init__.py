@@ -18,29 +18,39 @@ acts, then its OUTCOME. A resumed run reads it:
 ONE HOLDER AT A TIME. The proof that at most one step is in doubt assumes one
 writer. So the journal runs under chapter 05's claim on its task
 (``claim_task``: the task queued as work in the journal's own file), every
-journal write is fenced (chapter 06), and each intent's commit renews the
-lease. A holder superseded or expired can write nothing more, and between
-its intent and its request ``admit`` checks, in a fenced transaction, that it
-still holds the task and that the action's declared wait fits in what is left
-of the lease (chapter 06's rule). What no check on this side closes is the
-instant between ``admit`` and the request leaving the process, the boundary
-``step-N:admitted``: a holder frozen exactly there sends late.
+journal write is fenced (chapter 06: ``fenced``, the check inside the
+write's transaction), and an intent's commit renews the lease once a
+quarter of it is spent, counted beyond the step's declared wait (``renews``). A
+holder superseded or expired can write nothing more, and between its intent
+and its request ``admit`` checks, in one read that writes nothing, that it
+still holds the task and that the action's declared wait fits in what is
+left of the lease (chapter 06's rule). What no check on this side closes is
+the instant between ``admit`` and the request leaving the process, the
+boundary ``step-N:admitted``: a holder frozen exactly there sends late.
 
 ONE COMMIT PER STEP. Only the intent must be committed before the action, and
 nothing reads an outcome before the next step begins. So ``run_plan`` holds
 step N's outcome (``Pending``) and commits it in ONE transaction with step
-N+1's intent (and the lease's renewal), after N+1's probe; the last outcome
-of a run commits alone. Each commit writes the held outcome before the new
-intent, so no committed state has two rows without an outcome: at most ONE
-step is in doubt, and the partial unique index ``one_in_doubt`` would refuse
-a second. The admission takes the write lock and writes nothing. The price
-of one commit: the step just performed reads as in doubt until the next
-intent commits.
+N+1's intent (and the lease's renewal, when due), after N+1's probe; the
+last outcome of a run commits alone. Each commit writes the held outcome
+before the new intent, so no committed state has two rows without an
+outcome: at most ONE step is in doubt, and the partial unique index
+``one_in_doubt`` would refuse a second. The admission takes no lock and
+writes nothing. The price of one commit: the step just performed reads as
+in doubt until the next intent commits.
+
+WHAT A STEP COSTS (issue 24). In ``synchronous=FULL`` a step's one commit
+waits for one sync of the journal's ``-wal``; the rest is CPU. So the hot
+path reads the fence's two rows in one statement (``holds``), the admission
+is that one read, the lease's two rows are written about once per quarter
+lease, and the table is kept in its key's order alone (``WITHOUT ROWID``):
+a step's commit writes the journal's row and its two index entries, about
+three pages.
 
 A STOP. The pause flag (chapter 09) refuses new intents and admissions, not
 the record of what already happened: an outcome, a probe's answer or a lease
-given back is written while paused (``fence.fenced_record``), so a stop still
-ends a run with nothing in doubt.
+given back is written while paused (``fence.fenced_record``'s rule), so a
+stop still ends a run with nothing in doubt.
 
 ``PHASES``, where a harness may kill step N, and what that leaves:
 
@@ -62,6 +72,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import namedtuple
+from contextlib import contextmanager
 
 from crashcourse import claims, control, store
 from crashcourse.boundary import boundary
@@ -83,7 +94,7 @@ from crashcourse.journal.reads import (  # noqa: F401  (journal.journal_status e
     step_key,
     step_row,
 )
-from crashcourse.store import ensure_schema
+from crashcourse.store import dialect, ensure_schema, immediate
 from crashcourse.validate import check_count
 from crashcourse.waiting import wait_until
 
@@ -93,13 +104,14 @@ SKIP = "skip"  # how run_step settled a step: SKIP, PROBE or RUN
 STOPPED_BEFORE = "stopped_before"  # run_plan's result: the step a stop came before
 ROLE = "journal"  # the role of a task's work row, beside chapter 05's "shop"
 DEFAULT_WAIT_S = 1.0  # an action's declared wait, unless it declares its own
-DEFAULT_TTL_S = 3.0  # a run's lease, renewed by every intent it commits
+DEFAULT_TTL_S = 3.0  # a run's lease, renewed by its intents (``renews``)
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS journal (
     task          TEXT NOT NULL,
     step          INTEGER NOT NULL,
-    operation_key TEXT NOT NULL UNIQUE,  -- travels with the action (mail header)
+    operation_key TEXT NOT NULL,         -- travels with the action (mail header),
+                                         -- begins task/step: unique as they are
     action        TEXT NOT NULL,
     args          TEXT NOT NULL,
     before_state  TEXT NOT NULL,         -- what the probe saw: for an unwind
@@ -107,12 +119,17 @@ CREATE TABLE IF NOT EXISTS journal (
     resolved_by   TEXT CHECK (resolved_by IN ('{RUN}', '{PROBE}')),
     generation    INTEGER,               -- the claim that wrote the row
     PRIMARY KEY (task, step)
-);
+){{without_rowid}};
 -- at most one step of a task may be in doubt, whatever the code does
 CREATE UNIQUE INDEX IF NOT EXISTS one_in_doubt ON journal (task)
     WHERE outcome IS NULL
 """
 _dumps = json.JSONEncoder(sort_keys=True).encode  # json.dumps(x, sort_keys=True)
+# The fence's two reads, the switches (pause flag, epoch) and the task's work
+# row, as ONE statement: a step reads them twice (its commit, its admission).
+HOLDER = ("SELECT work.*, runtime_control.paused, runtime_control.epoch"
+          " FROM work JOIN runtime_control ON runtime_control.id = 1"
+          " WHERE work.id = :id")
 
 
 class Action(namedtuple("_ActionFields", "execute probe restore wait_s",
@@ -147,11 +164,18 @@ class TaskCancelled(RuntimeError):
     claimed again; nothing was written."""
 
 
+def schema(conn: sqlite3.Connection) -> str:
+    """The journal's table in ``conn``'s database: on SQLite a table kept in
+    its primary key's order alone (``WITHOUT ROWID``), so a step's commit
+    writes one tree fewer (issue 24). A file made before keeps its own."""
+    return SCHEMA.format(without_rowid=dialect(conn).without_rowid)
+
+
 def install(conn: sqlite3.Connection) -> None:
     """Create the journal table in ``conn``'s database, with the claims and
     refusals its fenced writes need (chapter 07)."""
     fence.install_refusals(conn)
-    ensure_schema(conn, SCHEMA)
+    ensure_schema(conn, schema(conn))
 
 
 # --- the task's claim (chapter 05's, on the journal's own file) -------------------
@@ -286,15 +310,64 @@ def cancel_task(conn: sqlite3.Connection, task: str,
 # --- the journal's writes, each fenced --------------------------------------------
 
 
+def holds(conn: sqlite3.Connection, claim: Claim,
+          now: float | None = None) -> tuple[sqlite3.Row, float]:
+    """Check ``fence.assert_holder``'s rule (``claim`` still holds its task;
+    the pause flag set aside) in ONE read; that read (the work row with the
+    switches, ``paused`` and ``epoch``) and the instant it was judged at.
+    ``fence.StaleClaim`` if not. Inside a write transaction it is that
+    transaction's check; alone, one snapshot, as good as a transaction that
+    writes nothing (chapter 07).
+
+    On a server the fence's own check runs first: it locks the work row for
+    the write that follows (chapter 10)."""
+    if not dialect(conn).one_writer:
+        at = fence.assert_holder(conn, claim, now)  # the row stays locked
+        return conn.execute(HOLDER, {"id": claim.id}).fetchone(), at
+    row = conn.execute(HOLDER, {"id": claim.id}).fetchone()
+    at = store.now(conn, now)
+    if row is None:  # no work row or no switches: the fence says which
+        fence.assert_holder(conn, claim, now)
+    reason = fence.stale_reason(row, {"paused": 0, "epoch": row["epoch"]}, claim, at)
+    if reason is not None:
+        raise fence.StaleClaim(reason, claim)
+    return row, at
+
+
+@contextmanager
+def fenced(conn: sqlite3.Connection, claim: Claim, what: str,
+           now: float | None = None):
+    """``fence.fenced_record`` with its check made by ``holds``: one write
+    transaction that starts by checking ``claim`` still holds the task, and
+    yields what ``holds`` read (``paused`` among it: a write that must know
+    the pause flag does not read it again) and when. A refusal is noted in
+    ``refusals`` (chapter 06) and raised."""
+    try:
+        with immediate(conn, shared=True):
+            yield holds(conn, claim, now)
+    except fence.StaleClaim as refused:
+        fence.record_refusal(conn, claim, what, refused.reason)
+        raise
+
+
+def renews(left: float, ttl: float, wait_s: float) -> bool:
+    """Whether an intent renews its lease of ``ttl`` s, of which ``left`` is
+    left: when what is left beyond the step's declared wait (``wait_s``, the
+    wait its admission must fit) is under three quarters of what a fresh
+    lease leaves beyond it. So a step is admitted with at least that much
+    room to spare, and a run writes the lease's two rows about once per
+    quarter lease instead of in every step's commit (chapter 07)."""
+    return left - wait_s < (ttl - wait_s) * 3 / 4
+
+
 class Pending:
     """A step's outcome the worker holds and the journal does not yet: it
     commits in ONE transaction with the next step's intent (chapter 07).
 
     The UPDATE goes first, then the INSERT: the partial unique index is
     checked statement by statement, and so is never asked to hold two. The
-    commit is fenced as a record (``fence.fenced_record``): the outcome is
-    history and is written while paused; the new intent is not, and renews
-    the lease."""
+    commit is fenced as a record (``fenced``): the outcome is history and is
+    written while paused; the new intent is not, and renews the lease."""
 
     __slots__ = ("conn", "task", "claim", "ttl", "now", "step", "outcome")
 
@@ -309,22 +382,24 @@ class Pending:
         """Keep step ``step``'s outcome until the next commit."""
         self.step, self.outcome = check_count("step", step), _dumps(result)
 
-    def commit(self, intent: dict | None = None) -> bool:
+    def commit(self, intent: dict | None = None, wait_s: float = 0.0) -> bool:
         """The outcome held (if any) and ``intent`` (if any), in one commit;
         an intent may carry its outcome, found by the probe (``run_step``).
-        False: the pause flag kept the intent out (the outcome went in)."""
+        False: the pause flag kept the intent out (the outcome went in).
+
+        The intent renews the lease to its full length when ``renews`` says
+        so (``wait_s``: the wait its admission must fit); otherwise the
+        lease stands."""
         if self.step is None and intent is None:
             return True
-        written = intent is not None
         what = "outcome" if intent is None else "intent"  # for refusals
-        with fence.fenced_record(self.conn, self.claim, what, self.now):
+        with fenced(self.conn, self.claim, what, self.now) as (read, at):
             if self.step is not None:
                 self.conn.execute(
                     f"UPDATE journal SET outcome = :outcome, resolved_by = '{RUN}'"
                     " WHERE task = :task AND step = :step AND outcome IS NULL",
                     {"task": self.task, "step": self.step, "outcome": self.outcome})
-            if written and control.runtime(self.conn)["paused"]:  # under the lock
-                written = False
+            written = intent is not None and not read["paused"]  # under the lock
             if written:
                 self.conn.execute(
                     "INSERT INTO journal (task, step, operation_key, action, args,"
@@ -333,7 +408,8 @@ class Pending:
                     " :outcome, :by, :generation)",
                     {"outcome": None, "by": None, **intent,
                      "generation": self.claim.generation})
-                fence.renew_locked(self.conn, self.claim, self.ttl, self.now)
+                if renews(read["expires"] - at, self.ttl, wait_s):
+                    fence.renew_locked(self.conn, self.claim, self.ttl, self.now)
         self.step = self.outcome = None
         return written or intent is None
 
@@ -342,7 +418,7 @@ def _withdraw(conn, claim: Claim, task: str, number: int, now=None) -> None:
     """Delete an intent whose action did not run: the probe found nothing
     once its holder could no longer act, or this holder stopped before acting.
     A record of the past, so a stop does not refuse it."""
-    with fence.fenced_record(conn, claim, "withdraw", now):
+    with fenced(conn, claim, "withdraw", now):
         conn.execute("DELETE FROM journal WHERE task = :task AND step = :step"
                      " AND outcome IS NULL", {"task": task, "step": number})
 
@@ -351,28 +427,28 @@ def admit(conn: sqlite3.Connection, claim: Claim, task: str, step: Step,
           wait_s: float, now: float | None = None) -> bool:
     """The last check before step ``step``'s request leaves (chapter 07).
 
-    In one fenced transaction that writes nothing: ``claim`` still holds the
-    task (``fence.StaleClaim`` if not), and ``wait_s`` fits in what is left of
-    its lease (chapter 06's rule: ``orders.LeaseTooShort`` if not), so no
-    replacement may probe the step while this request can still be on its
-    way. False: the pause flag is set; the intent is withdrawn in the same
-    transaction and nothing is sent. A holder paused anywhere before this
-    check is refused here; one paused after it, at ``step-N:admitted``, is
-    not: that instant is what no check on this side can close."""
-    with fence.fenced_record(conn, claim, f"admit step {step.number}", now):
-        at = store.now(conn, now)
-        if control.runtime(conn)["paused"]:  # a stop: this step never acted
-            conn.execute("DELETE FROM journal WHERE task = :task AND step = :step"
-                         " AND outcome IS NULL", {"task": task, "step": step.number})
-            return False
-        expires = conn.execute("SELECT expires FROM work WHERE id = :id",
-                               {"id": claim.id}).fetchone()["expires"]
-        fits = 0 < wait_s < expires - at
-    if not fits:  # chapter 06's refusal, imported only when it is raised
+    One read, which writes nothing: ``claim`` still holds the task
+    (``fence.StaleClaim`` if not, noted in ``refusals``), and ``wait_s`` fits
+    in what is left of its lease (chapter 06's rule: ``orders.LeaseTooShort``
+    if not), so no replacement may probe the step while this request can
+    still be on its way. False: the pause flag is set; the intent is
+    withdrawn and nothing is sent. A holder paused anywhere before this check
+    is refused here; one paused after it, at ``step-N:admitted``, is not:
+    that instant is what no check on this side can close."""
+    what = f"admit step {step.number}"
+    try:
+        read, at = holds(conn, claim, now)
+    except fence.StaleClaim as refused:
+        fence.record_refusal(conn, claim, what, refused.reason)
+        raise
+    if read["paused"]:  # a stop: this step never acted
+        _withdraw(conn, claim, task, step.number, now)
+        return False
+    if not 0 < wait_s < read["expires"] - at:  # chapter 06's refusal
         from crashcourse.claims.orders import LeaseTooShort
 
         raise LeaseTooShort(f"step {step.number}: a {wait_s} s wait does not fit"
-                            f" in the {expires - at:.3f} s left of the lease")
+                            f" in the {read['expires'] - at:.3f} s left of the lease")
     return True
 
 
@@ -405,7 +481,7 @@ def settle(conn: sqlite3.Connection, task: str, step: Step, action: Action,
     if not done:
         _withdraw(conn, claim, task, step.number, now)
         return None
-    with fence.fenced_record(conn, claim, "settle", now):
+    with fenced(conn, claim, "settle", now):
         conn.execute(
             f"UPDATE journal SET outcome = :outcome, resolved_by = '{PROBE}'"
             " WHERE task = :task AND step = :step AND outcome IS NULL",
@@ -433,6 +509,16 @@ def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action,
     check_task(task)
     check_action(check_step(step), action)
     check_claim(claim, task)
+    return run_checked_step(conn, task, step, action, claim, pending=pending,
+                            should_stop=should_stop, now=now)
+
+
+def run_checked_step(conn: sqlite3.Connection, task: str, step: Step,
+                     action: Action, claim: Claim, *,
+                     pending: Pending | None = None, should_stop=None,
+                     now: float | None = None) -> str:
+    """``run_step`` once its arguments are checked: ``run_plan`` checks every
+    step it has left, and its claim, before its first write (chapter 07)."""
     held = pending is not None and pending.step is not None
     row = None if held else step_row(conn, task, step.number)  # held: no row yet
     if row is not None and row["outcome"] is not None:
@@ -450,7 +536,7 @@ def run_step(conn: sqlite3.Connection, task: str, step: Step, action: Action,
     if done and not step.gate:  # already there: record it as found, never redo
         return PROBE if pending.commit({**intent, "outcome": intent["before"],
                                         "by": PROBE}) else STOPPED_BEFORE
-    if not pending.commit(intent):
+    if not pending.commit(intent, action.wait_s):
         return STOPPED_BEFORE  # the pause flag, read under the intent's lock
     if should_stop is not None and should_stop():  # every earlier outcome is in
         _withdraw(conn, claim, task, step.number, now)
@@ -492,7 +578,7 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
     remaining = plan.steps[skipped:]  # read once: a stored plan reads rows
     check_remaining(remaining, skipped + 1, actions)  # before any write
     check_claim(claim, task)
-    ensure_schema(conn, SCHEMA)
+    ensure_schema(conn, schema(conn))
     done, pending = {SKIP: skipped, PROBE: 0, RUN: 0}, Pending(conn, task, claim,
                                                               now=now)
     try:
@@ -503,9 +589,9 @@ def run_plan(conn: sqlite3.Connection, task: str, plan: Plan,
                 break
             if step.gate:
                 probe_gate(task, step, actions[step.action])
-            how = run_step(conn, task, step, actions[step.action], claim,
-                           pending=pending, should_stop=stop if held else None,
-                           now=now)
+            how = run_checked_step(conn, task, step, actions[step.action], claim,
+                                   pending=pending,
+                                   should_stop=stop if held else None, now=now)
             if how == STOPPED_BEFORE:
                 done[STOPPED_BEFORE] = step.number
                 break
