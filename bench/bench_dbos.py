@@ -98,7 +98,12 @@ def side_costs(side: str, steps: int, sync: str) -> dict:
     out = steps_trial(side, steps, sync, extra=("--variants",))
     costs = {"per_step_us": out["steps_us"], "bare_effect_us": out["bare_effect_us"],
              "overhead_us": out["steps_us"] - out["bare_effect_us"],
-             "bare_fsync_us": out["bare_fsync_us"]}
+             "bare_fsync_us": out["bare_fsync_us"],
+             "bare_append_fsync_us": out["bare_append_fsync_us"],
+             # the overhead's CPU part: this process's CPU time, steps minus
+             # bare effects; the rest of the overhead is waiting (syncs, load)
+             "overhead_cpu_us": out["steps_cpu_us"] - out["bare_effect_cpu_us"]}
+    costs["overhead_in_bare_fsyncs"] = costs["overhead_us"] / costs["bare_fsync_us"]
     for part in ("probe_us", "admission_us"):  # timed inside the steps
         if part in out:
             costs[part] = out[part]
@@ -125,7 +130,8 @@ def per_step(args) -> dict:
               file=sys.stderr)
     out = {}
     for sync in MODES:
-        out[sync] = {side: {f: round(statistics.median(r[f] for r in done), 1)
+        out[sync] = {side: {f: round(statistics.median(r[f] for r in done),
+                                     2 if f.endswith("fsyncs") else 1)
                             for f in done[0]} if done else None
                      for side, done in runs[sync].items()}
         journal, dbos = (out[sync][side] for side in ("journal", "dbos"))
@@ -321,7 +327,8 @@ def dbos_child(args) -> None:
         if steps:
             workflow(WARM_UP, 5)  # warm-up, rows numbered apart
             runners = {"bare_effect": bare_effects(args.dir, args.sync),
-                       "steps": workflow, "bare_fsync": bare_fsyncs(args.dir)}
+                       "steps": workflow, "bare_fsync": bare_fsyncs(args.dir),
+                       "bare_append_fsync": bare_fsyncs(args.dir, grow=True)}
             watch.spent.clear()  # the warm-up's probes are not the steps'
             out = interleaved(args.n, runners)
             out |= watch.per_step_us(args.n // ROUNDS * ROUNDS)

@@ -111,17 +111,23 @@ def interleaved(n: int, runners: dict) -> dict:
     workflow or one chunk of bare effects of ``size`` steps), in ROUNDS
     rounds; each round starts with the next runner in turn, so every runner
     meets the disk and the machine's load as the others do. Returns µs per
-    step of each runner, ``<name>_us``."""
+    step of each runner, ``<name>_us``, and the CPU time this process spent
+    in it, ``<name>_cpu_us`` (what the machine's load does not change: the
+    rest of a step's time is waiting, for a sync or for a core)."""
     size = max(1, n // ROUNDS)
     names = list(runners)
     spent = dict.fromkeys(names, 0.0)
+    cpu = dict.fromkeys(names, 0.0)
     for r in range(ROUNDS):
         first = 1 + r * size
         for name in names[r % len(names):] + names[:r % len(names)]:
-            start = time.perf_counter()
+            start, used = time.perf_counter(), time.process_time()
             runners[name](first, size)
             spent[name] += time.perf_counter() - start
-    return {f"{name}_us": spent[name] / (size * ROUNDS) * 1e6 for name in names}
+            cpu[name] += time.process_time() - used
+    steps = size * ROUNDS
+    return {**{f"{name}_us": spent[name] / steps * 1e6 for name in names},
+            **{f"{name}_cpu_us": cpu[name] / steps * 1e6 for name in names}}
 
 
 def bare_effects(directory: str, sync: str):
@@ -138,17 +144,31 @@ def bare_effects(directory: str, sync: str):
 
 
 PAGE = b"\x5a" * 4096  # one page, the unit a WAL commit appends
+SYNCED_PAGES = 256  # the bare sync's file: this many pages, written before timing
 
 
-def bare_fsyncs(directory: str):
+def bare_fsyncs(directory: str, grow: bool = False):
     """One page written and synced, as a WAL commit in FULL ends, as a
-    runner: the cost of one sync on this disk, in this run."""
-    fd = os.open(os.path.join(directory, "bare-fsync"), os.O_RDWR | os.O_CREAT, 0o600)
+    runner: the cost of one sync on this disk, in this run. By default the
+    page OVERWRITES one of a file's ``SYNCED_PAGES`` pages, written and
+    synced before the timing (the floor: the sync flushes data, no metadata);
+    ``grow``: the page is APPENDED, so each sync also commits the file's new
+    size, as a commit to a ``-wal`` that has not yet wrapped does."""
+    name = "bare-append-fsync" if grow else "bare-fsync"
+    fd = os.open(os.path.join(directory, name), os.O_RDWR | os.O_CREAT, 0o600)
     sync = getattr(os, "fdatasync", os.fsync)  # what SQLite calls on Linux
+    if not grow:
+        os.pwrite(fd, PAGE * SYNCED_PAGES, 0)
+        sync(fd)
+    end = [0]
 
     def synced(first: int, size: int) -> None:
         for i in range(first, first + size):
-            os.pwrite(fd, PAGE, (i % 256) * len(PAGE))
+            if grow:
+                os.pwrite(fd, PAGE, end[0])
+                end[0] += len(PAGE)
+            else:
+                os.pwrite(fd, PAGE, (i % SYNCED_PAGES) * len(PAGE))
             sync(fd)
 
     synced(WARM_UP, 5)
@@ -290,6 +310,7 @@ def journal_steps(args) -> dict:
         runners = {"bare_effect": bare_effects(args.dir, args.sync), "steps": steps}
         if watch is not None:
             runners["bare_fsync"] = bare_fsyncs(args.dir)
+            runners["bare_append_fsync"] = bare_fsyncs(args.dir, grow=True)
             watch.spent.clear()  # the warm-up's calls are not the steps'
         out = interleaved(args.n, runners)
     if watch is not None:
@@ -455,7 +476,7 @@ def syscalls_per_step(side: str, short: int = 48, long: int = 248) -> dict:
     strace = shutil.which("strace")
     if strace is None:
         return {"error": "strace is not installed"}
-    syncs, written, calls = [], [], Counter()
+    syncs, written, calls, grown = [], [], Counter(), []
     for n in (short, long):
         with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as log:
             out = os.path.join(log, "strace.txt")
@@ -468,20 +489,28 @@ def syscalls_per_step(side: str, short: int = 48, long: int = 248) -> dict:
                 return {"error": f"strace exit {done.returncode}: {done.stderr[-300:]}"}
             text = Path(out).read_text()
         mine = re.escape(d)
-        found_syncs, found_bytes = Counter(), Counter()
+        found_syncs, found_bytes, found_grown = Counter(), Counter(), Counter()
+        ends, synced_end = Counter(), Counter()  # per file: written up to, synced
         pattern = (r"(fsync|fdatasync|pwrite64|write)\(\d+<(" + mine
-                   + r"/[^>]*)>.*= (\d+)")
-        for call, path, result in re.findall(pattern, text):
+                   + r"/[^>]*)>(.*)= (\d+)")
+        for call, path, rest, result in re.findall(pattern, text):
             name = os.path.relpath(path, d)
             if name.startswith("bare"):  # the bare loops run n times in both runs
                 continue
             if call in ("fsync", "fdatasync"):
                 found_syncs[name] += 1
                 calls[call] += 1
+                # a sync after the file grew also commits its size (metadata)
+                found_grown[name] += ends[name] > synced_end[name]
+                synced_end[name] = ends[name]
             else:
                 found_bytes[name] += int(result)
+                offset = re.search(r", (\d+)\)\s*$", rest)
+                if call == "pwrite64" and offset:
+                    ends[name] = max(ends[name], int(offset[1]) + int(result))
         syncs.append(found_syncs)
         written.append(found_bytes)
+        grown.append(found_grown)
     extra = extra_steps(short, long)
 
     def per_step(counted: list) -> dict:
@@ -490,6 +519,7 @@ def syscalls_per_step(side: str, short: int = 48, long: int = 248) -> dict:
                 if (v := round((counted[1][k] - counted[0][k]) / extra, 3))}
 
     return {"syncs_per_file": per_step(syncs), "bytes_per_file": per_step(written),
+            "syncs_growing_the_file": per_step(grown),
             "sync_calls": dict(calls), "steps": [short, long]}
 
 

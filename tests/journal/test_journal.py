@@ -371,6 +371,25 @@ def test_a_run_commits_once_per_step(world):
 
 
 @sqlite_only
+@pytest.mark.parametrize("level, pages", [("FULL", journal.CHECKPOINT_PAGES),
+                                          ("EXTRA", journal.CHECKPOINT_PAGES),
+                                          ("NORMAL", 1000)])
+def test_a_run_in_full_checkpoints_its_wal_early_and_one_in_normal_does_not(
+        tmp_path, level, pages):
+    """Bug: ``wal_wraps_early`` left out (every step of a fresh worker's run
+    syncs a growing ``-wal``, its size too), or run in NORMAL too (where a
+    checkpoint is the only sync, ten times as many of them)."""
+    plan = make_plan("tiny", [Step(1, "touch", {"i": 1})])
+    touch = journal.Action(lambda args, key: {}, lambda args, key: (False, {}))
+    with opened(tmp_path / "journal.sqlite", synchronous=level) as conn:
+        journal.install(conn)
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+        journal.run_task(conn, save_plan(conn, plan), plan, {"touch": touch},
+                         owner="w", ttl=5)
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == pages
+
+
+@sqlite_only
 def test_a_step_run_alone_still_commits_its_own_outcome(world):
     journal.install(world["journal"])
     commits = commits_of(world["journal"])
