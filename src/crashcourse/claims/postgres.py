@@ -97,21 +97,26 @@ SESSION_RULE = f"""\
 # A turn must be the FIRST of its session's turns this pass would take (the
 # pass's RULES; the session rule the turn just passed). Without it a claimer
 # skips a turn another claimer has locked and takes the next one of that
-# session: a conversation out of order. The inner query reads the session's
-# turns ({looks}: of ``turn``) in claim order down work_in_session and stops
-# at the first the rules admit (OFFSET 0: no rule is pushed in, no index
-# added). Those turns are named ``item`` too, so the RULES read them with
-# the words that read the picked turn; inside, ``item`` is still the pick's.
+# session: a conversation out of order. So no turn of its session may come
+# before it in claim order that the rules admit: one look down
+# work_in_session at the session's turns ({looks}: of ``turn``), no sort
+# (OFFSET 0: no rule is pushed in, so no other index looks better; and a
+# lookup per row read, never a join). The row comparison is
+# claim order, control DESC then created then seq: ``turn`` comes first when
+# its control is higher, or equal with an earlier (created, seq). Those
+# turns are named ``item`` too, so the RULES read them with the words that
+# read the picked turn; inside, ``item`` is still the pick's.
 FIRST = """    -- a turn waits for its session's turns before it that this pass takes
-    AND item.id = (
-        SELECT item.id FROM (
+    AND NOT EXISTS (
+        SELECT 1 FROM (
             SELECT * FROM work AS turn
             WHERE turn.session = item.session
               AND {looks}
-            ORDER BY turn.control DESC, turn.created, turn.seq
+              AND (item.control, turn.created, turn.seq)
+                  < (turn.control, item.created, item.seq)
             OFFSET 0) AS item
         WHERE true
-{rules}        LIMIT 1)
+{rules}        )
 """
 # The pick: the first turn in claim order that every rule admits, locked;
 # a turn another claimer has locked is passed over, never waited for. The
@@ -172,9 +177,15 @@ SELECT first.id, first.session, first.prompt, first.subject, first.role,
     switches.epoch, {lapsed} AS lapsed
 FROM runtime_control AS switches LEFT JOIN first ON true
 WHERE switches.id = 1 AND switches.paused = 0"""
-ANY_LAPSED = f"""EXISTS (  -- down work_held_by_lease
-        SELECT 1 FROM work
-        WHERE status = '{RUNNING}' AND role = :role AND expires <= :now)"""
+# Whether a lease of this role has run out: the lease that ends first, read
+# down work_held_by_lease in its order. (Written ``EXISTS (... expires <=
+# :now)``, its plan made again after ANALYZE has seen many live leases, as
+# autovacuum's does mid-run, is a scan of the whole table for a first match
+# that never comes: every row, at every claim. tests/claims/test_postgres_plans.py)
+ANY_LAPSED = f"""coalesce((  -- down work_held_by_lease: the lease that ends first
+        SELECT expires <= :now FROM work
+        WHERE status = '{RUNNING}' AND role = :role
+        ORDER BY expires LIMIT 1), false)"""
 # Only when ANY_LAPSED found one: queued and lapsed, the first in claim order.
 EITHER = """WITH queued AS MATERIALIZED ({queued}),
      lapsed AS MATERIALIZED ({lapsed})
@@ -234,7 +245,10 @@ DECLARE
     picked record;
 BEGIN
     -- the store's lock SHARED: an operator's EXCLUSIVE write waits for it
-    PERFORM pg_advisory_xact_lock_shared(_store_lock);
+    -- (tried first: an expression, where a wait is a statement of its own)
+    IF NOT pg_try_advisory_xact_lock_shared(_store_lock) THEN
+        PERFORM pg_advisory_xact_lock_shared(_store_lock);
+    END IF;
     -- the lease clock, read after the lock: the database's, or a test's
     _now := coalesce(_at, extract(epoch FROM clock_timestamp())::float8);
     LOOP
@@ -384,10 +398,10 @@ def claim(conn, owner: str, ttl: float, now: float | None, role: str,
     Introduced in chapter 10."""
     at = None if now is None else clock(now)
     if eligible == ORDINARY and among is None:
-        row = conn.execute(CALL, {
+        row = conn.first_row(CALL, {
             "role": role, "owner": owner, "ttl": ttl, "at": at,
             "control_only": control_only, "work_id": work_id,
-            "store_lock": conn.store_lock}).fetchone()
+            "store_lock": conn.store_lock})
         return None if row is None else Claim(*row[:5], owner, *row[5:])
     looks = ("work_id" if work_id is not None else "among" if among is not None
              else "queued")
