@@ -11,10 +11,11 @@ starts a run and resumes one: the journal decides what is left.
 
 The run first claims the task (chapter 05: the task is queued as work in the
 journal's own file, once, and claimed as ``--owner`` for ``--ttl`` seconds,
-default 3). Every journal write is fenced (chapter 06), each intent's commit
-renews the lease, and right before each request leaves, the step is
-admitted: this run still holds the task and the action's declared wait
-(``--wait``, default 1 s, below the lease) fits in what is left of it. Each
+default 3). Every journal write is fenced (chapter 06), an intent's commit
+renews the lease once a quarter of it is spent, and right before each
+request leaves, the step is admitted: this run still holds the task and the
+action's declared wait (``--wait``, default 1 s, below the lease) fits in
+what is left of it. Each
 step announces five boundaries where the parent may hold or kill it,
 ``step-N:before_intent``, ``after_intent``, ``admitted`` (checked, not yet
 sent), ``after_action`` and ``after_outcome``. The plan's gate is checked
@@ -46,7 +47,7 @@ of hundreds of kills is not spent starting interpreters.
 
 Chapter 09: the worker reads the in-band pause flag (``control.is_paused``,
 in the journal file) before every step, and the fence reads it in every
-intent's and admission's transaction: the run ends at the next step
+intent's transaction and every admission's read: the run ends at the next step
 boundary with nothing in doubt. ``--credential`` is presented to guarded
 services (a revoked one stops every effect, whatever the worker does);
 ``--broker PATH`` instead asks that broker for a credential for ``--owner``
