@@ -37,9 +37,9 @@ measurement rather than by estimate (each a median of paired differences):
   share.
 * ours on tmpfs: our trial with both files on ``/dev/shm`` (a RAM disk, where
   a sync costs nothing): minus the harness-imports trial, the worker's own
-  work (its SQL, its Python, ``python -m``'s runpy, its files' creation); and
-  ours minus it, what the real disk costs (the syncs, and the files created
-  and deleted).
+  work (its SQL, its Python, its files' creation, SQLite's first use in
+  each process); and ours minus it, what the real disk costs (the syncs,
+  and the files created and deleted).
 
 Each part is the median over rounds of the difference between its two
 trials in the same round (``paired``), next to ``above_floor``'s estimates.
