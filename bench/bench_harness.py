@@ -55,10 +55,11 @@ say what ours does that the floor does not:
   floor's modules, and the worker's module, each started and waited for in
   turn, medians. The worker's imports minus the floor's is what its own
   modules and their avoidable imports cost (per process; a trial has two).
-  Beside them, ``python -m`` of a module that does nothing
-  (``crashcourse.boundary``) and ``python -c`` importing it: their
-  difference is what ``-m`` itself (runpy) would add to every start, which
-  ``pay_invoice.command`` does not pay (``workers.options.launch``). And the
+  Beside them, ``python -m`` of a module that imports what the worker
+  imports and does nothing (``crashcourse.workers.payment_command``) and
+  ``python -c`` importing it: their difference is what ``-m`` itself
+  (runpy) would add to a worker's start, which ``pay_invoice.command`` does
+  not pay (``workers.options.launch``). And the
   worker's module importing, then checking the payment service once and
   twice as the worker checks it before it writes: SQLite's first use with
   one look, and what one more look costs (the worker looks before it opens
@@ -123,6 +124,7 @@ FLOOR_MODULES = "sqlite3, json, hashlib, select, math, contextlib"
 BARE = ("import os, time; " + HOLD, "import sqlite3")
 FLOOR = (f"import os, time, {FLOOR_MODULES}; " + HOLD, f"import {FLOOR_MODULES}")
 WORKER = "crashcourse.workers.pay_invoice"
+IDLE = "crashcourse.workers.payment_command"  # the worker's imports; no main
 IMPORTS = (f"import os, time, {FLOOR_MODULES}; import {WORKER}; " + HOLD,
            f"import {FLOOR_MODULES}; import {WORKER}")
 HARNESS_IMPORTS = (  # the same imports, started and held by the book's harness
@@ -402,13 +404,17 @@ def start_up(trials: int, directory: Path) -> dict:
     """``python -c`` that imports and exits: bare, the floor, the worker's
     module; in turn, trial by trial, after one untimed round. Medians, ms.
     Three differences, each the median of its pairs start by start:
-    ``runpy_ms``, what ``-m`` itself costs (``-m`` minus ``-c`` of a module
-    that does nothing); ``first_look_ms``, the worker's module importing and
-    then checking the payment service once as a worker does before it
-    writes (``options.check_installed``: open, its tables, integrity check,
-    close), minus importing only: SQLite's first use in a process and one
-    look; ``second_look_ms``, a second such look in the same process, which
-    is what the worker's check costs beside the payment's own open."""
+
+    * ``runpy_ms``: what ``-m`` itself costs a worker: ``-m`` minus ``-c``
+      of a module that imports what the worker imports and does nothing (of
+      a module that imports nothing, it would also count the standard
+      modules runpy loads that a worker loads anyway);
+    * ``first_look_ms``: the worker's module imported, then the payment
+      service checked once as a worker checks it before it writes
+      (``options.check_installed``: open, its tables, the integrity check,
+      close), minus the import alone: SQLite's first use and one look;
+    * ``second_look_ms``: a second look in the same process, what the
+      worker's check costs beside the payment's own open."""
     service = directory / "start-up-payments.sqlite"
     payments.install(service)
     look = (f"from crashcourse.workers.options import check_installed; "
@@ -416,8 +422,8 @@ def start_up(trials: int, directory: Path) -> dict:
     codes = {"bare": ["-c", "import sqlite3"],
              "floor": ["-c", f"import {FLOOR_MODULES}"],
              "worker": ["-c", f"import {WORKER}"],
-             "idle_c": ["-c", "import crashcourse.boundary"],
-             "idle_m": ["-m", "crashcourse.boundary"],
+             "idle_c": ["-c", f"import {IDLE}"],
+             "idle_m": ["-m", IDLE],
              "look_once": ["-c", f"import {WORKER}; {look}"],
              "look_twice": ["-c", f"import {WORKER}; {look}; {look}"]}
     rows = {name: [] for name in codes}
