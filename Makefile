@@ -50,13 +50,20 @@ verify: lint check site-check
 	  "SKIPPED ($(NO_CHROMIUM))"; fi
 
 # Tests, nbval and exercise grading in ONE session, so both cores stay busy until
-# the last file. --dist loadfile keeps every notebook's cells on one worker (and
-# one kernel). --grade-both runs each exercise test on solutions/ (must pass) and
-# on the untouched stubs in exercises/ (strict xfail: a passing stub asserts nothing).
+# the last test. --dist loadscope with the scopes of tests/scheduling.py: every
+# notebook's cells on one worker (and one kernel), a file with a module-scoped
+# fixture on one worker, every other test scheduled alone, the longest first
+# (--no-loadscope-reorder keeps that order). --grade-both runs each exercise test
+# on solutions/ (must pass) and on the untouched stubs in exercises/ (strict
+# xfail: a passing stub asserts nothing).
 NBVAL_FLAGS = --nbval --nbval-sanitize-with book/sanitize.cfg \
   --nbval-cell-timeout $(NBVAL_TIMEOUT)
+# LangGraph brings langsmith's pytest plugin: a second of imports per pytest
+# process, for nothing the book uses.
+JOBS ?= 2
+PYTEST_DIST = -p no:langsmith_plugin -n $(JOBS) --dist loadscope --no-loadscope-reorder
 check: $(STAMP)
-	timeout --kill-after=10 1200 $(PY) -m pytest -q -n 2 --dist loadfile \
+	timeout --kill-after=10 1200 $(PY) -m pytest -q $(PYTEST_DIST) \
 	  --durations=10 $(NBVAL_FLAGS) tests book exercises --grade-both
 
 # The stubs in exercises/ are the reader's to edit: lint the graders, not them.
@@ -66,11 +73,10 @@ lint: $(STAMP)
 
 # Unit, process, pair-check and quick-checkpoint tests.
 test: $(STAMP)
-	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 --durations=10 tests
+	timeout --kill-after=10 900 $(PY) -m pytest -q $(PYTEST_DIST) --durations=10 tests
 
 nbval: $(STAMP)
-	timeout --kill-after=10 900 $(PY) -m pytest -q -n 2 --dist loadfile \
-	  $(NBVAL_FLAGS) book
+	timeout --kill-after=10 900 $(PY) -m pytest -q $(PYTEST_DIST) $(NBVAL_FLAGS) book
 
 # The same grading as in `check`, as two separate runs.
 exercises-check: $(STAMP)

@@ -19,12 +19,28 @@ import pytest
 from crashcourse.book import CheckpointRun, start_checkpoint
 from crashcourse.lab.harness import Harness
 from crashcourse.services.supplier.process import start_supplier
+from tests import scheduling
+
+# `make check`'s scheduling (--dist loadscope, refined): tests/scheduling.py
+pytest_collection_modifyitems = scheduling.pytest_collection_modifyitems
+pytest_xdist_make_scheduler = scheduling.pytest_xdist_make_scheduler
+pytest_unconfigure = scheduling.pytest_unconfigure
 
 
 def shared_dir(tmp_path_factory, worker_id: str) -> Path:
     base = tmp_path_factory.getbasetemp()
     root = base if worker_id == "master" else base.parent  # common to all workers
     folder = root / "quick-checkpoints"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def measured_once_folder(tmp_path_factory, worker_id) -> Path:
+    """Where the exercises' ``measured_once`` keeps this session's answer-free
+    measurements (exercises/conftest.py): the folder the solutions' run uses,
+    handed to the wrong answers' grading runs as CRASHCOURSE_MEASURED_ONCE."""
+    folder = shared_dir(tmp_path_factory, worker_id).parent / "measured-once"
     folder.mkdir(exist_ok=True)
     return folder
 
@@ -100,6 +116,7 @@ BACKENDS = ("sqlite", "postgres")
 
 
 def pytest_configure(config):
+    scheduling.pytest_configure(config)
     for line in (
         "sqlite_only(why): run on SQLite alone, for the reason given in one line"
         " (a PRAGMA, a damaged file, the WAL, SQLite's own trace or lock)",
