@@ -25,7 +25,11 @@ the files on disk are the stubs.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib.util
+import inspect
+import json
 import os
 import subprocess
 import sys
@@ -130,6 +134,52 @@ def pristine_stubs(tmp_path_factory) -> Path:
         target.parent.mkdir(exist_ok=True)
         target.write_text(stub.read_text() if text is None else text)
     return folder
+
+
+MEASURED_ONCE_ENV = "CRASHCOURSE_MEASURED_ONCE"
+
+
+def source_key(*files: Path) -> str:
+    """A hash of the runtime's source and ``files``: a measurement made by other
+    code is never reused."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "src" / "crashcourse").rglob("*.py")) + list(files):
+        digest.update(path.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def measured_once(tmp_path_factory, worker_id):
+    """``measured_once(name, measure)`` → ``measure()``, a JSON value that does
+    not depend on the answer graded (chapter 12's real kills), measured once
+    per test session and reused: by the other xdist worker, and by the wrong
+    answers' grading runs, which tests/book/test_wrong_answers.py points at
+    the session's folder with CRASHCOURSE_MEASURED_ONCE. The folder is the
+    session's own temporary one, and the file name carries a hash of the
+    runtime's source and of the file defining ``measure``: nothing outlives the
+    session or survives a change to the code that measured it. What is compared
+    with the measurement, and how, stays in each test."""
+    given = os.environ.get(MEASURED_ONCE_ENV)
+    if given:
+        folder = Path(given)
+    else:
+        base = tmp_path_factory.getbasetemp()
+        folder = (base if worker_id == "master" else base.parent) / "measured-once"
+        folder.mkdir(exist_ok=True)
+
+    def once(name: str, measure):
+        key = source_key(Path(inspect.getsourcefile(measure)))
+        record = folder / f"{name}-{key}.json"
+        with open(folder / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the others wait, then read
+            if not record.exists():  # written only once measured in full
+                value = measure()
+                partial = record.with_suffix(".partial")
+                partial.write_text(json.dumps(value))
+                partial.replace(record)
+        return json.loads(record.read_text())
+
+    return once
 
 
 @pytest.fixture

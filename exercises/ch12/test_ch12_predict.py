@@ -3,8 +3,8 @@
 DBOS runs the shop's workflow with its tools as plain functions; each kill
 is a real SIGKILL of the worker process, each recovery DBOS's own
 (``DBOS.launch()`` in a fresh process), and the orders are counted from the
-supplier's rows. The kills run once per session, and only for an answer
-that predicts something.
+supplier's rows. The kills run once per session (shared with the recorded
+wrong answers' grading runs), and only for an answer that predicts something.
 """
 
 from __future__ import annotations
@@ -47,12 +47,18 @@ def kill_and_recover(harness, supplier, root, cell: str) -> int:
 
 
 @pytest.fixture(scope="session")
-def measured(tmp_path_factory) -> dict[str, int]:
-    root = tmp_path_factory.mktemp("ch12-predict")
-    with Harness() as harness, \
-            start_supplier(harness, root / "supplier.sqlite") as supplier:
-        return {cell: kill_and_recover(harness, supplier, root, cell)
-                for cell in CELLS}
+def measured(tmp_path_factory, measured_once) -> dict[str, int]:
+    """The four kills, whatever the answer: once per session (exercises'
+    conftest), shared with the wrong answers' grading runs."""
+
+    def kill_each_cell() -> dict[str, int]:
+        root = tmp_path_factory.mktemp("ch12-predict")
+        with Harness() as harness, \
+                start_supplier(harness, root / "supplier.sqlite") as supplier:
+            return {cell: kill_and_recover(harness, supplier, root, cell)
+                    for cell in CELLS}
+
+    return measured_once("ch12-predict", kill_each_cell)
 
 
 def test_the_prediction_names_every_cell(answer):

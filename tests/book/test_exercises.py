@@ -31,9 +31,12 @@ def grade(folder: Path, *flags: str, env_answers: str | None = None):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(folder)}
     if env_answers:
         env["CRASHCOURSE_ANSWERS"] = env_answers
+    # without the notebook plugin and langsmith's (LangGraph's dependency):
+    # a second of imports per run that grading never uses
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"exercises/{CHAPTER}", *flags],
+         "-p", "no:nbval", "-p", "no:langsmith_plugin", f"exercises/{CHAPTER}",
+         *flags],
         cwd=folder, capture_output=True, text=True, timeout=300, env=env)
 
 

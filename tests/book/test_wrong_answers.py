@@ -12,12 +12,17 @@ would otherwise change nothing and pass for a mistake). The exercise's tests
 must then FAIL (exit 1: tests ran and at least one failed, not a crash of the
 harness). An exercise without a recorded wrong answer is a grader nobody has
 tried to fool.
+
+The tests the wrong answer's docstring names (``test_...``) run first; only
+if none of them fails does the whole file run: the same verdict (the file
+fails), without the tests before the one that catches it.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -86,28 +91,53 @@ def test_a_wrong_answer_only_redefines_what_the_solution_defines(wrong):
     assert defined_names(wrong.read_text()), f"{wrong.name} changes nothing"
 
 
+def named_tests(wrong: Path) -> list[str]:
+    """The grading tests a wrong answer's docstring says catch it (``test_...``,
+    a parametrized one as a whole)."""
+    doc = ast.get_docstring(ast.parse(wrong.read_text())) or ""
+    return list(dict.fromkeys(re.findall(r"``(test_\w+)", doc)))
+
+
+# What a grading run needs of pytest: not the notebook plugin, nor langsmith's
+# (LangGraph's dependency), which cost a second of imports per run.
+GRADING_FLAGS = ("-q", "-x", "-p", "no:cacheprovider", "-p", "no:nbval",
+                 "-p", "no:langsmith_plugin", "--tb=line", "-rN")
+
+
 @pytest.mark.parametrize("wrong", wrong_answers(),
                          ids=lambda p: f"{p.parts[-4]}/{p.parent.name}/{p.stem}")
-def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request):
+def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request,
+                                           measured_once_folder):
     chapter, module = wrong.parts[-4], wrong.parent.name
-    server = {}
+    # what the graders measure whatever the answer (chapter 12's real kills) is
+    # measured once per session, here or in the solutions' run, and reused
+    server = {"CRASHCOURSE_MEASURED_ONCE": str(measured_once_folder)}
     if chapter == "ch10":  # one PostgreSQL for every wrong answer, not one each
         from crashcourse.store.postgres_server import URL_ENV
 
-        server = {URL_ENV: request.getfixturevalue("pg_server").url}
+        server[URL_ENV] = request.getfixturevalue("pg_server").url
     assert (SOLUTIONS / chapter / f"{module}.py").is_file(), "no such exercise"
     tree = tmp_path / "answers"
     shutil.copytree(SOLUTIONS / chapter, tree / chapter,
                     ignore=shutil.ignore_patterns("wrong", "__pycache__", "*.md"))
     (tree / chapter / f"{module}.py").write_text(
         graded_module(wrong, SOLUTIONS / chapter / f"{module}.py"))
-    graded = subprocess.run(
+    tests = grading_tests_of(chapter, module)
+
+    def grade(*selected: str) -> subprocess.CompletedProcess:
         # -x: one failing test rejects the answer; the rest need not run
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-         "--tb=line", "-rN", str(grading_tests_of(chapter, module))],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "CRASHCOURSE_ANSWERS": str(tree), **server},
-    )
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", *GRADING_FLAGS, *selected],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+            env={**os.environ, "CRASHCOURSE_ANSWERS": str(tree), **server})
+
+    # The tests the docstring names run first: if one fails, the whole file
+    # fails (the verdict), without running the tests before it. If they all
+    # pass (or name nothing), the whole file is the judge, as always.
+    named = [f"{tests}::{name}" for name in named_tests(wrong)]
+    graded = grade(*named) if named else None
+    if graded is None or graded.returncode != 1:
+        graded = grade(str(tests))
     assert graded.returncode == 1, (
         f"{wrong.name} was not rejected (exit {graded.returncode}):\n"
         + graded.stdout[-2000:] + graded.stderr[-2000:])
