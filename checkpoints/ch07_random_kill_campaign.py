@@ -8,8 +8,8 @@
 Each trial copies a fresh world (40 scans on the drive, an empty mail
 provider, the 43-step restock plan stored in the journal: 40 renames, the
 gate ``verify_drive`` at step 41, two mails) and starts the worker, which
-claims the task for ``--ttl`` seconds (renewed with every intent; each
-request declares a ``--wait``). ``--kill-at`` says where it dies:
+claims the task for ``--ttl`` seconds (an intent renews it once a quarter of
+it is spent; each request declares a ``--wait``). ``--kill-at`` says where it dies:
 
 boundary  (the default) at a uniformly random (step, boundary): the worker
           holds at ``step-N:PHASE`` and is SIGKILLed there. Each further kill
@@ -774,9 +774,9 @@ def command_line():
     parser.add_argument("--jobs", type=experiment.parse_count, default=2,
                         metavar="J", help="trials at a time (default: %(default)s)")
     parser.add_argument("--ttl", type=seconds, default=1.0, metavar="S",
-                        help="the workers' lease, renewed with every intent; a "
-                        "killed worker's runs out before a replacement starts "
-                        "(default: %(default)s)")
+                        help="the workers' lease, renewed by an intent once a "
+                        "quarter of it is spent; a killed worker's runs out "
+                        "before a replacement starts (default: %(default)s)")
     parser.add_argument("--wait", type=seconds, default=0.25, metavar="S",
                         help="each request's declared wait, below --ttl "
                         "(default: %(default)s)")
