@@ -68,6 +68,25 @@ def pytest_addoption(parser):
     )
 
 
+def pytest_configure(config):
+    """Grading many answers at once (``--grade-both``, ``--stubs-must-fail``, a
+    recorded wrong answer's folder): Hypothesis skips its *explain* phase,
+    which re-runs a failing test hundreds of times to say which arguments did
+    not matter. It runs only after a test has failed, so no verdict changes;
+    the failing example is still shrunk and shown. ``make exercise`` keeps it."""
+    answers = os.environ.get("CRASHCOURSE_ANSWERS", "exercises")
+    if not (config.getoption("--grade-both") or config.getoption("--stubs-must-fail")
+            or answers not in CHOICES):
+        return
+    try:
+        from hypothesis import Phase, settings
+    except ImportError:
+        return
+    settings.register_profile("grading", parent=settings.default, phases=tuple(
+        phase for phase in settings.default.phases if phase is not Phase.explain))
+    settings.load_profile("grading")
+
+
 def pytest_terminal_summary(terminalreporter, config):
     """One line per exercise (test file), for ``make exercise``."""
     if not config.getoption("--exercise-summary"):
