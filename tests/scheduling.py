@@ -1,11 +1,11 @@
-"""How `make check` shares its tests between the two xdist workers.
+"""How `make check` shares its tests between its xdist workers.
 
-`make check` runs tests, notebooks and graders in one session with ``-n 2
+`make check` runs tests, notebooks and graders in one session with ``-n 4
 --dist loadscope --no-loadscope-reorder``; tests/conftest.py refines the
 scopes with these hooks. A notebook's cells share one kernel: they go to one
 worker, in order. So do the tests of a file with a module-scoped fixture (set
 up once per scope), one scope per value where that fixture is parametrized.
-Every other test is a scope of its own, so both workers stay busy until the
+Every other test is a scope of its own, so every worker stays busy until the
 end. What takes longest is started first, or the session waits for it at the
 end: ``RUN_FIRST``.
 
