@@ -25,6 +25,7 @@ Namespaces need Linux and root (``unavailable`` says why not). Without them
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -38,6 +39,11 @@ from crashcourse.waiting import wait_until
 
 NETNS, FROZEN = "netns", "frozen"  # how a host is separated from the others
 SUBNET = "10.231"  # host N is 10.231.N.0/30: .1 the machine's end, .2 the host's
+# Held while a run picks its free subnets and takes them: two runs at once (a
+# notebook and a test, side by side) would otherwise both pick the same N and
+# put one address on two links, each run's cut then breaking the other's.
+SUBNETS_LOCK = "/tmp/crashcourse-hosts.lock"
+LOCK_WAIT_S = 120.0
 
 
 @dataclass
@@ -86,6 +92,26 @@ def _free_subnets(count: int) -> list[int]:
     return free[:count]
 
 
+@contextmanager
+def subnets_held() -> Iterator[None]:
+    """This machine's lock on picking and taking subnets (``SUBNETS_LOCK``):
+    the check for a free N and the address put on it are one step."""
+    fd = os.open(SUBNETS_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+
+    def taken() -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    try:  # another run holds it for a few ``ip`` calls (30 s each at most)
+        wait_until(taken, LOCK_WAIT_S, interval=0.01, what=SUBNETS_LOCK)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
+
+
 def _make_netns(name: str, number: int) -> Host:
     """A namespace, a veth pair into it, an address at each end, links up."""
     tag = f"cc{os.getpid()}{name}"[:13]  # an interface name has <= 15 bytes
@@ -118,8 +144,9 @@ def make(names: tuple[str, ...] = ("a", "b"), *, isolate: bool | None = None
         return [Host(name, FROZEN, "127.0.0.1", "127.0.0.1") for name in names]
     made: list[Host] = []
     try:
-        for name, number in zip(names, _free_subnets(len(names)), strict=True):
-            made.append(_make_netns(name, number))
+        with subnets_held():
+            for name, number in zip(names, _free_subnets(len(names)), strict=True):
+                made.append(_make_netns(name, number))
     except BaseException:
         remove(made)
         raise
