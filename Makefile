@@ -44,6 +44,9 @@ $(STAMP): pyproject.toml requirements-book.txt
 	mkdir -p $(MPLCONFIGDIR)
 	touch $(STAMP)
 
+# One after the other: the browser test of the site cannot run beside the
+# pytest session, whose chapter 10 tests add and remove network interfaces
+# (Chromium then drops its page loads: net::ERR_NETWORK_CHANGED, tried).
 verify: lint check site-check
 	@if [ -x "$(CHROMIUM)" ]; then echo "verify: all checks passed"; \
 	else echo "verify: all checks passed, but the browser test of the site was" \
@@ -59,10 +62,11 @@ verify: lint check site-check
 NBVAL_FLAGS = --nbval --nbval-sanitize-with book/sanitize.cfg \
   --nbval-cell-timeout $(NBVAL_TIMEOUT)
 # LangGraph brings langsmith's pytest plugin: a second of imports per pytest
-# process, for nothing the book uses. Four workers on two cores: most of the
-# suite waits (leases, kills, servers); `make check` took 5 min 28 s with 4 and
-# 7 min 39 s with 2, the same tests on the same loaded machine.
-JOBS ?= 4
+# process, for nothing the book uses. More workers than cores: most of the
+# suite waits (leases, kills, servers). On the two-core machine, with other
+# jobs running, `make check` took 7 min 39 s with 2 workers and 5 min 28 s
+# with 4; from fresh clones, 5 min 24 s with 4 and 4 min 51 s with 6.
+JOBS ?= 6
 PYTEST_DIST = -p no:langsmith_plugin -n $(JOBS) --dist loadscope --no-loadscope-reorder
 check: $(STAMP)
 	timeout --kill-after=10 1200 $(PY) -m pytest -q $(PYTEST_DIST) \

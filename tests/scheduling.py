@@ -1,6 +1,6 @@
 """How `make check` shares its tests between its xdist workers.
 
-`make check` runs tests, notebooks and graders in one session with ``-n 4
+`make check` runs tests, notebooks and graders in one session with ``-n 6
 --dist loadscope --no-loadscope-reorder``; tests/conftest.py refines the
 scopes with these hooks. A notebook's cells share one kernel: they go to one
 worker, in order. So do the tests of a file with a module-scoped fixture (set
