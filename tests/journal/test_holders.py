@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import sqlite3
 import time
 from dataclasses import asdict
 from types import SimpleNamespace
@@ -30,7 +31,7 @@ from crashcourse.journal.plan import save_plan
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness
 from crashcourse.services import drive, mail
-from crashcourse.store import count_rows, opened, table_rows
+from crashcourse.store import count_rows, immediate, opened, table_rows
 from crashcourse.workers.journal_worker import (
     HELD,
     STALE,
@@ -226,6 +227,72 @@ def test_an_intent_renews_a_lease_its_step_s_wait_would_not_fit_in(world):
                             now=T + 1) == journal.RUN
     assert performed == [1]
     assert journal.holder(conn, task)["expires"] == T + 11
+
+
+@pytest.mark.parametrize("spent, expires", [(14.75, T + 60), (14.875, T + 74.875)],
+                         ids=["exactly-a-quarter", "just-past-it"])
+def test_an_intent_renews_a_lease_strictly_past_a_quarter_spent(world, spent,
+                                                                  expires):
+    """Bug: ``renews`` with ``<=`` for ``<`` (or its quarter counted on the
+    whole lease, not beyond the step's wait): the boundary moves. A 60 s
+    lease and a 1 s wait: what is left beyond the wait must fall UNDER
+    three quarters of 59 s, 44.25 s; at T + 14.75 exactly 44.25 s is left
+    and the lease stands; an eighth of a second later it is renewed to a
+    full 60 s from then. Both instants are exact in binary floating point."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
+    rename = world["actions"]["rename"]._replace(wait_s=1.0)
+    assert (60 - 14.75) - 1.0 == 59 * 3 / 4  # the boundary, exactly
+    assert journal.run_step(conn, task, PLAN.steps[0], rename, claim,
+                            now=T + spent) == journal.RUN
+    [row] = table_rows(conn, "claims", "generation")
+    assert row["expires"] == journal.holder(conn, task)["expires"] == expires
+
+
+@pytest.mark.postgres_only("a row lock held by a second session: SQLite has one writer")
+def test_a_fenced_journal_write_waits_for_the_task_s_row_lock(world):
+    """Bug: ``holds`` on a server reads the work row without locking it (the
+    lone read SQLite's one writer allows): a replacement's claim, which
+    locks that row, can commit between the check and the write, and the
+    stale intent lands after it (chapter 10). Deterministic: a second
+    session holds the task's row lock; the intent's commit, whose wait would
+    fail rather than hang, is refused as busy and writes nothing; once the
+    lock is let go the same step runs."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
+    actions, performed = counting(world)
+    conn.raw.execute("SET lock_timeout = 300")  # a wait fails, never hangs
+    with opened(world["where"]["journal"]) as locker:
+        with immediate(locker, shared=True):
+            locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
+                           {"id": claim.id})
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                journal.run_step(conn, task, PLAN.steps[0], actions["rename"],
+                                 claim, now=T)
+    assert rows(world) == [] and performed == []
+    assert journal.run_step(conn, task, PLAN.steps[0], actions["rename"], claim,
+                            now=T) == journal.RUN
+    assert performed == [1]
+
+
+@pytest.mark.postgres_only("the store lock's SHARED mode exists on a server alone")
+def test_a_fenced_journal_write_runs_beside_another_session_s_write(world):
+    """Bug: the journal's ``fenced`` takes the store's lock EXCLUSIVE: every
+    step's commit then waits for every claim and fenced write of any other
+    work (chapter 10: hot paths run side by side, each locking its own
+    rows). Deterministic: a second session holds the store's lock SHARED,
+    as another claim does; the step, whose wait would fail rather than
+    hang, commits its intent and runs meanwhile."""
+    conn, task = world["conn"], world["task"]
+    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
+    actions, performed = counting(world)
+    conn.raw.execute("SET lock_timeout = 300")  # a wait fails, never hangs
+    with opened(world["where"]["journal"]) as other:
+        with immediate(other, shared=True):
+            assert journal.run_step(conn, task, PLAN.steps[0], actions["rename"],
+                                    claim, now=T) == journal.RUN
+    assert performed == [1]
+    assert [r["step"] for r in rows(world)] == [1]
 
 
 @pytest.mark.sqlite_only("SQLite's statement trace shows no intent written")
