@@ -646,12 +646,15 @@ def test_an_unwind_after_a_cancel_does_not_probe_a_live_holder_s_step(world):
     assert decisions.unwinds(world["conn"], world["task"]) == []
 
 
-@pytest.mark.parametrize("ttl, admitted", [(1.5, True), (1.0, False)])
+@pytest.mark.parametrize("ttl, admitted", [(1.5, True), (1.0, False),
+                                           (1 + 2 ** -10, True)])
 def test_an_action_without_a_declared_wait_needs_one_second_of_lease(
         world, ttl, admitted):
     """Bug: ``DEFAULT_WAIT_S`` other than the 1 s the docs give: an action
     that declares no wait is refused under a 1.5 s lease, or let out under
-    exactly 1 s (the wait must fit STRICTLY). The intent's commit renews the
+    exactly 1 s (the wait must fit STRICTLY). Or the admission keeps a
+    margin of its own (``wait_s < left - 0.001``): a lease a 1,024th of a
+    second longer than the wait is refused. The intent's commit renews the
     lease to ``ttl`` on the injected clock, so ``ttl`` is what is left."""
     conn, task = world["conn"], world["task"]
     claim = journal.claim_task(conn, task, "w", ttl=ttl, now=T)
