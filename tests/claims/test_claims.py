@@ -481,3 +481,19 @@ def test_a_lapsed_lease_is_taken_and_a_live_one_beside_it_is_not(conn):
     assert taken is not None and taken.id == lapsed
     assert claims.work_row(conn, live)["owner"] == "a"
     assert claims.claim(conn, "d", ttl=60, now=t + 10) is None
+
+
+@pytest.mark.parametrize("after, taken", [(0.0, True), (-2 ** -10, False)],
+                         ids=["at-its-end", "a-1024th-before"])
+def test_a_lease_is_over_at_its_exact_end_and_not_before(conn, after, taken):
+    """Bug: a lease read as over only PAST its end (``expires < :now`` for
+    ``expires <= :now``, as in the server's look for a lapsed lease), or
+    before it: at its exact end the holder's fence already refuses it
+    (``expires > :at``), so a claim must take the work then, and a 1,024th
+    of a second earlier must not. An injected clock; both instants exact."""
+    t = 1_796_000_000.0
+    work = claims.enqueue(conn, "o:1", "s1", "p")
+    assert claims.claim(conn, "a", ttl=10, now=t).id == work
+    got = claims.claim(conn, "b", ttl=60, now=t + 10 + after)
+    assert (got is not None) is taken
+    assert claims.work_row(conn, work)["owner"] == ("b" if taken else "a")
