@@ -270,3 +270,40 @@ def test_a_turn_another_claimer_has_locked_holds_back_its_session(agent):
             assert claims.claim(conn, "w", ttl=60) is None
         assert claims.work_row(conn, second)["status"] == claims.READY
         assert claims.claim(conn, "w", ttl=60).id == first
+
+
+def test_turns_queued_at_one_instant_keep_their_order_past_a_lock(agent):
+    """Bug: ``FIRST``'s row comparison without its last tie-break (``seq``,
+    the order turns were queued in): two turns of a session queued at one
+    instant of the store's clock (equal ``created``) are then not before
+    one another, and a claimer passes the first, row-locked by another
+    claimer, and takes the second. The instant is written by hand."""
+    with opened(agent) as conn, opened(agent) as locker:
+        first = claims.enqueue(conn, "phone:s:1", "s", "turn 1")
+        second = claims.enqueue(conn, "phone:s:2", "s", "turn 2")
+        with immediate(conn):
+            conn.execute("UPDATE work SET created = :at WHERE session = 's'",
+                         {"at": 1_796_000_000.0})
+        with immediate(locker, shared=True):
+            locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
+                           {"id": first})
+            assert claims.claim(conn, "w", ttl=60) is None
+        assert claims.work_row(conn, second)["status"] == claims.READY
+        assert claims.claim(conn, "w", ttl=60).id == first
+
+
+def test_a_control_turn_another_claimer_has_locked_holds_back_its_session(agent):
+    """Bug: ``FIRST`` reads claim order with ``control`` ascending (a turn
+    compared the wrong way round): a control turn (a stop) queued after an
+    ordinary turn of its session comes FIRST in claim order; row-locked by
+    another claimer, it must hold the ordinary turn back, not let it go
+    ahead of the stop."""
+    with opened(agent) as conn, opened(agent) as locker:
+        ordinary = claims.enqueue(conn, "phone:s:1", "s", "turn 1")
+        stop = claims.enqueue(conn, "phone:s:stop", "s", "stop", control=True)
+        with immediate(locker, shared=True):
+            locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
+                           {"id": stop})
+            assert claims.claim(conn, "w", ttl=60) is None
+        assert claims.work_row(conn, ordinary)["status"] == claims.READY
+        assert claims.claim(conn, "w", ttl=60).id == stop
