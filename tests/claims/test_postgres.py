@@ -307,3 +307,21 @@ def test_a_control_turn_another_claimer_has_locked_holds_back_its_session(agent)
             assert claims.claim(conn, "w", ttl=60) is None
         assert claims.work_row(conn, ordinary)["status"] == claims.READY
         assert claims.claim(conn, "w", ttl=60).id == stop
+
+
+def test_a_claim_waits_for_an_operators_write_in_progress(agent):
+    """Bug: the claim's function takes the store's lock only when its try
+    succeeds (the wait skipped), or gives up at once, or its error reaches
+    the caller as psycopg's own: an operator's EXCLUSIVE write (a pause, a
+    cancel) is open, and a claim lands inside it. Deterministic: the
+    operator's write is open; the claim, whose wait would fail rather than
+    hang, is refused as busy (sqlite3's error, as every store error) and
+    takes nothing; after the commit it takes the work."""
+    with opened(agent) as operator, opened(agent) as claimer:
+        work = queued(operator)
+        claimer.raw.execute("SET lock_timeout = 300")  # a wait fails, never hangs
+        with immediate(operator):
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                claims.claim(claimer, "w", ttl=60)
+        assert claims.work_row(claimer, work)["status"] == claims.READY
+        assert claims.claim(claimer, "w", ttl=60).id == work
