@@ -187,6 +187,9 @@ def journal_rows(world: Path) -> tuple[int, int, int]:
     ("--probe", "guess"), ("--credential", " "), ("--resume-by", ""),
     ("--task", None), ("--bogus", "1"), ("--dir", "{tmp}/missing"),
     ("--dir", "{tmp}/empty"), ("--dir", "{tmp}/world/journal.sqlite"),
+    # the wait must be above 0 and below the lease (3 s unless told): exactly
+    # 0 and exactly 3 are the edges, refused before any claim is written
+    ("--wait", "0"), ("--wait", "3"), ("--wait", "nan"),
 ])
 def test_journal_worker_refuses_bad_input(tmp_path, journal_world, flag, value):
     world, task = journal_world
