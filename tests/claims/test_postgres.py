@@ -325,3 +325,24 @@ def test_a_claim_waits_for_an_operators_write_in_progress(agent):
                 claims.claim(claimer, "w", ttl=60)
         assert claims.work_row(claimer, work)["status"] == claims.READY
         assert claims.claim(claimer, "w", ttl=60).id == work
+
+
+def test_a_claim_holds_the_store_lock_shared_not_exclusive(agent):
+    """Bug: the claim's function tries the store's lock EXCLUSIVE first (it
+    gets it whenever nobody holds it): every claim then shuts out every
+    other claim and fenced write until it commits, where chapter 10's hot
+    paths run side by side. Deterministic: the claim's transaction is held
+    open; meanwhile a second session gets the store's lock SHARED and not
+    EXCLUSIVE (tries: neither waits)."""
+    with opened(agent) as conn, opened(agent) as other:
+        work = queued(conn)
+        conn.raw.execute("BEGIN")  # the claim's statement, its transaction open
+        try:
+            assert claims.claim(conn, "w", ttl=60).id == work
+            tries = {mode: other.execute(f"SELECT pg_try_advisory_xact_lock{mode}(:k)"
+                                         " AS got", {"k": other.store_lock}
+                                         ).fetchone()["got"]
+                     for mode in ("_shared", "")}
+        finally:
+            conn.raw.execute("ROLLBACK")
+        assert tries == {"_shared": True, "": False}
