@@ -166,6 +166,26 @@ def test_a_broken_unique_key_is_sqlite3s_integrity_error(conn):
         conn.execute("INSERT INTO t VALUES (:k)", {"k": "a"})
 
 
+def test_first_row_reads_a_tuple_and_raises_what_execute_raises(conn):
+    """``Connection.first_row`` (a claim's hot path, issue 24) must be
+    ``execute(...).fetchone()`` in all it answers. Bugs: a None parameter
+    left untyped (the server cannot type ``$1 IS NULL``); a broken unique
+    key reaching the caller as psycopg's error, not sqlite3's; an error the
+    adapter does not translate (division by zero) turned into a TypeError
+    (``raise None from error``) instead of passed on as psycopg's own."""
+    import psycopg
+
+    conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v DOUBLE PRECISION)")
+    conn.execute("INSERT INTO t VALUES (:k, :v)", {"k": "a", "v": 1.5})
+    assert conn.first_row("SELECT k, v FROM t WHERE (:w IS NULL OR k = :w)",
+                          {"w": None}) == ("a", 1.5)
+    assert conn.first_row("SELECT k FROM t WHERE k = :k", {"k": "b"}) is None
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.first_row("INSERT INTO t VALUES (:k, 0) RETURNING k", {"k": "a"})
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        conn.first_row("SELECT 1 / :zero", {"zero": 0})
+
+
 def test_commit_after_a_failed_statement_is_refused_not_silent(conn):
     conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
     with pytest.raises(sqlite3.OperationalError, match="aborted"):
