@@ -180,6 +180,8 @@ def test_first_row_reads_a_tuple_and_raises_what_execute_raises(conn):
     assert conn.first_row("SELECT k, v FROM t WHERE (:w IS NULL OR k = :w)",
                           {"w": None}) == ("a", 1.5)
     assert conn.first_row("SELECT k FROM t WHERE k = :k", {"k": "b"}) is None
+    [missing] = conn.first_row("SELECT :w IS NULL", {"w": None})  # no column
+    assert missing is True  # to type it by: None must go in as NULL itself
     with pytest.raises(sqlite3.IntegrityError):
         conn.first_row("INSERT INTO t VALUES (:k, 0) RETURNING k", {"k": "a"})
     with pytest.raises(psycopg.errors.DivisionByZero):
