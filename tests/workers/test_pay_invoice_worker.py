@@ -297,3 +297,21 @@ def test_the_command_does_not_load_runpy(tmp_path):
 def test_launch_takes_a_module_name_only(name):
     with pytest.raises(ValueError):
         options.launch(name)
+
+
+def test_a_resumed_workers_install_waits_for_no_writer(tmp_path):
+    """Bug: ``paying.own_tables`` counts every table of the file (its
+    ``name IN`` dropped): a state file holding one more table then never
+    reads as installed, and every resumed worker's ``install`` opens a
+    write transaction, waiting behind any writer of its file. The rule
+    (chapter 02): tables made is one read. Deterministic: another
+    connection holds the write lock; the install, with a busy timeout of
+    0, must not need it."""
+    state = tmp_path / "state.sqlite"
+    with opened(state) as conn:
+        paying.install(conn)
+        conn.execute("CREATE TABLE notes (line TEXT)")  # one more of its own
+    with opened(state) as writer, opened(state, busy_timeout_ms=0) as conn:
+        with immediate(writer):
+            paying.install(conn)  # busy at once if it asked for the lock
+            assert paying.own_tables(conn) == set(paying.TABLES)
