@@ -148,3 +148,43 @@ def test_two_live_notifiers_both_send_the_premise_shown_lost(files):
     assert len(told) == 2 and len({m["operation_key"] for m in told}) == 1
     assert mail.duplicate_messages(files["mail"]) == 1
     assert len(payments.snapshot(files["payments"])["payments"]) == 1
+
+
+def test_the_notifiers_look_and_its_pending_row_share_one_write_lock(files):
+    """Bug: ``notify_owner`` looks for its row and writes ``pending`` outside
+    one transaction: between the two another notifier of the task can write
+    (its own ``pending``, or ``notified``), and this one then fails on the
+    key or overwrites what the other settled. Deterministic: the moment the
+    look returns, a second connection asks for the write lock with a busy
+    timeout of 0; it must be refused, every run."""
+    import sqlite3
+
+    from crashcourse.store import immediate
+
+    asked = []
+
+    class Probing:  # the worker's connection, asking for the lock after the look
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, sql, *args):
+            cursor = self.conn.execute(sql, *args)
+            if sql.startswith("SELECT state, message_id FROM notifications"):
+                try:
+                    with opened(files["state"], busy_timeout_ms=0) as other, \
+                            immediate(other):
+                        asked.append("got in")
+                except sqlite3.OperationalError:
+                    asked.append("kept out")
+            return cursor
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    with opened(files["state"]) as state:
+        paying.install(state)
+        paying.save_checkpoint(state, TASK, "k", "committed")
+        report = paying.notify_owner(Probing(state), str(files["mail"]), TASK, ORDER,
+                                     AMOUNT, CURRENCY)
+    assert asked == ["kept out"]
+    assert report["notification"] == paying.SENT and len(to_owner(files)) == 1
