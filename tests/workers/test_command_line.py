@@ -78,6 +78,8 @@ PAYMENT_CASES = [
     ("--currency", "USDX"), ("--task", ""), ("--task", "   "), ("--order", ""),
     ("--order", " \t"), ("--busy-timeout-ms", "-5"),
     ("--busy-timeout-ms", str(2**64)), ("--state", "{tmp}/missing/worker.sqlite"),
+    # ten minutes and a millisecond: over the workers' own cap, under SQLite's
+    ("--busy-timeout-ms", "600001"),
     ("--state", "{tmp}"), ("--state", ""), ("--state", "{tmp}/payments.sqlite"),
     ("--payments", "{tmp}/absent.sqlite"),
     ("--payments", "{tmp}/empty.sqlite"), ("--payments", ""),
