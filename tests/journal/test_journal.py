@@ -794,3 +794,18 @@ def test_a_failing_gate_stops_the_run_with_nothing_in_doubt(world):
     assert [e["step"] for e in entries] == list(range(1, GATE))
     assert all(e["outcome"] is not None for e in entries)
     assert mail.messages(world["mail"]) == []
+
+
+@pytest.mark.parametrize("probe, done", [("correct", False), ("filename-only", True)])
+def test_the_worker_s_correct_probe_asks_about_its_own_file(tmp_path, probe, done):
+    """Bug: ``restock_actions`` binds the probes the wrong way round: the
+    worker's ``--probe correct`` asks whether ANY file has the name, and a
+    supplier's file of that name passes a rename that never happened as
+    done (chapter 07's campaign keeps that probe as its wrong one)."""
+    where = {"drive": str(tmp_path / "drive.sqlite"),
+             "mail": str(tmp_path / "mail.sqlite")}
+    drive.install(where["drive"], {"f001": "scan-001.pdf"})
+    drive.install(where["drive"], {"supplier-1": "invoice-001.pdf"}, owner="supplier")
+    rename = restock_actions(where["drive"], where["mail"], probe)["rename"]
+    found, _ = rename.probe({"file_id": "f001", "name": "invoice-001.pdf"}, "k")
+    assert found is done
