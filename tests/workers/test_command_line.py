@@ -201,6 +201,44 @@ def test_journal_worker_refuses_bad_input(tmp_path, journal_world, flag, value):
     assert journal_rows(world) == (0, 0, 0)
 
 
+@pytest.mark.parametrize("given, refused", [
+    ({"--credential": "c"}, False), ({"--broker": "b.sqlite"}, False),
+    ({"--credential": "c", "--broker": "b.sqlite"}, True)])
+def test_journal_worker_takes_a_credential_or_a_broker_not_both(tmp_path, given,
+                                                                refused):
+    """Bug: the rule "not both" read as "not either" (``or`` for ``and``):
+    chapter 09's runs, each with its credential or its broker, refused."""
+    argv = ["--dir", str(tmp_path), "--task", "t"]
+    for flag, value in given.items():
+        argv += [flag, value]
+    if refused:
+        with pytest.raises(ValueError, match="not both"):
+            journal_worker.parse(argv)
+    else:
+        [(flag, value)] = given.items()
+        assert journal_worker.parse(argv)[flag[2:]] == value
+
+
+def test_journal_worker_s_resume_command_asks_the_broker_given_only(tmp_path):
+    """Bug: ``resume_command`` adds ``--broker`` when there is none (``None``
+    as the path) and leaves it out when there is one: the resumed run then
+    holds no credential, or fails on a broker called "None" (chapter 09)."""
+    plain = journal_worker.resume_command(tmp_path, "t", "owner")
+    assert "--broker" not in plain and plain[-2:] == ["--resume-by", "owner"]
+    asked = journal_worker.resume_command(tmp_path, "t", "owner", "b.sqlite")
+    at = asked.index("--broker")
+    assert asked[at + 1] == "b.sqlite"
+
+
+def test_journal_worker_s_actions_refuse_a_probe_they_do_not_know(tmp_path):
+    """Bug: ``restock_actions`` without its own check of ``probe``: a probe
+    spelled wrong (here by a checkpoint, not the command line) silently
+    gets the wrong, filename-only probe."""
+    with pytest.raises(ValueError, match="probe must be one of"):
+        journal_worker.restock_actions(str(tmp_path / "d"), str(tmp_path / "m"),
+                                       probe="corect")
+
+
 def test_journal_worker_refuses_a_truncated_journal(tmp_path, journal_world):
     world, task = journal_world
     (world / "journal.sqlite").write_bytes(b"")  # the plan and journal are gone
