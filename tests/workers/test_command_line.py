@@ -192,6 +192,8 @@ def journal_rows(world: Path) -> tuple[int, int, int]:
     # the wait must be above 0 and below the lease (3 s unless told): exactly
     # 0 and exactly 3 are the edges, refused before any claim is written
     ("--wait", "0"), ("--wait", "3"), ("--wait", "nan"),
+    # a lease over chapter 05's cap of an hour, or none that ends
+    ("--ttl", "3601"), ("--ttl", "inf"),
 ])
 def test_journal_worker_refuses_bad_input(tmp_path, journal_world, flag, value):
     world, task = journal_world
@@ -237,6 +239,17 @@ def test_journal_worker_s_actions_refuse_a_probe_they_do_not_know(tmp_path):
     with pytest.raises(ValueError, match="probe must be one of"):
         journal_worker.restock_actions(str(tmp_path / "d"), str(tmp_path / "m"),
                                        probe="corect")
+
+
+@pytest.mark.parametrize("gone", ["drive", "mail"])
+def test_journal_worker_refuses_a_world_without_its_services(tmp_path,
+                                                           journal_world, gone):
+    """Bug: ``check_world`` checks the journal alone: with the drive's or the
+    mail provider's file gone, the worker claims the task (its journal file
+    grows) before it finds out, instead of refusing with nothing written."""
+    world, task = journal_world
+    (world / f"{gone}.sqlite").unlink()
+    refused(tmp_path, "journal_worker", ["--dir", str(world), "--task", task])
 
 
 def test_journal_worker_refuses_a_truncated_journal(tmp_path, journal_world):
