@@ -809,3 +809,22 @@ def test_the_worker_s_correct_probe_asks_about_its_own_file(tmp_path, probe, don
     rename = restock_actions(where["drive"], where["mail"], probe)["rename"]
     found, _ = rename.probe({"file_id": "f001", "name": "invoice-001.pdf"}, "k")
     assert found is done
+
+
+def test_the_worker_s_unwind_of_a_rename_refuses_a_name_changed_since(tmp_path):
+    """Bug: the journal worker's ``rename_back`` swallows ``drive.NameChanged``
+    instead of raising ``decisions.ChangedSince``: an unwind then reads as
+    done while the file carries a name someone gave it since, which the
+    unwind must neither overwrite nor hide (chapter 09)."""
+    from crashcourse.journal import decisions
+
+    where = {"drive": str(tmp_path / "drive.sqlite"),
+             "mail": str(tmp_path / "mail.sqlite")}
+    drive.install(where["drive"], {"f001": "scan-001.pdf"})
+    rename = restock_actions(where["drive"], where["mail"])["rename"]
+    args = {"file_id": "f001", "name": "invoice-001.pdf"}
+    rename.execute(args, "task/1/rename/k")
+    drive.rename_to(where["drive"], "f001", "kept-by-owner.pdf")  # a change since
+    with pytest.raises(decisions.ChangedSince):
+        rename.restore(args, {"name": "scan-001.pdf"}, "task/1/rename/undo")
+    assert drive.names(where["drive"])["f001"] == "kept-by-owner.pdf"

@@ -194,6 +194,7 @@ def journal_rows(world: Path) -> tuple[int, int, int]:
     ("--wait", "0"), ("--wait", "3"), ("--wait", "nan"),
     # a lease over chapter 05's cap of an hour, or none that ends
     ("--ttl", "3601"), ("--ttl", "inf"),
+    ("--broker", "{tmp}/no-broker.sqlite"),  # not an installed broker
 ])
 def test_journal_worker_refuses_bad_input(tmp_path, journal_world, flag, value):
     world, task = journal_world
