@@ -315,3 +315,26 @@ def test_a_resumed_workers_install_waits_for_no_writer(tmp_path):
         with immediate(writer):
             paying.install(conn)  # busy at once if it asked for the lock
             assert paying.own_tables(conn) == set(paying.TABLES)
+
+
+@pytest.mark.parametrize("boundary, charged, checkpointed", [
+    ("before_payment", 0, 0), ("after_payment", 1, 0), ("after_checkpoint", 1, 1)])
+def test_each_boundary_the_docstring_names_is_where_it_says(tmp_path, boundary,
+                                                            charged, checkpointed):
+    """Bug: a boundary the worker's docstring registers is left out (or
+    moved past a write): a harness asked to kill there waits in vain, or
+    kills after the write it meant to come before. Read from the rows."""
+    from crashcourse.lab.harness import Harness
+
+    db = tmp_path / "payments.sqlite"
+    payments.install(db)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)
+    state = tmp_path / "worker.sqlite"
+    with Harness() as harness:
+        running = harness.start(pay_invoice.command(db, state, order=ORDER),
+                                stop_at=boundary)
+        running.wait_for_boundary(timeout=60)
+        running.kill()
+    with opened(db) as conn:
+        assert store.count_rows(conn, "payments") == charged
+    assert len(worker_checkpoints(db)) == checkpointed
