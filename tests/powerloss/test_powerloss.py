@@ -506,3 +506,23 @@ def test_a_recorded_connection_is_set_up_as_store_connect_sets_one_up(
     assert seen == {"busy_timeout": store.DEFAULT_BUSY_TIMEOUT_MS,
                     "foreign_keys": 1, "wal_autocheckpoint": pages,
                     "journal_mode": "wal"}
+
+
+def test_an_outcome_counts_as_committed_once_the_next_intent_or_the_end_is():
+    """Bug: ``committed`` asks for the next step's intent AND the run's end
+    (``and`` for ``or``): before the end no outcome counts as acknowledged,
+    and an image that lost one is judged sound. One commit per step: step
+    N's outcome commits with step N+1's intent, the last one at the end."""
+    class Marks:  # the recorder's marks, each at its event's index
+        def __init__(self, marks):
+            self.marks = marks
+
+        def marked(self, label, upto=None):
+            return [name for at, (kind, name) in enumerate(self.marks)
+                    if kind == label and (upto is None or at < upto)]
+
+    marks = Marks([(pj.INTENT, "1"), (pj.INTENT, "2"), (pj.INTENT, "3"),
+                   (pj.FINISHED, "task")])
+    assert pj.committed(marks, 3) == ({1, 2, 3}, {1, 2})
+    assert pj.committed(marks, 4) == ({1, 2, 3}, {1, 2, 3})
+    assert pj.committed(marks, 1) == ({1}, set())
