@@ -255,6 +255,18 @@ def test_a_fresh_schema_beside_an_installed_one_reads_as_empty(agent, store_at):
             load_plan(fresh, plan.task)
 
 
+def held_back_while_locked(conn, locker, locked: str, waiting: str) -> None:
+    """While a second connection row-locks the turn ``locked``, a claim takes
+    nothing (``waiting``, a turn after it, stays queued); once it lets go, the
+    claim takes ``locked``."""
+    with immediate(locker, shared=True):
+        locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
+                       {"id": locked})
+        assert claims.claim(conn, "w", ttl=60) is None
+    assert claims.work_row(conn, waiting)["status"] == claims.READY
+    assert claims.claim(conn, "w", ttl=60).id == locked
+
+
 def test_a_turn_another_claimer_has_locked_holds_back_its_session(agent):
     """Bug: the pick without its ``FIRST`` rule (a turn waits for its
     session's turns before it): a claimer skips the session's first turn,
@@ -264,12 +276,7 @@ def test_a_turn_another_claimer_has_locked_holds_back_its_session(agent):
     with opened(agent) as conn, opened(agent) as locker:
         first = claims.enqueue(conn, "phone:s:1", "s", "turn 1")
         second = claims.enqueue(conn, "phone:s:2", "s", "turn 2")
-        with immediate(locker, shared=True):
-            locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
-                           {"id": first})
-            assert claims.claim(conn, "w", ttl=60) is None
-        assert claims.work_row(conn, second)["status"] == claims.READY
-        assert claims.claim(conn, "w", ttl=60).id == first
+        held_back_while_locked(conn, locker, first, second)
 
 
 def test_turns_queued_at_one_instant_keep_their_order_past_a_lock(agent):
@@ -284,12 +291,7 @@ def test_turns_queued_at_one_instant_keep_their_order_past_a_lock(agent):
         with immediate(conn):
             conn.execute("UPDATE work SET created = :at WHERE session = 's'",
                          {"at": 1_796_000_000.0})
-        with immediate(locker, shared=True):
-            locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
-                           {"id": first})
-            assert claims.claim(conn, "w", ttl=60) is None
-        assert claims.work_row(conn, second)["status"] == claims.READY
-        assert claims.claim(conn, "w", ttl=60).id == first
+        held_back_while_locked(conn, locker, first, second)
 
 
 def test_a_control_turn_another_claimer_has_locked_holds_back_its_session(agent):
@@ -301,12 +303,7 @@ def test_a_control_turn_another_claimer_has_locked_holds_back_its_session(agent)
     with opened(agent) as conn, opened(agent) as locker:
         ordinary = claims.enqueue(conn, "phone:s:1", "s", "turn 1")
         stop = claims.enqueue(conn, "phone:s:stop", "s", "stop", control=True)
-        with immediate(locker, shared=True):
-            locker.execute("SELECT id FROM work WHERE id = :id FOR UPDATE",
-                           {"id": stop})
-            assert claims.claim(conn, "w", ttl=60) is None
-        assert claims.work_row(conn, ordinary)["status"] == claims.READY
-        assert claims.claim(conn, "w", ttl=60).id == stop
+        held_back_while_locked(conn, locker, stop, ordinary)
 
 
 def test_a_claim_waits_for_an_operators_write_in_progress(agent):

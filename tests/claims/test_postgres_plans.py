@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("psycopg", reason="psycopg is not installed")
 
 from crashcourse import claims, store  # noqa: E402
+from tests.pg_counters import rows_read  # noqa: E402
 
 pytestmark = pytest.mark.postgres_only("a server's plans and its statistics")
 LIVE = 1000  # leases held, none run out
@@ -40,18 +41,6 @@ def busy(store_at):
             {"live": LIVE, "queued": QUEUED})
         conn.execute("ANALYZE work")
     return at
-
-
-def rows_read(conn) -> int:
-    """Rows and index entries the work table has given out so far."""
-    if int(conn.execute("SHOW server_version_num").fetchone()[0]) < 150000:
-        pytest.skip("pg_stat_force_next_flush needs PostgreSQL 15")
-    conn.execute("SELECT pg_stat_force_next_flush()")  # at this statement's end
-    conn.execute("SELECT pg_stat_clear_snapshot()")
-    return conn.execute(
-        "SELECT coalesce(seq_tup_read, 0) + (SELECT sum(idx_tup_read)"
-        " FROM pg_stat_user_indexes WHERE relid = 'work'::regclass)"
-        " FROM pg_stat_user_tables WHERE relid = 'work'::regclass").fetchone()[0]
 
 
 def test_a_claim_reads_a_few_rows_when_statistics_show_many_leases_live(busy):

@@ -31,6 +31,7 @@ from crashcourse.claims.fence import StaleClaim  # noqa: E402
 from crashcourse.lab import hosts  # noqa: E402
 from crashcourse.store import postgres as pgstore  # noqa: E402
 from crashcourse.waiting import wait_until  # noqa: E402
+from tests.pg_counters import rows_read  # noqa: E402
 
 # A worker on a store ADDRESS (a URL naming its schema), through the book's
 # own modules: ``drain`` claims and finishes until nothing is eligible,
@@ -369,19 +370,6 @@ def test_the_grant_reads_the_session_rule_again(conn):
     assert conn.execute("SELECT count(*) FROM claims").fetchone()[0] == 1
 
 
-def rows_read(conn) -> int:
-    """Rows and index entries this store's work table has given out so far
-    (PostgreSQL's own counters, flushed now: 15 and later)."""
-    if int(conn.execute("SHOW server_version_num").fetchone()[0]) < 150000:
-        pytest.skip("pg_stat_force_next_flush needs PostgreSQL 15")
-    conn.execute("SELECT pg_stat_force_next_flush()")  # at this statement's end
-    conn.execute("SELECT pg_stat_clear_snapshot()")
-    return conn.execute(
-        "SELECT coalesce(seq_tup_read, 0) + (SELECT sum(idx_tup_read)"
-        " FROM pg_stat_user_indexes WHERE relid = 'work'::regclass)"
-        " FROM pg_stat_user_tables WHERE relid = 'work'::regclass").fetchone()[0]
-
-
 @pytest.mark.parametrize("planned_on", ["a small table", "statistics of no holder"])
 def test_a_claim_reads_a_few_rows_however_many_leases_are_live(conn, planned_on):
     """Plans are made once per connection, while the table is small, or while
@@ -556,7 +544,6 @@ def test_without_namespaces_a_cut_host_is_frozen_and_thawed():
         assert state_of(sleeper.pid) not in "Tt"  # running or sleeping again
         hosts.cut(a)  # killed while frozen: SIGKILL still ends it
         assert hosts.kill_host(a) == 1 and sleeper.returncode == -signal.SIGKILL
-
 
 
 # --- issue 23: each fails on its one-line mutant ---------------------------------
