@@ -282,3 +282,146 @@ def test_a_post_is_decided_under_the_supplier_s_write_lock(tmp_path, monkeypatch
         lambda conn: statuses.append(
             supplier_store.accept(conn, "op-1", "work-a", 1, proposal)[0]))
     assert statuses == [201] and not got_in
+
+
+# --- the store's decisions, called directly (issue 23: vary every input) -----
+
+
+@pytest.fixture
+def store(tmp_path):
+    """The supplier's own store module and one connection to an installed file."""
+    from crashcourse.services.supplier import store as supplier_store
+
+    db = tmp_path / "supplier.sqlite"
+    supplier_store.install(db)
+    with opened(db) as conn:
+        yield supplier_store, conn
+
+
+def logged_answers(conn, key):
+    return [(r["method"], r["answer"]) for r in conn.execute(
+        "SELECT method, answer FROM requests WHERE operation_key = :key"
+        " ORDER BY seq", {"key": key})]
+
+
+def test_the_store_s_accept_is_fenced_unless_told_otherwise(store):
+    """Bug: ``accept``'s default ``fence=False``: chapter 06 prints this
+    function as the fenced one; called as printed it let a stale generation
+    place an order. The fence is per work and admits its own generation."""
+    supplier_store, conn = store
+    assert supplier_store.accept(conn, "g3", "work-a", 3, FLOUR)[0] == 201
+    stale = supplier_store.accept(conn, "g2", "work-a", 2, {**FLOUR, "quantity": 7})
+    assert stale == (412, {"error": "stale_generation", "highest": 3})
+    assert supplier_store.accept(conn, "g3b", "work-a", 3, FLOUR)[0] == 201
+    assert supplier_store.accept(conn, "g1", "work-b", 1, FLOUR)[0] == 201
+    assert supplier_store.find_order(conn, "g2") is None
+    assert logged_answers(conn, "g2") == [("POST", 412)]
+    unfenced = supplier_store.accept(conn, "g2", "work-a", 2, FLOUR, fence=False)
+    assert unfenced[0] == 201  # the mutant chapter 06 shows losing
+
+
+@pytest.mark.parametrize("first, second", [
+    (FLOUR, {**FLOUR, "quantity": 6.0}),
+    (FLOUR, {**FLOUR, "unit_cents": 2150.0}),
+    ({**FLOUR, "quantity": 1}, {**FLOUR, "quantity": True}),
+    (FLOUR, {**FLOUR, "sku": "Flour-25kg"}),
+    (FLOUR, {**FLOUR, "quantity": 7}),
+], ids=["int-float", "cents-float", "true-for-1", "sku-case", "quantity"])
+def test_a_replay_must_be_the_same_json_not_an_equal_python_value(store, first,
+                                                                  second):
+    """Python's ``==`` says 6 == 6.0 and True == 1; canonical JSON does not.
+    A replay compared as Python values would answer a different request
+    with the first one's receipt; it is 422 and stores nothing."""
+    supplier_store, conn = store
+    assert supplier_store.accept(conn, "k", "work-a", 1, first)[0] == 201
+    again = supplier_store.accept(conn, "k", "work-a", 1, second)
+    assert again == (422, {"error": "conflict", "operation_key": "k"})
+    assert supplier_store.accept(conn, "k", "work-a", 1, dict(first))[0] == 200
+    assert [r[0] for r in conn.execute("SELECT operation_key FROM orders")] == ["k"]
+
+
+def test_each_new_order_gets_its_own_receipt_and_a_replay_the_first(store):
+    supplier_store, conn = store
+    receipts = [supplier_store.accept(conn, key, "work-a", 1, FLOUR)[1]["receipt"]
+                for key in ("a", "b", "a", "c")]
+    assert receipts == ["R-00001", "R-00002", "R-00001", "R-00003"]
+
+
+def test_a_lookup_logs_what_it_answered(store):
+    supplier_store, conn = store
+    supplier_store.accept(conn, "here", "work-a", 1, FLOUR)
+    assert supplier_store.lookup(conn, "here")["operation_key"] == "here"
+    assert supplier_store.lookup(conn, "gone") is None
+    assert logged_answers(conn, "here") == [("POST", 201), ("GET", 200)]
+    assert logged_answers(conn, "gone") == [("GET", 404)]
+
+
+def test_a_release_at_the_fence_s_own_generation_is_admitted(store):
+    """The release's fence refuses only a LOWER generation, per work."""
+    supplier_store, conn = store
+    supplier_store.accept(conn, "o1", "work-a", 4, FLOUR)
+    supplier_store.accept(conn, "o2", "work-b", 1, FLOUR)
+    assert supplier_store.release(conn, "r1", "o1", "work-a", 3) == (
+        412, {"error": "stale_generation", "highest": 4})
+    assert supplier_store.release(conn, "r1", "o1", "work-a", 4)[0] == 201
+    assert supplier_store.release(conn, "r2", "o2", "work-b", 1)[0] == 201
+    assert supplier_store.fence_of(conn, "work-a") == 4
+    assert supplier_store.fence_of(conn, "work-b") == 1
+    assert logged_answers(conn, "r1") == [("POST", 412), ("POST", 201)]
+
+
+def test_a_release_key_reused_for_another_order_is_422_not_a_replay(store):
+    supplier_store, conn = store
+    for order in ("o1", "o2"):
+        supplier_store.accept(conn, order, "work-a", 1, FLOUR)
+    assert supplier_store.release(conn, "r", "o1", "work-a", 1)[0] == 201
+    assert supplier_store.release(conn, "r", "o2", "work-a", 1) == (
+        422, {"error": "conflict", "operation_key": "r"})
+    assert supplier_store.release(conn, "r", "o1", "work-a", 2)[0] == 200
+    assert supplier_store.fence_of(conn, "work-a") == 2  # the replay raised it
+    assert [r["order_key"] for r in conn.execute("SELECT * FROM releases")] == ["o1"]
+
+
+def test_a_refusal_is_logged_only_under_a_key_it_named(store):
+    supplier_store, conn = store
+    supplier_store.log_refusal(conn, "POST", (None, "work-a", 1), 400)
+    supplier_store.log_refusal(conn, "POST", ("named", None, None), 400)
+    rows = [tuple(r) for r in conn.execute(
+        "SELECT operation_key, work_id, generation, answer FROM requests")]
+    assert rows == [("named", None, None, 400)]
+
+
+def test_the_supplier_s_schema_is_written_as_a_system_of_record(tmp_path,
+                                                                 monkeypatch):
+    """Bug: ``install`` with ``record=False``: the new file's tables are
+    created at synchronous=NORMAL, not the FULL a system of record keeps."""
+    from crashcourse.services.supplier import store as supplier_store
+
+    real, levels = supplier_store.ensure_schema, []
+
+    def spy(conn, schema):
+        levels.append(conn.execute("PRAGMA synchronous").fetchone()[0])
+        return real(conn, schema)
+
+    monkeypatch.setattr(supplier_store, "ensure_schema", spy)
+    supplier_store.install(tmp_path / "supplier.sqlite")
+    assert levels == [2]  # 2 is FULL
+
+
+def test_a_release_is_decided_under_the_supplier_s_write_lock(tmp_path,
+                                                             monkeypatch):
+    """Bug: ``store.release`` out of its ``immediate`` block: the fence read
+    and the release row interleave with another writer's, so a stale holder
+    can release past a fence a newer one is raising."""
+    from crashcourse.services.supplier import store as supplier_store
+
+    db = tmp_path / "supplier.sqlite"
+    supplier_store.install(db)
+    with opened(db) as conn:
+        supplier_store.accept(conn, "o1", "work-a", 1, FLOUR)
+    statuses = []
+    got_in = second_writer_got_in(
+        db, monkeypatch, supplier_store, "fence_of",
+        lambda conn: statuses.append(
+            supplier_store.release(conn, "r1", "o1", "work-a", 1)[0]))
+    assert statuses == [201] and not got_in
