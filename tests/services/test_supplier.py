@@ -425,3 +425,18 @@ def test_a_release_is_decided_under_the_supplier_s_write_lock(tmp_path,
         lambda conn: statuses.append(
             supplier_store.release(conn, "r1", "o1", "work-a", 1)[0]))
     assert statuses == [201] and not got_in
+
+
+def test_a_lookup_reads_and_logs_under_the_write_lock(tmp_path, monkeypatch):
+    """Bug: ``store.lookup`` out of its ``immediate`` block: the order read
+    and the logged answer are two moments, so the log can say 404 for a key
+    an order was stored under in between."""
+    from crashcourse.services.supplier import store as supplier_store
+
+    db = tmp_path / "supplier.sqlite"
+    supplier_store.install(db)
+    found = []
+    got_in = second_writer_got_in(
+        db, monkeypatch, supplier_store, "find_order",
+        lambda conn: found.append(supplier_store.lookup(conn, "absent")))
+    assert found == [None] and not got_in
