@@ -11,6 +11,7 @@ bounded.
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import re
 import select
@@ -472,3 +473,156 @@ def test_a_body_trickled_inside_the_socket_timeout_is_cut_at_the_deadline(quick)
     assert statuses(received) == [408]
     assert answered_at is not None and answered_at < 3.0, answered_at
     assert orders_for(quick.db, key) == {key: 0}
+
+
+# --- request.py's rules, called directly at their boundaries (issue 23) -------
+
+
+def headers_of(*lines: str):
+    """Headers parsed as the server parses them (``http.client``)."""
+    raw = "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n"
+    return http.client.parse_headers(io.BytesIO(raw))
+
+
+TOKEN = ("Idempotency-Key: k-1", "X-Work-Id: work-1", "X-Generation: 1")
+
+
+@pytest.mark.parametrize("lines, detail", [
+    ((*TOKEN, "Idempotency-Key: k-2"), "Idempotency-Key must be sent once, got 2"),
+    ((*TOKEN, "X-Work-Id: work-2"), "X-Work-Id must be sent once, got 2"),
+    (("Idempotency-Key: k-1", " k-2", *TOKEN[1:]),
+     "Idempotency-Key must be one line (no folded header)"),
+], ids=["two-keys", "two-work-ids", "folded-key"])
+def test_a_refused_token_s_detail_names_the_header(lines, detail):
+    """A 400 says which header was wrong; a generic one leaves the caller
+    guessing which of two keys the supplier saw."""
+    from crashcourse.services.supplier.request import Refused, parse_token
+
+    with pytest.raises(Refused) as refused:
+        parse_token(headers_of(*lines))
+    assert refused.value.body() == {"error": "bad_request", "detail": detail}
+
+
+@pytest.mark.parametrize("generation, expected", [
+    ("1", 1), (str(2**63 - 1), 2**63 - 1), (str(2**63), None), ("0", None),
+    ("9" * 19, None), ("9" * 20, None), ("01", 1),
+])
+def test_a_generation_is_usable_from_1_to_the_largest_integer(generation, expected):
+    from crashcourse.services.supplier.request import named_token
+
+    token = named_token(headers_of(*TOKEN[:2], f"X-Generation: {generation}"))
+    assert token == ("k-1", "work-1", expected)
+
+
+@pytest.mark.parametrize("key, usable", [
+    ("k" * 200, True), ("k" * 201, False), ("", False), ("a/b:c@d+e=f~g.h_i-j", True),
+])
+def test_a_key_is_1_to_200_url_safe_characters(key, usable):
+    from crashcourse.services.supplier.request import usable_key
+
+    assert (usable_key(key) == key) is usable
+
+
+@pytest.mark.parametrize("lines, answer", [
+    (("Content-Length: 16384",), 16384), (("Content-Length: 0",), 0),
+    (("Content-Length:  12 ",), 12),
+    (("Content-Length: 16385",), (413, "too_large")),
+    (("Content-Length: " + "1" * 20,), (400, "bad_request")),
+    ((), (411, "length_required")),
+    (("Content-Length: 5", "Transfer-Encoding: chunked"), (411, "length_required")),
+    (("Content-Length: 5", "Content-Length: 5"), (400, "bad_request")),
+])
+def test_a_length_is_one_decimal_up_to_the_limit(lines, answer):
+    from crashcourse.services.supplier.request import Refused, body_length
+
+    try:
+        got = body_length(headers_of(*lines))
+    except Refused as refused:
+        got = (refused.status, refused.error)
+    assert got == answer
+
+
+@pytest.mark.parametrize("change, refused", [
+    ({"quantity": 10_000}, False), ({"quantity": 10_001}, True),
+    ({"quantity": 1}, False), ({"quantity": 0}, True),
+    ({"unit_cents": 10**9}, False), ({"unit_cents": 10**9 + 1}, True),
+    ({"unit_cents": False}, True), ({"sku": 7}, True), ({"sku": "\t"}, True),
+])
+def test_a_proposal_s_fields_are_checked_at_their_bounds(change, refused):
+    from crashcourse.services.supplier.request import Refused, parse_proposal
+
+    body = json.dumps({**FLOUR, **change}).encode()
+    if refused:
+        with pytest.raises(Refused):
+            parse_proposal(body)
+    else:
+        assert parse_proposal(body) == {**FLOUR, **change}
+
+
+@pytest.mark.parametrize("lines, refused", [
+    ((), False), (("Content-Length: 0",), False), (("Content-Length: 3",), True),
+    (("Transfer-Encoding: chunked",), True),
+])
+def test_a_get_declares_no_body(lines, refused):
+    from crashcourse.services.supplier.request import Refused, no_body
+
+    if refused:
+        with pytest.raises(Refused):
+            no_body(headers_of(*lines))
+    else:
+        no_body(headers_of(*lines))
+
+
+def test_a_body_is_read_exactly_or_refused():
+    from crashcourse.services.supplier.request import Refused, read_exactly
+
+    assert read_exactly(io.BytesIO(b"abcdef"), 4) == b"abcd"
+    assert read_exactly(io.BytesIO(b""), 0) == b""
+    with pytest.raises(Refused) as short:
+        read_exactly(io.BytesIO(b"abc"), 4)
+    assert (short.value.status, short.value.error) == (400, "bad_request")
+
+
+def test_a_paced_read_stops_at_its_deadline_and_restores_the_timeout():
+    """The whole body within ``deadline_s``, even if each byte comes inside
+    the socket timeout; the socket's own timeout is given back after."""
+    from crashcourse.services.supplier.request import Refused, read_exactly
+
+    server, client = socket.socketpair()
+    with server, client:
+        server.settimeout(7.0)
+        client.sendall(b"ab")  # two of the four declared bytes, then silence
+        rfile = server.makefile("rb")
+        with pytest.raises(Refused) as stalled:
+            read_exactly(rfile, 4, server, 0.3)
+        assert (stalled.value.status, stalled.value.error) == (408, "timeout")
+        assert server.gettimeout() == 7.0
+    server, client = socket.socketpair()
+    with server, client:
+        client.sendall(b"cdef")
+        rfile = server.makefile("rb")
+        assert read_exactly(rfile, 4, server, 5.0) == b"cdef"
+        client.sendall(b"g")
+        with pytest.raises(Refused) as spent:  # no time left: refused at once
+            read_exactly(rfile, 1, server, -1.0)
+        assert spent.value.status == 408
+
+
+def test_a_key_in_flight_is_409_ask_again_and_freed_after(tmp_path):
+    from crashcourse.services.supplier.request import InFlight, Refused
+
+    flight = InFlight()
+    with flight.holding("k"):
+        with pytest.raises(Refused) as busy:
+            with flight.holding("k"):
+                pass
+        with flight.holding("other"):
+            pass
+    assert (busy.value.status, busy.value.error, busy.value.retry) == (
+        409, "in_flight", True)
+    with pytest.raises(RuntimeError):
+        with flight.holding("k"):
+            raise RuntimeError("the decision failed")
+    with flight.holding("k"):  # freed after a failure too
+        assert flight.keys == {"k"}
+    assert flight.keys == set()
