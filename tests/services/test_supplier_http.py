@@ -210,6 +210,8 @@ def test_a_get_with_a_body_is_refused_and_its_body_never_read(quick):
             "\r\n\r\n").encode() + inner
     assert statuses(talk(quick.url, data)) == [400]
     assert orders_for(quick.db, "got-inner") == {"got-inner": 0}
+    # the refusal is logged under the key in its path, as a GET
+    assert logged(quick.db, "got")[-1] == ("GET", None, 400)
 
 
 def test_a_body_over_the_limit_is_413_before_it_is_read(quick):
