@@ -580,6 +580,8 @@ def test_a_body_is_read_exactly_or_refused():
 
     assert read_exactly(io.BytesIO(b"abcdef"), 4) == b"abcd"
     assert read_exactly(io.BytesIO(b""), 0) == b""
+    # a deadline without a connection to pace: read as it comes
+    assert read_exactly(io.BytesIO(b"abcd"), 4, None, 5.0) == b"abcd"
     with pytest.raises(Refused) as short:
         read_exactly(io.BytesIO(b"abc"), 4)
     assert (short.value.status, short.value.error) == (400, "bad_request")
