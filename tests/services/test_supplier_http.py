@@ -630,3 +630,36 @@ def test_a_key_in_flight_is_409_ask_again_and_freed_after(tmp_path):
     with flight.holding("k"):  # freed after a failure too
         assert flight.keys == {"k"}
     assert flight.keys == set()
+
+
+class Dribble:
+    """A reader that gives 2 bytes at first, then all that is asked for:
+    a body arriving in pieces, with the next request's bytes behind it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.first = data, True
+
+    def read(self, size: int) -> bytes:
+        give = 2 if self.first else size
+        self.first, piece, self.data = False, self.data[:give], self.data[give:]
+        return piece
+
+    read1 = read
+
+    def gettimeout(self):  # stands in for the connection too
+        return None
+
+    def settimeout(self, value) -> None:
+        pass
+
+
+@pytest.mark.parametrize("paced", [False, True], ids=["read", "read1"])
+def test_a_body_in_pieces_is_never_read_past_its_length(paced):
+    """Each read asks for what is LEFT: asking for more swallows the bytes
+    of whatever the caller sends next (a pipelined request) into this body."""
+    from crashcourse.services.supplier.request import read_exactly
+
+    dribble = Dribble(b"abcdef" + b"GET /next")
+    connection = dribble if paced else None
+    assert read_exactly(dribble, 6, connection, 5.0 if paced else None) == b"abcdef"
+    assert dribble.data == b"GET /next"
