@@ -663,3 +663,32 @@ def test_a_body_in_pieces_is_never_read_past_its_length(paced):
     connection = dribble if paced else None
     assert read_exactly(dribble, 6, connection, 5.0 if paced else None) == b"abcdef"
     assert dribble.data == b"GET /next"
+
+
+def test_a_caller_who_never_stops_sending_is_cut_off_after_the_linger(quick):
+    """The drain after an error answer is bounded in time AND in bytes: a
+    caller trickling bytes for ever (under the 1 MB bound) is closed once the
+    1 s linger is over, not read for as long as it keeps sending. The answer
+    ends with the supplier's FIN; the close shows when a send is refused."""
+    cut_off, sent = threading.Event(), []
+    with socket.create_connection(address(quick.url), timeout=WAIT_S) as sock:
+        sock.sendall(raw_post("endless", b"", length=str(10**6)))
+
+        def trickle() -> None:
+            deadline = time.monotonic() + 4 * WAIT_S  # bounded: gives up after
+            try:
+                while time.monotonic() < deadline:
+                    sock.sendall(b" ")
+                    sent.append(1)
+                    time.sleep(0.05)
+            except OSError:  # reset by the supplier: it stopped reading
+                cut_off.set()
+
+        sender = threading.Thread(target=trickle, daemon=True)
+        sender.start()
+        received = b""
+        while chunk := sock.recv(65536):  # the answer, then the supplier's FIN
+            received += chunk
+        sender.join(5 * WAIT_S)
+    assert statuses(received) == [413]
+    assert cut_off.is_set(), f"still draining after {len(sent)} sends"
