@@ -397,6 +397,10 @@ def test_a_token_header_sent_twice_or_folded_is_400_and_no_order(quick, headers)
     received = talk(quick.url, raw_with(headers))
     assert statuses(received) == [400]
     assert stored_keys(quick.db) == before
+    named = [line.split(": ", 1)[1] for line in headers
+             if line.startswith("Idempotency-Key: ")]
+    if len(named) > 1:  # which of two keys? neither is logged
+        assert [logged(quick.db, key) for key in named] == [[], []]
 
 
 @pytest.mark.parametrize("key", [
@@ -514,6 +518,14 @@ def test_a_generation_is_usable_from_1_to_the_largest_integer(generation, expect
 
     token = named_token(headers_of(*TOKEN[:2], f"X-Generation: {generation}"))
     assert token == ("k-1", "work-1", expected)
+
+
+def test_two_of_a_token_header_name_nothing_to_log_under():
+    from crashcourse.services.supplier.request import named_token
+
+    assert named_token(headers_of(*TOKEN, "Idempotency-Key: k-2")) == (
+        None, None, None)
+    assert named_token(headers_of(*TOKEN, "X-Generation: 2")) == (None, None, None)
 
 
 @pytest.mark.parametrize("key, usable", [
