@@ -606,13 +606,22 @@ def test_a_paced_read_stops_at_its_deadline_and_restores_the_timeout():
 
     server, client = socket.socketpair()
     with server, client:
-        server.settimeout(7.0)
+        server.settimeout(60.0)  # the socket's own wait: far past the deadline
         client.sendall(b"ab")  # two of the four declared bytes, then silence
-        rfile = server.makefile("rb")
-        with pytest.raises(Refused) as stalled:
-            read_exactly(rfile, 4, server, 0.3)
-        assert (stalled.value.status, stalled.value.error) == (408, "timeout")
-        assert server.gettimeout() == 7.0
+        rfile, outcome = server.makefile("rb"), []
+
+        def read() -> None:
+            try:
+                read_exactly(rfile, 4, server, 0.3)
+            except Refused as refused:
+                outcome.append((refused.status, refused.error))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(WAIT_S)  # each wait cut to what is left of the 0.3 s
+        assert not reader.is_alive(), "the read waited for the socket's timeout"
+        assert outcome == [(408, "timeout")]
+        assert server.gettimeout() == 60.0
     server, client = socket.socketpair()
     with server, client:
         client.sendall(b"cdef")
