@@ -440,3 +440,39 @@ def test_a_lookup_reads_and_logs_under_the_write_lock(tmp_path, monkeypatch):
         db, monkeypatch, supplier_store, "find_order",
         lambda conn: found.append(supplier_store.lookup(conn, "absent")))
     assert found == [None] and not got_in
+
+
+def test_only_a_path_ending_in_release_releases(supplier):
+    """``/orders/{key}`` without ``/release`` is no release, even when cutting
+    the last eight characters off would name a placed order."""
+    post(supplier.url, FLOUR, key="held-7", work="work-r7")
+    request = urllib.request.Request(
+        f"{supplier.url}/orders/held-7XXXXXXXX", data=b"", method="POST",
+        headers={"Idempotency-Key": "release-7", "X-Work-Id": "work-r7",
+                 "X-Generation": "1"})
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        urllib.request.urlopen(request, timeout=5)
+    assert answered.value.code == 404
+    assert rows_of(supplier.db, "releases", "order_key", "held-7") == []
+
+
+def test_only_a_busy_answer_tells_the_caller_to_retry(supplier):
+    """Retry-After goes with 503 and an in-flight 409 only: on a 201 or a
+    refusal it would tell a caller to ask again what is already decided."""
+    headers = {"Content-Type": "application/json", "Idempotency-Key": "no-retry",
+               "X-Work-Id": "work-nr", "X-Generation": "1"}
+    placed = urllib.request.Request(f"{supplier.url}/orders", method="POST",
+                                    data=json.dumps(FLOUR).encode(), headers=headers)
+    with urllib.request.urlopen(placed, timeout=5) as response:
+        assert response.status == 201 and response.headers["Retry-After"] is None
+    bad = urllib.request.Request(f"{supplier.url}/orders", method="POST",
+                                 data=b"{not json", headers=headers)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(bad, timeout=5)
+    assert refused.value.code == 400 and refused.value.headers["Retry-After"] is None
+
+
+@pytest.mark.parametrize("path", ["", "has%20space", "a/../b?c"])
+def test_a_get_of_no_order_s_path_is_404(supplier, path):
+    status, body = get(supplier.url, path)
+    assert (status, body["error"]) == (404, "not_found")
