@@ -83,6 +83,18 @@ def test_a_hold_out_of_range_is_refused(tmp_path, value):
     assert list(tmp_path.iterdir()) == []
 
 
+
+@pytest.mark.parametrize("option, value", [
+    ("--timeout", "0"), ("--timeout", "-1"), ("--busy-ms", "0"), ("--busy-ms", "-5"),
+])
+def test_a_wait_that_is_not_positive_is_refused(tmp_path, option, value):
+    """Each of --timeout and --busy-ms alone must be positive (issue 23)."""
+    one_line(serve("--db", str(tmp_path / "s.db"), "--ready", str(tmp_path / "r"),
+                   option, value),
+             BAD_INPUT, "--timeout and --busy-ms must be positive")
+    assert list(tmp_path.iterdir()) == []
+
+
 PARENT = """
 import pathlib, sys, time
 from crashcourse.lab.harness import Harness
