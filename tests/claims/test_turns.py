@@ -29,7 +29,14 @@ ROW = ("INSERT INTO work (id, origin, session, prompt, subject, role, control,"
        " created, status, owner, generation, expires, available_after) VALUES"
        " (:id, :id, :session, 'restock', '', :role, :control, :created, :status,"
        " :owner, :generation, :expires, :available_after)")
-ANY_ROW = "SELECT id FROM work ORDER BY random() LIMIT 1"
+ANY_ROW = "SELECT id FROM work ORDER BY id LIMIT 1 OFFSET :k"  # k: the test's rng
+
+
+def any_row(conn, rng: random.Random) -> str:
+    """A work id the test's seeded ``rng`` picks: the same on both backends
+    and in every run (the database's random() made each run its own)."""
+    count = conn.execute("SELECT count(*) AS n FROM work").fetchone()["n"]
+    return conn.execute(ANY_ROW, {"k": rng.randrange(count)}).fetchone()["id"]
 
 
 # ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
@@ -208,8 +215,7 @@ def test_random_writes_of_every_kind_follow_the_model(conn):
             assert (got and got.id) == want, f"step {step}"
             mine += [got] if got else []
         elif move < 0.55:  # a claim of one named turn: its rule, nothing else
-            row = conn.execute(ANY_ROW).fetchone()
-            got = claims.claim(conn, "w", ttl=2, now=now, work_id=row["id"])
+            got = claims.claim(conn, "w", ttl=2, now=now, work_id=any_row(conn, rng))
             if got is not None:
                 mine.append(got)
         elif move < 0.75 and (live := [c for c in mine if c.expires > now]):
@@ -218,7 +224,12 @@ def test_random_writes_of_every_kind_follow_the_model(conn):
                          "x", now=now)
             mine.remove(claim)
         elif move < 0.8:
-            fence.cancel(conn, conn.execute(ANY_ROW).fetchone()["id"], now=now)
+            cancelled = any_row(conn, rng)
+            fence.cancel(conn, cancelled, now=now)
+            for claim in [c for c in mine if c.id == cancelled]:  # superseded:
+                with pytest.raises(fence.StaleClaim):  # it writes nothing now
+                    fence.finish(conn, claim, claims.DONE, "x", now=now)
+                mine.remove(claim)
         elif move < 0.9:  # back to READY (as a sign-off does), the delay kept
             conn.execute(f"UPDATE work SET status = '{claims.READY}'"
                          f" WHERE status = '{claims.BLOCKED}' AND id IN"
