@@ -194,17 +194,11 @@ def host_death(world, name: str, quick: bool, silent: bool = True) -> dict:
     survivors = [shop.worker(b, "work", f"b-{n}", *TAKER, "--start-on-go")
                  for n in range(2)]
     # One after the other: an open fenced write holds the store's lock SHARED,
-    # and a-0's sign-off (an exclusive writer) would wait behind it. a-1 is
-    # started first and claims only when told: a-0's lease (HOLDER's 1 s) must
-    # not run out before a-1 claims, or a-1 recovers a-0's piece instead of
-    # taking its own (it did, on a loaded machine, when a-1 was started only
-    # after a-0 had sent: a Python start-up is not bounded by a lease).
-    doomed = {"in_transaction": shop.worker(a, "work", "a-1", *HOLDER,
-                                            "--hold-mid-write", "--start-on-go")}
-    said(doomed["in_transaction"], "ready")
-    doomed["idle"] = shop.worker(a, "work", "a-0", *HOLDER, "--hold-after-send")
+    # and a-0's sign-off (an exclusive writer) would wait behind it.
+    doomed = {"idle": shop.worker(a, "work", "a-0", *HOLDER, "--hold-after-send")}
     backends = {"idle": said(doomed["idle"], "sent")["backend"]}
-    go(doomed["in_transaction"])
+    doomed["in_transaction"] = shop.worker(a, "work", "a-1", *HOLDER,
+                                           "--hold-mid-write")
     backends["in_transaction"] = said(doomed["in_transaction"], "writing")["backend"]
     at_kill = shop.rows()
     silenced = silent and a.mode == hosts.NETNS  # FROZEN: a kill is always heard
