@@ -174,15 +174,21 @@ def test_a_holder_paused_after_its_intent_is_refused_at_admission(world):
         "admit step 3"]
 
 
-def test_a_declared_wait_longer_than_the_lease_left_is_refused(world):
-    """Bug: the admission checks the holder but not that the action's
-    declared wait fits in what is left of the lease (chapter 06's rule)."""
+@pytest.mark.parametrize(("wait_s", "said"), [(90.0, "90.0 s wait"),
+                                              (0, "a 0 s wait")],
+                         ids=["longer_than_the_lease_left", "zero"])
+def test_a_declared_wait_that_does_not_fit_is_refused(world, wait_s, said):
+    """Bugs: the admission checks the holder but not that the action's
+    declared wait fits in what is left of the lease; or its ``0 < wait_s``
+    as ``0 <=``, so an action declaring no time at all is let out, though
+    nothing then bounds when it lands (chapter 06's rule wants a positive
+    wait that fits)."""
     conn, task = world["conn"], world["task"]
     claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
     actions, performed = counting(world)
-    slow = actions["rename"]._replace(wait_s=90.0)
-    with pytest.raises(LeaseTooShort, match="90.0 s wait"):
-        journal.run_step(conn, task, PLAN.steps[0], slow, claim, now=T)
+    action = actions["rename"]._replace(wait_s=wait_s)
+    with pytest.raises(LeaseTooShort, match=said):
+        journal.run_step(conn, task, PLAN.steps[0], action, claim, now=T)
     assert performed == []
     assert [(r["step"], r["outcome"]) for r in rows(world)] == [(1, None)]
 
@@ -762,19 +768,6 @@ def test_a_withdrawal_never_deletes_a_confirmed_step(world):
     journal._withdraw(conn, claim, task, first.number)
     assert [(r["step"], r["outcome"] is not None) for r in rows(world)] == [
         (1, True)]
-
-
-def test_a_declared_wait_of_zero_is_refused(world):
-    """Bug: the admission's ``0 < wait_s`` as ``0 <=``: an action declaring
-    no time at all for its request is let out, though nothing then bounds
-    when it lands (chapter 06's rule wants a positive wait that fits)."""
-    conn, task = world["conn"], world["task"]
-    claim = journal.claim_task(conn, task, "w", ttl=60, now=T)
-    actions, performed = counting(world)
-    instant = actions["rename"]._replace(wait_s=0)
-    with pytest.raises(LeaseTooShort, match="a 0 s wait"):
-        journal.run_step(conn, task, PLAN.steps[0], instant, claim, now=T)
-    assert performed == []
 
 
 def test_a_paused_task_with_steps_done_stops_before_the_next_one(world):
