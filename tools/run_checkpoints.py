@@ -4,14 +4,17 @@
 
 Each checkpoints/chNN_*.py takes ``--output PATH`` and refuses an existing path;
 this runner gives each a fresh name, runs them one after the other (a
-failure stops nothing) and names every one that failed at the end. Exit
-status: 0 all held, 1 one or more did not, 2 bad input (an unknown chapter).
+failure stops nothing), shows each trial's line as it ends (with the time
+since that checkpoint started) and names every one that failed at the end.
+Exit status: 0 all held, 1 one or more did not, 2 bad input (an unknown
+chapter).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from crashcourse.book import start_checkpoint
@@ -19,7 +22,11 @@ from crashcourse.lab.evidence import new_run_path
 from crashcourse.validate import argument_parser
 
 ROOT = Path(__file__).resolve().parent.parent
-FULL_TIMEOUT = 3 * 3600.0  # per script: chapter 12's full matrix ran 72 min here
+# Per script: chapter 12's full matrix ran 72 min here. A hang shows sooner,
+# as a silence: every checkpoint prints a line per finished trial, and its
+# slowest trial (a framework's whole kill matrix cell) takes minutes, not 20.
+FULL_TIMEOUT = 3 * 3600.0
+QUIET_TIMEOUT = 20 * 60.0
 
 
 def run_one(script: Path) -> bool:
@@ -29,17 +36,22 @@ def run_one(script: Path) -> bool:
     output = new_run_path(runs, script.stem)
     print(f"== {script.name} -> {output.relative_to(ROOT)}", file=sys.stderr,
           flush=True)
+    began = time.monotonic()
+
+    def show(line: str) -> None:
+        print(f"   {time.monotonic() - began:7.1f} s  {line}", file=sys.stderr,
+              flush=True)
+
     try:
-        done = start_checkpoint(script.stem, output=output, timeout=FULL_TIMEOUT)
+        done = start_checkpoint(script.stem, output=output, timeout=FULL_TIMEOUT,
+                                on_line=show, quiet_timeout=QUIET_TIMEOUT)
     except subprocess.TimeoutExpired:
-        print(f"   {script.name}: no exit within {FULL_TIMEOUT:.0f} s",
-              file=sys.stderr, flush=True)
+        print(f"   {script.name}: ended after {time.monotonic() - began:.0f} s"
+              f" (no exit within {FULL_TIMEOUT:.0f} s, or nothing printed for"
+              f" {QUIET_TIMEOUT:.0f} s)", file=sys.stderr, flush=True)
         return False
     if done.returncode == 0:
-        last = done.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
-        print(f"   {last[0]}", file=sys.stderr, flush=True)
         return True
-    print(done.stderr[-3000:], file=sys.stderr)
     print(f"   {script.name}: exit status {done.returncode}", file=sys.stderr,
           flush=True)
     return False

@@ -22,6 +22,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,21 +85,60 @@ def _script(name: str) -> Path:
 
 
 def start_checkpoint(
-    name: str, *flags: str, output: str | Path, timeout: float = CHECKPOINT_TIMEOUT
+    name: str, *flags: str, output: str | Path, timeout: float = CHECKPOINT_TIMEOUT,
+    on_line=None, quiet_timeout: float | None = None,
 ) -> CheckpointRun:
     """Run ``checkpoints/{name}.py *flags --output OUTPUT`` with this interpreter.
 
-    Waits at most ``timeout`` seconds (subprocess.TimeoutExpired past that) and
-    returns the run whatever its exit status (chapter 00)."""
+    Waits at most ``timeout`` seconds (subprocess.TimeoutExpired past that,
+    the script killed) and returns the run whatever its exit status.
+    ``on_line``, when given, is called with each line of the script's stderr
+    as it arrives (its per-trial progress; still returned whole), and
+    ``quiet_timeout`` ends a run that has printed nothing for that long
+    (chapter 00)."""
+    command = [sys.executable, str(_script(name)), *flags, "--output", str(output)]
     output = Path(output)
-    done = subprocess.run(
-        [sys.executable, str(_script(name)), *flags, "--output", str(output)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return CheckpointRun(done.returncode, done.stdout, done.stderr, output)
+    if on_line is None:
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=timeout)
+        return CheckpointRun(done.returncode, done.stdout, done.stderr, output)
+    with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as running:
+        lines: list[str] = []
+        stdout: list[str] = []
+        # stdout is drained beside stderr, so a full pipe never stops the script.
+        drain = threading.Thread(target=lambda: stdout.append(running.stdout.read()),
+                                 daemon=True)
+        drain.start()
+        began = last = time.monotonic()
+        ended, expired = threading.Event(), threading.Event()
+
+        def watch() -> None:  # the bound on the whole run and on its silences
+            while not ended.wait(0.5):
+                now = time.monotonic()
+                if now - began > timeout or (
+                        quiet_timeout is not None and now - last > quiet_timeout):
+                    expired.set()
+                    running.kill()
+                    return
+
+        watchdog = threading.Thread(target=watch, daemon=True)
+        watchdog.start()
+        try:
+            for line in running.stderr:
+                last = time.monotonic()
+                lines.append(line)
+                on_line(line.rstrip("\n"))
+            running.wait()
+        finally:
+            ended.set()
+            running.kill()  # a no-op once it has ended; never leaves it running
+        watchdog.join(timeout=10)
+        drain.join(timeout=10)
+        if expired.is_set():
+            raise subprocess.TimeoutExpired(command, timeout, "".join(stdout),
+                                            "".join(lines))
+    return CheckpointRun(running.returncode, "".join(stdout), "".join(lines), output)
 
 
 def run_checkpoint(

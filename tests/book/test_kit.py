@@ -36,6 +36,25 @@ FAKE = textwrap.dedent("""
     sys.exit(args.exit)
 """)
 SLOW = "import time\ntime.sleep(30)\n"
+# Two trials, the second held until the parent has seen the first one's line
+# (it creates the file the script waits for): streamed, not read at the end.
+STREAMED = textwrap.dedent("""
+    import argparse, os, sys, time
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--gate", required=True)
+    parser.add_argument("--then-silent", action="store_true")
+    args = parser.parse_args()
+    print("[1/2] first: holds", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(args.gate) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if args.then_silent:
+        time.sleep(30)
+    print("[2/2] second: holds" if os.path.exists(args.gate) else "never seen",
+          file=sys.stderr, flush=True)
+    open(args.output, "x").write("{}")
+""")
 
 
 @pytest.fixture
@@ -44,6 +63,7 @@ def fake_checkpoints(tmp_path, monkeypatch):
     folder.mkdir()
     (folder / "ch99_fake.py").write_text(FAKE)
     (folder / "ch99_slow.py").write_text(SLOW)
+    (folder / "ch99_streamed.py").write_text(STREAMED)
     monkeypatch.setattr(book, "CHECKPOINTS", folder)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -114,6 +134,36 @@ def test_start_checkpoint_passes_the_flags_before_the_output(fake_checkpoints,
 def test_start_checkpoint_is_bounded(fake_checkpoints, tmp_path):
     with pytest.raises(subprocess.TimeoutExpired):
         book.start_checkpoint("ch99_slow", output=tmp_path / "e.json", timeout=0.5)
+
+
+def test_start_checkpoint_shows_each_line_as_it_arrives(fake_checkpoints, tmp_path):
+    gate = tmp_path / "seen-first"
+    seen = []
+
+    def on_line(line):
+        seen.append(line)
+        gate.touch()  # the script goes on only once its first line was seen
+
+    done = book.start_checkpoint("ch99_streamed", "--gate", str(gate),
+                                 output=tmp_path / "e.json", on_line=on_line)
+    assert done.returncode == 0, done.stderr
+    assert seen == ["[1/2] first: holds", "[2/2] second: holds"]
+    assert done.stderr == "[1/2] first: holds\n[2/2] second: holds\n"
+
+
+def test_start_checkpoint_ends_a_run_that_falls_silent(fake_checkpoints, tmp_path):
+    gate = tmp_path / "seen-first"
+    with pytest.raises(subprocess.TimeoutExpired) as ended:
+        book.start_checkpoint("ch99_streamed", "--gate", str(gate), "--then-silent",
+                              output=tmp_path / "e.json",
+                              on_line=lambda line: gate.touch(), quiet_timeout=1.0)
+    assert ended.value.stderr == "[1/2] first: holds\n"  # what it said, kept
+
+
+def test_start_checkpoint_streamed_is_bounded_too(fake_checkpoints, tmp_path):
+    with pytest.raises(subprocess.TimeoutExpired):
+        book.start_checkpoint("ch99_slow", output=tmp_path / "e.json", timeout=0.5,
+                              on_line=print)
 
 
 def test_run_checkpoint_checks_the_status_and_returns_the_evidence(
