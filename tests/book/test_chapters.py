@@ -152,3 +152,33 @@ def test_every_path_the_prose_names_exists():
                for path in named.findall(source.read_text(encoding="utf-8"))
                if not (ROOT / path).exists() and "NN" not in path]  # a pattern
     assert missing == []
+
+
+def toc_parts() -> dict[str, list[str]]:
+    """The website's table of contents (site/_toc.yml): each part's caption and
+    the chapter sources its entries name, globs expanded as Sphinx does."""
+    import fnmatch
+
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "site" / "_toc.yml").read_text())
+    docs = [md.relative_to(ROOT).with_suffix("").as_posix() for md in CHAPTERS]
+    parts = {}
+    for part in toc["parts"]:
+        named = []
+        for entry in part["chapters"]:
+            pattern = entry.get("glob") or entry["file"]
+            named += [doc for doc in docs if fnmatch.fnmatchcase(doc, pattern)]
+        parts[part["caption"]] = named
+    return parts
+
+
+def test_the_website_lists_every_chapter_once_and_the_appendices_after():
+    """A chapter the table of contents misses is a page the website never
+    builds: every book/NN_*.md is named once, teaching chapters under
+    "Chapters" in order, appendices under "Appendix"."""
+    parts = toc_parts()
+    book = lambda mds: [md.relative_to(ROOT).with_suffix("").as_posix()  # noqa: E731
+                        for md in mds]
+    assert parts["Chapters"] == book(TEACHING)
+    assert parts["Appendix"] == book(md for md in CHAPTERS if md.name in APPENDICES)
