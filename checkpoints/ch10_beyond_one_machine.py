@@ -73,6 +73,7 @@ from crashcourse.lab.two_hosts import (
     go,
     partition,
     said,
+    wait_past,
     world,
 )
 from crashcourse.store import opened, postgres_server
@@ -188,17 +189,21 @@ def host_death(world, name: str, quick: bool, silent: bool = True) -> dict:
     shop, (a, b) = Shop(world, name), world.hosts.values()
     pieces = 4 if quick else 8
     with opened(shop.address) as conn:
-        for i in range(pieces):
-            claims.enqueue(conn, f"phone:restock-{i}", f"counter-{i}",
-                           f"Restock shelf {i}")
+        ids = [claims.enqueue(conn, f"phone:restock-{i}", f"counter-{i}",
+                              f"Restock shelf {i}") for i in range(pieces)]
     survivors = [shop.worker(b, "work", f"b-{n}", *TAKER, "--start-on-go")
                  for n in range(2)]
     # One after the other: an open fenced write holds the store's lock SHARED,
-    # and a-0's sign-off (an exclusive writer) would wait behind it.
-    doomed = {"idle": shop.worker(a, "work", "a-0", *HOLDER, "--hold-after-send")}
+    # and a-0's sign-off (an exclusive writer) would wait behind it. Each holder
+    # is told its piece: a-0's lease has run out before a-1 starts (we wait for
+    # it, as a slow start-up on a loaded machine would), and a-1 told only to
+    # work would recover a-0's piece first and never hold (issue 36).
+    doomed = {"idle": shop.worker(a, "work", "a-0", *HOLDER, "--hold-after-send",
+                                  "--work", ids[0])}
     backends = {"idle": said(doomed["idle"], "sent")["backend"]}
+    wait_past(shop, lease_end(shop, ids[0]))
     doomed["in_transaction"] = shop.worker(a, "work", "a-1", *HOLDER,
-                                           "--hold-mid-write")
+                                           "--hold-mid-write", "--work", ids[1])
     backends["in_transaction"] = said(doomed["in_transaction"], "writing")["backend"]
     at_kill = shop.rows()
     silenced = silent and a.mode == hosts.NETNS  # FROZEN: a kill is always heard
@@ -222,6 +227,13 @@ def host_death(world, name: str, quick: bool, silent: bool = True) -> dict:
         "returncodes": {"a": [w.returncode for w in doomed.values()],
                         "b": [r["returncode"] for r in reports]},
         "rows": {"at_kill": at_kill, "final": found}}
+
+
+def lease_end(shop: Shop, work_id: str) -> float:
+    """When ``work_id``'s lease runs out, by the server's clock."""
+    with opened(shop.address) as conn:
+        return conn.execute("SELECT expires FROM work WHERE id = :id",
+                            {"id": work_id}).fetchone()[0]
 
 
 def killed_processes(world, name: str, quick: bool) -> dict:

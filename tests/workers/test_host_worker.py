@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse import claims
+from crashcourse import claims, store
 from crashcourse.claims import fence, orders
 from crashcourse.lab.harness import Harness
 from crashcourse.lab.two_hosts import at_schema
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import immediate, opened, table_rows
+from crashcourse.waiting import wait_until
 
 WORKER = [sys.executable, "-m", "crashcourse.workers.host_worker"]
 
@@ -45,6 +46,11 @@ def worker(*args: str, **options) -> subprocess.Popen:
     return subprocess.Popen([*WORKER, *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, **options)
+
+
+def store_clock(path: Path) -> float:
+    with opened(path) as conn:
+        return store.now(conn)
 
 
 def report(out: str) -> dict:
@@ -187,3 +193,41 @@ def test_the_worker_imports_no_driver_until_a_server_is_named():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, timeout=60, cwd=Path(__file__).parent)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_work_id_takes_that_piece_even_behind_a_lapsed_lease(shop):
+    """``--work ID``: a piece earlier in claim order whose lease has run out
+    (we wait for it, by the store's clock) is not this worker's to take."""
+    path, sup = shop
+    with opened(path) as conn:
+        first, second = (w["id"] for w in table_rows(conn, "work"))
+        lapsed = claims.claim(conn, "a-0", ttl=0.2, work_id=first)
+    wait_until(lambda: store_clock(path) > lapsed.expires, 60, what="a-0's lease end")
+    held = worker("work", "--store", str(path), "--supplier", sup.url, "--owner",
+                  "a-1", "--ttl", "30", "--wait", "2", "--hold-mid-write",
+                  "--work", second)
+    assert held.stdout.readline().startswith("writing ")
+    held.stdin.write("go\n")
+    held.stdin.flush()
+    out, err = held.communicate(timeout=60)
+    assert held.returncode == 0, err
+    with opened(path) as conn:
+        grants = [(c["work_id"], c["owner"]) for c in table_rows(conn, "claims")]
+    assert sorted(grants) == sorted([(first, "a-0"), (second, "a-1")])
+
+
+def test_a_held_worker_that_cannot_hold_says_why_and_exits_5(shop):
+    path, sup = shop
+    with opened(path) as conn:
+        first = table_rows(conn, "work")[0]["id"]
+        claims.claim(conn, "someone-else", ttl=30, work_id=first)
+        before = {t: table_rows(conn, t) for t in ("work", "claims", "orders")}
+    held = worker("work", "--store", str(path), "--supplier", sup.url, "--owner",
+                  "a-1", "--ttl", "1", "--wait", "0.5", "--patience", "0.5",
+                  "--hold-mid-write", "--work", first)
+    out, err = held.communicate(timeout=60)
+    assert held.returncode == 5
+    assert err.startswith("a-1 never reached its hold: finished [] (--work ")
+    assert "'owner': 'someone-else'" in err  # what it saw: the piece's holder
+    with opened(path) as conn:
+        assert {t: table_rows(conn, t) for t in before} == before  # wrote nothing

@@ -183,19 +183,34 @@ def describe(found: dict) -> str:
 def said(process: subprocess.Popen, word: str,
          timeout: float = DEFAULT_TIMEOUT) -> dict:
     """Wait (bounded) for the line ``word {json}`` from ``process``; its JSON."""
-    deadline = time.monotonic() + timeout
+    deadline, heard = time.monotonic() + timeout, []
     while True:
         ready, _, _ = select.select([process.stdout], [], [],
                                     max(0.0, deadline - time.monotonic()))
         line = process.stdout.readline() if ready else None
         if line is None:
-            raise TimeoutError(f"no {word!r} from pid {process.pid} in {timeout} s")
+            raise TimeoutError(f"no {word!r} from pid {process.pid} in {timeout} s;"
+                               f" it said {heard[-3:]}")
         if not line:
-            raise TimeoutError(f"pid {process.pid} ended before {word!r}: "
-                               f"{process.stderr.read()[-800:]}")
+            raise WorkerEnded(process, word, heard)
+        heard.append(line.strip())
         spoken, _, facts = line.partition(" ")
         if spoken == word:
             return json.loads(facts)
+
+
+class WorkerEnded(TimeoutError):
+    """A worker ended before the line a trial waited for: its exit status,
+    the last of what it printed and its stderr's end, in one message."""
+
+    def __init__(self, process: subprocess.Popen, word: str, heard: list[str]):
+        try:
+            status = process.wait(timeout=DEFAULT_TIMEOUT)
+        except subprocess.TimeoutExpired:  # stdout closed, process still there
+            status = None
+        why = process.stderr.read().strip()[-800:] or "(nothing on stderr)"
+        super().__init__(f"pid {process.pid} ended before {word!r}, exit {status};"
+                         f" it said {heard[-2:]}; stderr: {why}")
 
 
 def ended(process: subprocess.Popen, timeout: float = DEFAULT_TIMEOUT) -> dict:

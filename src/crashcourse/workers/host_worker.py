@@ -3,8 +3,8 @@ shared by every host, talking to the supplier over TCP from its own host.
 
     python -m crashcourse.workers.host_worker MODE --store ADDRESS
         [--supplier URL] [--owner NAME] [--ttl S] [--wait S] [--patience S]
-        [--hold-after-send | --hold-mid-write] [--start-on-go] [--no-fence]
-        [--read-first]
+        [--hold-after-send | --hold-mid-write] [--work ID] [--start-on-go]
+        [--no-fence] [--read-first]
 
 ``--store`` is the store's address: ``postgresql://...?schema=S`` on a
 server (a SQLite path works too: the same code); ``--supplier`` is the
@@ -32,13 +32,18 @@ supplier's URL as this host reaches it. Modes:
           (checked, the work row locked, not committed), print ``writing``
           and wait for stdin inside it. Both lines carry ``backend``, the
           server process of this worker's connection (None on SQLite).
+          ``--work ID``: take that piece and no other (a held worker
+          whose start-up outlasted another's lease would otherwise recover
+          that other piece first and never reach its hold). A held worker
+          that ends without reaching its hold exits 5 and says what it did.
           ``--start-on-go``: print ``ready`` and wait for stdin first (the
           parent starts it early, and lets it claim when the case needs it).
 
 Each ends with one JSON line (graders read rows, not it). Exit status: 0
 done; 2 bad input (one line on stderr, nothing written); 3 ``hold`` found
-nothing to claim; 74 the machine refused a file mid-run (one line on
-stderr); 97 held and never released.
+nothing to claim; 5 told to hold, it ended without reaching the hold (what
+it did and saw on stderr); 74 the machine refused a file mid-run (one line
+on stderr); 97 held and never released.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from crashcourse.workers.options import (
 from crashcourse.workers.shop_worker import FINAL, NothingToClaim, patiently
 
 NOTHING_TO_CLAIM = 3
+NEVER_HELD = 5
 TABLES = ("work", "claims", "transcript", "refusals", "orders")
 LATE = {"kind": "late", "text": "ordering 6 sacks"}  # what the cut-off holder says
 
@@ -202,29 +208,55 @@ def work(conn, args) -> dict:
     if args.start_on_go:
         wait_for_parent("ready")
     finished, deadline = [], time.monotonic() + args.patience
-    backend, current = backend_of(conn), [None]
+    backend, current, holding = backend_of(conn), [None], []
 
     def held(name: str) -> None:  # the first order answered, not yet recorded
         if name != "before_receipt" or finished:
             return
         if args.hold_mid_write:  # the row stays locked while we wait
             with fence.fenced(conn, current[0], "observe"):
+                holding.append(current[0].id)
                 wait_for_parent("writing", backend=backend)
         elif args.hold_after_send:
+            holding.append(current[0].id)
             wait_for_parent("sent", backend=backend)
+
+    def take() -> claims.Claim | None:
+        if args.work is not None:  # this piece alone, whatever else is open
+            return claims.claim(conn, args.owner, ttl=args.ttl, work_id=args.work)
+        return (orders.claim_recovery(conn, args.owner, ttl=args.ttl)
+                or claims.claim(conn, args.owner, ttl=args.ttl))
 
     with observing(held):
         while True:
-            claim = current[0] = (orders.claim_recovery(conn, args.owner, ttl=args.ttl)
-                                  or claims.claim(conn, args.owner, ttl=args.ttl))
+            claim = current[0] = take()
             if claim is not None:
                 finished.append((claim.id, restock(conn, claim, args.supplier,
                                                    args.wait)))
+                if args.work is not None:
+                    break
             elif not open_work(conn) or time.monotonic() > deadline:
                 break
             else:
                 time.sleep(0.05)  # a lease held elsewhere has not run out yet
+    if (args.hold_mid_write or args.hold_after_send) and not holding:
+        raise NeverHeld(finished, conn, args)
     return {"finished": finished}
+
+
+class NeverHeld(Exception):
+    """A worker told to hold ended without reaching its hold: what it did
+    and what it saw, so the trial that waited for it can say why."""
+
+    def __init__(self, finished: list, conn, args) -> None:
+        first = store.dialect(conn).insertion_order
+        rows = [dict(row) for row in conn.execute(
+            "SELECT id, status, owner, generation, expires FROM work"
+            f" ORDER BY {first}")]
+        super().__init__(
+            f"{args.owner} never reached its hold: finished {finished}"
+            f" (--work {args.work}); the work at its end, by the server's clock"
+            f" {store.now(conn):.3f}: {rows}")
 
 
 def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
@@ -282,6 +314,8 @@ def parse(argv: list[str] | None):
     held = parser.add_mutually_exclusive_group()
     held.add_argument("--hold-after-send", action="store_true")
     held.add_argument("--hold-mid-write", action="store_true")
+    parser.add_argument("--work", default=None, metavar="ID",
+                        help="work mode: take this piece and no other")
     parser.add_argument("--start-on-go", action="store_true")
     parser.add_argument("--no-fence", action="store_true", help="the mutant")
     parser.add_argument("--read-first", action="store_true",
@@ -299,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("need 0 < --wait < --ttl and 0 < --patience <= 600")
         if args.mode != "drain":
             check_text("--supplier", args.supplier)
+        check_text("--work", args.work, none_ok=True)
         check_installed((args.store, TABLES))
     except (TypeError, ValueError, StoreMissing) as bad:
         return refuse(bad)
@@ -308,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         except NothingToClaim as nothing:
             print(nothing, file=sys.stderr)
             return NOTHING_TO_CLAIM
+        except NeverHeld as never:
+            print(never, file=sys.stderr)
+            return NEVER_HELD
     say("report", **report)
     return 0
 
