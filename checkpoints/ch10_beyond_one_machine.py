@@ -200,8 +200,9 @@ def host_death(world, name: str, quick: bool, silent: bool = True) -> dict:
     # work would recover a-0's piece first and never hold (issue 36).
     doomed = {"idle": shop.worker(a, "work", "a-0", *HOLDER, "--hold-after-send",
                                   "--work", ids[0])}
-    backends = {"idle": said(doomed["idle"], "sent")["backend"]}
-    wait_past(shop, lease_end(shop, ids[0]))
+    sent = said(doomed["idle"], "sent")
+    backends = {"idle": sent["backend"]}
+    wait_past(shop, sent["expires"])
     doomed["in_transaction"] = shop.worker(a, "work", "a-1", *HOLDER,
                                            "--hold-mid-write", "--work", ids[1])
     backends["in_transaction"] = said(doomed["in_transaction"], "writing")["backend"]
@@ -227,13 +228,6 @@ def host_death(world, name: str, quick: bool, silent: bool = True) -> dict:
         "returncodes": {"a": [w.returncode for w in doomed.values()],
                         "b": [r["returncode"] for r in reports]},
         "rows": {"at_kill": at_kill, "final": found}}
-
-
-def lease_end(shop: Shop, work_id: str) -> float:
-    """When ``work_id``'s lease runs out, by the server's clock."""
-    with opened(shop.address) as conn:
-        return conn.execute("SELECT expires FROM work WHERE id = :id",
-                            {"id": work_id}).fetchone()[0]
 
 
 def killed_processes(world, name: str, quick: bool) -> dict:

@@ -231,3 +231,21 @@ def test_a_held_worker_that_cannot_hold_says_why_and_exits_5(shop):
     assert "'owner': 'someone-else'" in err  # what it saw: the piece's holder
     with opened(path) as conn:
         assert {t: table_rows(conn, t) for t in before} == before  # wrote nothing
+
+
+def test_sent_carries_the_lease_end_the_store_holds(shop):
+    """The parent waits out the idle holder's lease from ``sent``: it must be
+    the lease the store granted, by the store's clock."""
+    path, sup = shop
+    held = worker("work", "--store", str(path), "--supplier", sup.url, "--owner",
+                  "a-0", "--ttl", "30", "--wait", "2", "--hold-after-send")
+    line = held.stdout.readline()
+    assert line.startswith("sent ")
+    facts = json.loads(line.partition(" ")[2])
+    with opened(path) as conn:
+        [granted] = table_rows(conn, "claims")
+    assert facts == {"backend": None, "expires": granted["expires"]}
+    held.stdin.write("go\n")
+    held.stdin.flush()
+    out, err = held.communicate(timeout=60)
+    assert held.returncode == 0, err

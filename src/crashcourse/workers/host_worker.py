@@ -31,7 +31,8 @@ supplier's URL as this host reaches it. Modes:
           ``--hold-mid-write``: at the same moment, open a fenced write
           (checked, the work row locked, not committed), print ``writing``
           and wait for stdin inside it. Both lines carry ``backend``, the
-          server process of this worker's connection (None on SQLite).
+          server process of this worker's connection (None on SQLite);
+          ``sent`` also its lease's end, by the store's clock.
           ``--work ID``: take that piece and no other (a held worker
           whose start-up outlasted another's lease would otherwise recover
           that other piece first and never reach its hold). A held worker
@@ -219,7 +220,7 @@ def work(conn, args) -> dict:
                 wait_for_parent("writing", backend=backend)
         elif args.hold_after_send:
             holding.append(current[0].id)
-            wait_for_parent("sent", backend=backend)
+            wait_for_parent("sent", backend=backend, expires=current[0].expires)
 
     def take() -> claims.Claim | None:
         if args.work is not None:  # this piece alone, whatever else is open
