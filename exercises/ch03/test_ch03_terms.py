@@ -99,3 +99,15 @@ def test_any_approval_at_any_instant(mod, amount, currency, revoked, skew,
     assert found == expected
     assert (found or (None,))[0] == authority.refusal_reason(grant, ACTION, now,
                                                              policy)
+
+
+@settings(max_examples=50, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(now=st.floats(1e-6, 2e9, allow_nan=False), policy=st.integers(1, 3))
+def test_an_expiry_of_zero_is_an_expiry(mod, now, policy):
+    """``expires_unix`` of 0.0 is an instant (the epoch), not "no expiry":
+    only ``None`` means the approval never runs out. An answer that tests the
+    expiry by truthiness lets an approval that ran out at the epoch pay."""
+    grant = approval(expires_unix=0.0, policy_version=policy)
+    assert authority.refusal_reason(grant, ACTION, now, policy) == "approval_expired"
+    assert mod.every_reason(grant, ACTION, now, policy) == ("approval_expired",)

@@ -1,5 +1,6 @@
 """Grades exercise 04.2 (capacity.py): the allowance per round, from rows."""
 
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -29,8 +30,27 @@ def service(tmp_path, **policy):
 
 
 def ask(db, room_for, amount=4000, currency="USD", round_start=BEFORE):
+    """The answer, asked inside the caller's ``BEGIN IMMEDIATE``; on return the
+    caller's transaction must still be open, still hold the write lock, and
+    hold no change the answer made (it only reads)."""
     with opened(db) as conn, immediate(conn):
-        return room_for(conn, amount, currency, round_start)
+        before = conn.total_changes
+        reason = room_for(conn, amount, currency, round_start)
+        assert conn.in_transaction, "room_for ended the caller's transaction"
+        assert conn.total_changes == before, "room_for wrote to the service"
+        assert_write_lock_held(db)
+        return reason
+
+
+def assert_write_lock_held(db):
+    """Another writer is refused at once: the caller still holds the lock its
+    count was made under (a plain BEGIN re-opened after a commit does not)."""
+    rival = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            rival.execute("BEGIN IMMEDIATE")
+    finally:
+        rival.close()
 
 
 def paid_at(db, key, amount, currency, committed_unix, order=None):
@@ -162,3 +182,13 @@ def test_any_ledger_is_judged_by_the_rules(room_for, max_actions, caps, ledger,
             paid_at(db, f"k{n}", cents, paid_in, at, order)
         assert ask(db, room_for, amount, currency, round_start=ROUND) == (
             by_the_rules(max_actions, caps, ledger, amount, currency))
+
+
+def test_the_callers_transaction_and_lock_survive(tmp_path, room_for):
+    """The count is made under the caller's write lock and the lock is still
+    held when the answer returns: committing it to "start clean" and opening a
+    plain BEGIN again lets a rival pay between the count and the insert."""
+    db = service(tmp_path, max_actions=2, currency_caps={"USD": 8000})
+    payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
+    assert ask(db, room_for) is None
+    assert ask(db, room_for, 4001) == "budget_currency_cap"
