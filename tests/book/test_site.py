@@ -6,8 +6,11 @@ stops (one per pytest worker, each with its own Chromium). A page passes when
 its title shows, every image has loaded, the console stayed quiet, nothing was
 fetched from off the machine or came back an error, every local link (and its
 #fragment) resolves, each chapter shows all of its code cells, outputs and
-figures, and the body does not scroll sideways on the phone. A screenshot of
-each page at each width goes to ``artifacts/site/``.
+figures, and the body does not scroll sideways on the phone. Every code and
+output block of every page fits its box: at the desktop width its text is no
+wider than the block (long lines wrap), and at both widths the block is no
+wider than the article; on the phone a block may scroll inside itself. A
+screenshot of each page at each width goes to ``artifacts/site/``.
 
 It runs in .venv-site (Playwright driving Debian's chromium): ``make
 site-test``, which ``make verify`` runs when Chromium is installed. The
@@ -246,6 +249,54 @@ def test_page_at_desktop_width(path, visit, link_status):
 
     seen.screenshot(path, "desktop")
     assert not seen.problems, "\n".join(seen.problems)
+
+
+# Every code block, output block and table of the article, measured against
+# its box: the block itself when it scrolls or clips (a <pre>), else its
+# nearest ancestor that does (the theme's scroll container around a table).
+# "text" is how wide the content is, "box" how wide the box shows it, and
+# "beyond" how far the box reaches past the article's right edge.
+BLOCKS = """article => {
+  const edge = article.getBoundingClientRect().right;
+  const boxOf = el => {
+    let box = el;
+    while (box !== article && getComputedStyle(box).overflowX === 'visible') {
+      box = box.parentElement;
+    }
+    return box;
+  };
+  return [...article.querySelectorAll('pre, table')]
+    .filter(el => el.offsetWidth > 0)
+    .map((el, i) => {
+      const box = boxOf(el);
+      return {i, tag: el.tagName, text: box === el ? el.scrollWidth : el.offsetWidth,
+              box: box.clientWidth,
+              beyond: Math.round(box.getBoundingClientRect().right - edge),
+              line: (el.innerText.split('\\n')
+                     .sort((a, b) => b.length - a.length)[0] || '').slice(0, 60)};
+    });
+}"""
+
+
+def overflowing(blocks: list[dict], width: str) -> list[str]:
+    """The blocks that do not fit: text wider than its box (desktop only) or a
+    box reaching past the article (both widths). One line per block."""
+    return [f"{b['tag']} #{b['i']}: text {b['text']} px in a {b['box']} px box, "
+            f"{b['beyond']} px past the article: {b['line']!r}"
+            for b in blocks
+            if b["beyond"] > 1 or (width == "desktop" and b["text"] > b["box"] + 1)]
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("path", ORDER)
+def test_every_block_fits_its_box(path, width, visit):
+    seen = visit(path, width)
+    blocks = seen.page.locator("article").first.evaluate(BLOCKS)
+    if "code" in PAGES[path]:  # a chapter: the selector still finds its cells
+        assert len(blocks) >= PAGES[path]["code"], blocks
+    wide = overflowing(blocks, width)
+    assert not wide, (f"{len(wide)} block(s) wider than their box at {width}:\n"
+                      + "\n".join(wide))
 
 
 @pytest.mark.parametrize("path", ORDER)
