@@ -322,6 +322,30 @@ def test_landing_page_says_how_to_run_it_and_lists_every_chapter(visit):
     assert [href.removeprefix("../") for href in listed] == ORDER[1:]
 
 
+def test_index_html_is_the_landing_page_not_a_redirect(visit, link_status):
+    """The README sends readers to _build/html/index.html: it must be the
+    landing page itself (a bare meta-refresh stalls headless screenshots)."""
+    html = (SITE / "index.html").read_text()
+    assert 'http-equiv="Refresh"' not in html and "<article" in html
+    seen = visit("index.html", "desktop")
+    page = seen.page
+    assert page.url == seen.base + "index.html"  # no redirect happened
+    assert PAGES[ORDER[0]]["title"] in page.locator("article h1").first.inner_text()
+    text = page.locator("article").inner_text()
+    assert "make lab" in text and "make verify" in text
+    listed = page.locator("article .toctree-wrapper a").evaluate_all(
+        "as => as.map(a => a.href)")
+    assert listed == [seen.base + path for path in ORDER[1:]]
+    images = page.locator("img").evaluate_all(IMAGES_LOADED)
+    assert [i["src"] for i in images if not i["ok"]] == []
+    hrefs = page.locator("a[href]").evaluate_all("as => as.map(a => a.href)")
+    broken = [href for href in sorted(set(hrefs)) if href.startswith(seen.base)
+              and link_status(urldefrag(href)[0])[0] != 200]
+    assert not broken, "\n".join(broken)
+    seen.screenshot("index.html", "desktop")
+    assert not seen.problems, "\n".join(seen.problems)
+
+
 def test_search_finds_a_chapter_by_its_title(visit):
     """Sphinx's search (its index is built with the site) answers in the page."""
     chapter = ORDER[1]
