@@ -66,7 +66,33 @@ def drop_repeated_scripts(app, pagename, templatename, context, doctree) -> None
     context["script_files"] = kept
 
 
+def write_index(app, exception) -> None:
+    """``index.html`` is the landing page itself, not a redirect.
+
+    The book's root is ``site/intro`` (the chapters stay in book/), so Sphinx
+    writes no ``index.html`` and sphinx_external_toc leaves a bare
+    ``<meta http-equiv="Refresh">`` there, which some browsers and headless
+    screenshots stall on. This writes the landing page's own HTML instead,
+    with ``<base href="site/intro.html">`` so that its relative links, style
+    sheets, scripts and the theme's content root resolve exactly as on
+    ``site/intro.html``. It runs before sphinx_external_toc's hook, which
+    leaves an existing ``index.html`` alone."""
+    if exception is not None or app.builder.name != "html":
+        return
+    root = app.config.root_doc
+    if root == "index":
+        return
+    html = Path(app.outdir, root + ".html").read_text(encoding="utf8")
+    head = "<head>"
+    if head not in html:
+        raise RuntimeError(f"no {head} in {root}.html: cannot write index.html")
+    base = f'{head}\n    <base href="{root}.html">'
+    Path(app.outdir, "index.html").write_text(html.replace(head, base, 1), encoding="utf8")
+
+
 def setup(app):
+    # Before sphinx_external_toc's build-finished hook (priority 500).
+    app.connect("build-finished", write_index, priority=400)
     app.connect("doctree-read", add_source_links)
     app.connect("html-page-context", drop_repeated_scripts)
     app.connect("build-finished", copy_sources)

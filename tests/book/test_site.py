@@ -6,8 +6,11 @@ stops (one per pytest worker, each with its own Chromium). A page passes when
 its title shows, every image has loaded, the console stayed quiet, nothing was
 fetched from off the machine or came back an error, every local link (and its
 #fragment) resolves, each chapter shows all of its code cells, outputs and
-figures, and the body does not scroll sideways on the phone. A screenshot of
-each page at each width goes to ``artifacts/site/``.
+figures, and the body does not scroll sideways on the phone. Every code and
+output block of every page fits its box: at the desktop width its text is no
+wider than the block (long lines wrap), and at both widths the block is no
+wider than the article; on the phone a block may scroll inside itself. A
+screenshot of each page at each width goes to ``artifacts/site/``.
 
 It runs in .venv-site (Playwright driving Debian's chromium): ``make
 site-test``, which ``make verify`` runs when Chromium is installed. The
@@ -248,6 +251,54 @@ def test_page_at_desktop_width(path, visit, link_status):
     assert not seen.problems, "\n".join(seen.problems)
 
 
+# Every code block, output block and table of the article, measured against
+# its box: the block itself when it scrolls or clips (a <pre>), else its
+# nearest ancestor that does (the theme's scroll container around a table).
+# "text" is how wide the content is, "box" how wide the box shows it, and
+# "beyond" how far the box reaches past the article's right edge.
+BLOCKS = """article => {
+  const edge = article.getBoundingClientRect().right;
+  const boxOf = el => {
+    let box = el;
+    while (box !== article && getComputedStyle(box).overflowX === 'visible') {
+      box = box.parentElement;
+    }
+    return box;
+  };
+  return [...article.querySelectorAll('pre, table')]
+    .filter(el => el.offsetWidth > 0)
+    .map((el, i) => {
+      const box = boxOf(el);
+      return {i, tag: el.tagName, text: box === el ? el.scrollWidth : el.offsetWidth,
+              box: box.clientWidth,
+              beyond: Math.round(box.getBoundingClientRect().right - edge),
+              line: (el.innerText.split('\\n')
+                     .sort((a, b) => b.length - a.length)[0] || '').slice(0, 60)};
+    });
+}"""
+
+
+def overflowing(blocks: list[dict], width: str) -> list[str]:
+    """The blocks that do not fit: text wider than its box (desktop only) or a
+    box reaching past the article (both widths). One line per block."""
+    return [f"{b['tag']} #{b['i']}: text {b['text']} px in a {b['box']} px box, "
+            f"{b['beyond']} px past the article: {b['line']!r}"
+            for b in blocks
+            if b["beyond"] > 1 or (width == "desktop" and b["text"] > b["box"] + 1)]
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("path", ORDER)
+def test_every_block_fits_its_box(path, width, visit):
+    seen = visit(path, width)
+    blocks = seen.page.locator("article").first.evaluate(BLOCKS)
+    if "code" in PAGES[path]:  # a chapter: the selector still finds its cells
+        assert len(blocks) >= PAGES[path]["code"], blocks
+    wide = overflowing(blocks, width)
+    assert not wide, (f"{len(wide)} block(s) wider than their box at {width}:\n"
+                      + "\n".join(wide))
+
+
 @pytest.mark.parametrize("path", ORDER)
 def test_page_at_phone_width(path, visit):
     seen = visit(path, "phone")
@@ -269,6 +320,30 @@ def test_landing_page_says_how_to_run_it_and_lists_every_chapter(visit):
     listed = page.locator("article .toctree-wrapper a").evaluate_all(
         "as => as.map(a => a.getAttribute('href'))")
     assert [href.removeprefix("../") for href in listed] == ORDER[1:]
+
+
+def test_index_html_is_the_landing_page_not_a_redirect(visit, link_status):
+    """The README sends readers to _build/html/index.html: it must be the
+    landing page itself (a bare meta-refresh stalls headless screenshots)."""
+    html = (SITE / "index.html").read_text()
+    assert 'http-equiv="Refresh"' not in html and "<article" in html
+    seen = visit("index.html", "desktop")
+    page = seen.page
+    assert page.url == seen.base + "index.html"  # no redirect happened
+    assert PAGES[ORDER[0]]["title"] in page.locator("article h1").first.inner_text()
+    text = page.locator("article").inner_text()
+    assert "make lab" in text and "make verify" in text
+    listed = page.locator("article .toctree-wrapper a").evaluate_all(
+        "as => as.map(a => a.href)")
+    assert listed == [seen.base + path for path in ORDER[1:]]
+    images = page.locator("img").evaluate_all(IMAGES_LOADED)
+    assert [i["src"] for i in images if not i["ok"]] == []
+    hrefs = page.locator("a[href]").evaluate_all("as => as.map(a => a.href)")
+    broken = [href for href in sorted(set(hrefs)) if href.startswith(seen.base)
+              and link_status(urldefrag(href)[0])[0] != 200]
+    assert not broken, "\n".join(broken)
+    seen.screenshot("index.html", "desktop")
+    assert not seen.problems, "\n".join(seen.problems)
 
 
 def test_search_finds_a_chapter_by_its_title(visit):
