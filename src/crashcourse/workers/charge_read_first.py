@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         payment_command.check(args)
     except (TypeError, ValueError, StoreMissing) as bad:
         return refuse(bad)
-    with opened(args.state) as state:
+    with opened(args.state, own=paying.TABLES) as state:
         paying.install(state)
         boundary("before_payment")
         try:
