@@ -185,3 +185,21 @@ def test_check_place_refuses_what_exists_and_is_no_regular_file(tmp_path):
             validate.check_place("--state", bad)
     (tmp_path / "kept.sqlite").write_text("")
     assert validate.check_place("--state", str(tmp_path / "kept.sqlite"))
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://shop.example",
+                                 "http://[::1]:80/orders", "http://h:0"])
+def test_check_url_keeps_an_http_address(url):
+    assert validate.check_url("--url", url) == url
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:abc", "http://127.0.0.1:99999", "http://127.0.0.1:-1",
+    "ftp://h", "http://", "http:///path", "127.0.0.1:80", "", " ",
+    "http://h :80", "http://h\n", "http://\xff", "http://h:８０", "http://[::1",
+])
+def test_check_url_refuses_what_would_break_later(url):
+    """Each passes ``urlsplit`` or a scheme test alone; ``http://127.0.0.1:abc``
+    made workflow_worker write its reserve attempt, then crash (issue 35)."""
+    with pytest.raises(ValueError, match="--url"):
+        validate.check_url("--url", url)

@@ -127,3 +127,27 @@ def argument_parser(description: str, epilog: str | None = None, **settings):
                       " (see --help)\n")
 
     return OneLineErrors(description=description, epilog=epilog, **settings)
+
+
+def check_url(name: str, text: object) -> str:
+    """An ``http(s)://host[:port][/path]`` address, checked whole before
+    anything is written: a port that is not a number from 0 to 65535
+    (``http://127.0.0.1:abc``, which ``urlsplit`` accepts and only ``.port``
+    refuses), a missing host, another scheme, spaces, control characters or
+    non-ASCII text are refused with ValueError, one line (issue 35)."""
+    check_text(name, text)
+    from urllib.parse import urlsplit  # here: only a program given a URL pays
+
+    problem = not text.isascii() or any(c.isspace() or not c.isprintable()
+                                        for c in text)
+    try:
+        address = urlsplit(text)
+        address.port  # noqa: B018 (the check: it raises for a bad port)
+    except ValueError:
+        problem = True
+    else:
+        problem = problem or address.scheme not in ("http", "https") \
+            or not address.hostname
+    if problem:
+        raise ValueError(f"{name} {text!r} is not http(s)://host[:port]")
+    return text

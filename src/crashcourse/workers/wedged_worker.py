@@ -21,6 +21,8 @@ The first refusal from a service (a revoked or expired credential) ends it
 with exit status 3. Bad input (usage, a blank value, a drive or mail
 provider or runtime file that is not an installed store, a drive with no
 files) ends it at once: exit status 2, one line on stderr, nothing done.
+What the machine refuses (a read-only mount, a full disk, a file that is not
+a database) ends it with one line and exit status 74.
 
 It prints one JSON line (retries made, whether the flag stopped it, the
 refusal's reason); graders count the effects from the drive's and the
@@ -39,6 +41,7 @@ from crashcourse.services.broker import CredentialRefused
 from crashcourse.store import StoreMissing, opened
 from crashcourse.workers.options import (
     check_installed,
+    one_line_errors,
     refuse,
     text_options,
     whole_number,
@@ -87,6 +90,7 @@ def paused(options: dict) -> bool:
         return control.is_paused(conn)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Step through the files, hanging in each step until ``--limit`` retries
     (chapter 09); stops at a boundary when the flag is set."""
