@@ -151,3 +151,25 @@ def check_url(name: str, text: object) -> str:
     if problem:
         raise ValueError(f"{name} {text!r} is not http(s)://host[:port]")
     return text
+
+
+def check_number(name: str, text: object, low: float, high: float, *,
+                 low_open: bool = False) -> float:
+    """A command line's number, from ``low`` (excluded with ``low_open``) to
+    ``high``, spelled in ASCII: digits, one point, an exponent. ``float``
+    alone takes ``inf``, ``nan``, ``1e999`` (which overflows to inf),
+    ``1_0``, spaces and other scripts' digits (``٣``); an option taking any
+    of them ran its trials and then broke writing the evidence, or waited
+    forever. ValueError, one line, before anything runs (issue 35)."""
+    spelled = isinstance(text, str) and text.isascii() and bool(text) and all(
+        char in "0123456789.eE+-" for char in text)
+    try:
+        value = float(text) if spelled else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (low < value if low_open else low <= value)
+            and value <= high):
+        bound = "(" if low_open else "["
+        raise ValueError(f"{name} must be a number in {bound}{low:g}, {high:g}]"
+                         f" in ASCII digits, got {text!r}")
+    return value

@@ -30,7 +30,7 @@ import time
 
 from crashcourse import control
 from crashcourse.store import opened
-from crashcourse.validate import check_place
+from crashcourse.validate import check_number, check_place
 from crashcourse.workers.options import (
     one_line_errors,
     refuse,
@@ -49,11 +49,12 @@ def parse(argv: list[str]) -> dict:
     options = text_options(argv, ("state", "name"),
                            {"ticks": "100", "interval": "0.05"}, USAGE)
     check_place("--state", options["state"])
-    try:
-        ticks, interval = whole_number(options["ticks"]), float(options["interval"])
+    try:  # ASCII only, finite: float() alone takes inf, nan and "٣" (issue 35)
+        ticks = whole_number(options["ticks"])
+        interval = check_number("--interval", options["interval"], 0, 60)
     except ValueError:
         ticks = interval = -1
-    if not (0 < ticks <= MAX_TICKS and 0 <= interval <= 60):  # NaN fails too
+    if not (0 < ticks <= MAX_TICKS and 0 <= interval <= 60):
         raise ValueError(f"--ticks must be 1 to {MAX_TICKS} and --interval 0 to "
                          f"60 seconds; {USAGE}")
     return {**options, "ticks": ticks, "interval": interval}

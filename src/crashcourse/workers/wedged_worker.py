@@ -39,6 +39,7 @@ from crashcourse import control
 from crashcourse.services import drive, mail
 from crashcourse.services.broker import CredentialRefused
 from crashcourse.store import StoreMissing, opened
+from crashcourse.validate import check_number
 from crashcourse.workers.options import (
     check_installed,
     one_line_errors,
@@ -60,11 +61,12 @@ def parse(argv: list[str]) -> dict:
     options = text_options(argv, ("drive", "mail", "credential"),
                            {"limit": "100000", "pace": "0.005", "runtime": None},
                            USAGE)
-    try:
-        limit, pace = whole_number(options["limit"]), float(options["pace"])
+    try:  # ASCII only, finite: float() alone takes inf, nan and "٣" (issue 35)
+        limit = whole_number(options["limit"])
+        pace = check_number("--pace", options["pace"], 0, 1)
     except ValueError:
         limit = pace = -1
-    if not (0 < limit <= 1_000_000 and 0 <= pace <= 1):  # NaN fails too
+    if not (0 < limit <= 1_000_000 and 0 <= pace <= 1):
         raise ValueError(f"--limit must be 1 to 1000000 and --pace 0 to 1 "
                          f"second; {USAGE}")
     return {**options, "limit": limit, "pace": pace}
