@@ -66,7 +66,6 @@ runs).
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import shutil
 import subprocess
@@ -84,6 +83,7 @@ from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import BoundaryNotReached, Harness
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
+from crashcourse.validate import check_number
 from crashcourse.workers.journal_worker import (
     HELD,
     PROBE_VARIANTS,
@@ -715,14 +715,13 @@ def kills_per_trial(text: str) -> int:
 
 
 def seconds(text: str) -> float:
-    """The type of ``--ttl`` and ``--wait``: finite seconds above 0."""
+    """The type of ``--ttl`` and ``--wait``: finite seconds above 0, in ASCII
+    digits (``validate.check_number``: float() alone takes "٣", issue 35)."""
     try:
-        value = float(text)
+        return check_number("seconds", text, 0, 60, low_open=True)
     except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 < value <= 60):
-        raise argparse.ArgumentTypeError(f"must be seconds in (0, 60], got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(
+            f"must be seconds in (0, 60] in ASCII digits, got {text!r}") from None
 
 
 def run(args) -> tuple[dict, list[dict], dict]:

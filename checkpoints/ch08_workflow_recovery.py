@@ -53,6 +53,7 @@ that exists or cannot be written is refused (exit 2) before anything runs.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -65,6 +66,7 @@ from crashcourse.lab.harness import Harness
 from crashcourse.services import mail, payments
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
+from crashcourse.validate import check_number
 from crashcourse.waiting import wait_until
 from crashcourse.workers import workflow_worker
 from crashcourse.workflow import steps as workflow_steps
@@ -90,6 +92,7 @@ FIRST, RACERS, PERSON = "worker-1", ("recovery-a", "recovery-b"), "person"
 # Longer than a call's declared wait (so a call can be admitted), short
 # enough that waiting out a dead holder's lease keeps a case quick.
 LEASE_S = workflow_worker.CALL_WAIT_S + 2
+MAX_LEASE_S = 3600.0  # an hour: longer is a typo, and a trial would wait it out
 RECOVERY_KILLS = 3  # random instants a recovery is killed at (2 with --quick)
 # What each cancel case must leave: step -> compensation status.
 UNDONE, OWED, SENT, NOTHING = (workflow_steps.UNDONE, workflow_steps.NEEDS_PERSON,
@@ -489,10 +492,14 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 def seconds(text: str) -> float:
-    value = float(text)
-    if not value > workflow_worker.CALL_WAIT_S:
-        raise ValueError(text)
-    return value
+    """The type of ``--lease``: finite seconds above a call's wait, in ASCII
+    digits. ``float`` alone took ``inf``: every trial ran, then the evidence
+    could not be written (JSON has no inf; issue 35)."""
+    try:
+        return check_number("--lease", text, workflow_worker.CALL_WAIT_S,
+                            MAX_LEASE_S, low_open=True)
+    except ValueError as bad:
+        raise argparse.ArgumentTypeError(str(bad)) from None
 
 
 def command_line():

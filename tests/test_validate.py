@@ -185,3 +185,105 @@ def test_check_place_refuses_what_exists_and_is_no_regular_file(tmp_path):
             validate.check_place("--state", bad)
     (tmp_path / "kept.sqlite").write_text("")
     assert validate.check_place("--state", str(tmp_path / "kept.sqlite"))
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://shop.example",
+                                 "http://[::1]:80/orders", "http://h:0"])
+def test_check_url_keeps_an_http_address(url):
+    assert validate.check_url("--url", url) == url
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:abc", "http://127.0.0.1:99999", "http://127.0.0.1:-1",
+    "ftp://h", "http://", "http:///path", "127.0.0.1:80", "", " ",
+    "http://h :80", "http://h\n", "http://\xff", "http://h:８０", "http://[::1",
+])
+def test_check_url_refuses_what_would_break_later(url):
+    """Each passes ``urlsplit`` or a scheme test alone; ``http://127.0.0.1:abc``
+    made workflow_worker write its reserve attempt, then crash (issue 35)."""
+    with pytest.raises(ValueError, match="--url"):
+        validate.check_url("--url", url)
+
+
+@pytest.mark.parametrize("text, value", [("0", 0.0), ("0.05", 0.05), ("60", 60.0),
+                                         ("1e1", 10.0), ("+2.5", 2.5)])
+def test_check_number_keeps_an_ascii_number_in_range(text, value):
+    assert validate.check_number("--pace", text, 0, 60) == value
+
+
+@pytest.mark.parametrize("text", [
+    "inf", "-inf", "Infinity", "nan", "NaN", "1e999", "-1e999", "1_0", " 5",
+    "5 ", "\u0663", "\uff15", "\u0665.\u0660", "61", "-0.5", "", "0x10", "1e",
+    "\udcff",
+])
+def test_check_number_refuses_infinities_overflow_and_foreign_digits(text):
+    """``float`` takes most of these (issue 35): ``inf`` and ``1e999`` ran a
+    checkpoint's trials and then broke its evidence write."""
+    with pytest.raises(ValueError, match="--pace must be a number"):
+        validate.check_number("--pace", text, 0, 60)
+
+
+def test_check_number_s_low_open_excludes_its_bound():
+    with pytest.raises(ValueError, match=r"\(0, 60\]"):
+        validate.check_number("--ttl", "0", 0, 60, low_open=True)
+    assert validate.check_number("--ttl", "0.001", 0, 60, low_open=True) == 0.001
+
+
+def test_float_itself_takes_what_check_number_refuses():
+    """The negative control: the hole the check closes is real."""
+    for text in ("inf", "1e999", "\u0663", "1_0", " 5"):
+        float(text)
+
+
+# --- every number option, at the command line: refused before anything runs --
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+HOSTILE_NUMBERS = ["inf", "nan", "1e999", "\u0663", "1_0"]
+
+
+def refused_at_the_door(argv: list[str], cwd) -> str:
+    """Run ``argv``; one line on stderr, exit 2, nothing made in ``cwd``."""
+    import subprocess
+    import sys
+
+    before = sorted(os.listdir(cwd))
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL, cwd=cwd)
+    assert done.returncode == validate.BAD_INPUT, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(os.listdir(cwd)) == before  # no evidence, no store
+    return done.stderr
+
+
+@pytest.mark.parametrize("value", HOSTILE_NUMBERS)
+@pytest.mark.parametrize("script, flag", [
+    ("ch08_workflow_recovery.py", "--lease"),
+    ("ch07_random_kill_campaign.py", "--ttl"),
+    ("ch07_random_kill_campaign.py", "--wait"),
+])
+def test_a_checkpoint_s_seconds_refuse_what_float_takes(tmp_path, script, flag,
+                                                        value):
+    """``ch08 --lease inf`` ran every trial, then lost the evidence (issue 35)."""
+    refused_at_the_door([str(REPO / "checkpoints" / script), "--output",
+                         str(tmp_path / "evidence.json"), "--quick", flag, value],
+                        tmp_path)
+
+
+@pytest.mark.parametrize("value", HOSTILE_NUMBERS)
+@pytest.mark.parametrize("module, flag", [("scheduler", "--interval"),
+                                          ("wedged_worker", "--pace")])
+def test_a_worker_s_seconds_refuse_what_float_takes(tmp_path, module, flag, value):
+    from crashcourse.lab.example import scan_files
+    from crashcourse.services import drive, mail
+
+    drive.install(tmp_path / "drive.sqlite", scan_files(2))
+    mail.install(tmp_path / "mail.sqlite")
+    argv = {"scheduler": ["--state", str(tmp_path / "state.sqlite"), "--name",
+                          "n", "--ticks", "1"],
+            "wedged_worker": ["--drive", str(tmp_path / "drive.sqlite"), "--mail",
+                              str(tmp_path / "mail.sqlite"), "--credential", "t",
+                              "--limit", "1"]}[module]
+    refused_at_the_door(["-m", f"crashcourse.workers.{module}", *argv, flag,
+                         value], tmp_path)
+    assert drive.names(tmp_path / "drive.sqlite") == scan_files(2)

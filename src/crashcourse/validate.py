@@ -127,3 +127,49 @@ def argument_parser(description: str, epilog: str | None = None, **settings):
                       " (see --help)\n")
 
     return OneLineErrors(description=description, epilog=epilog, **settings)
+
+
+def check_url(name: str, text: object) -> str:
+    """An ``http(s)://host[:port][/path]`` address, checked whole before
+    anything is written: a port that is not a number from 0 to 65535
+    (``http://127.0.0.1:abc``, which ``urlsplit`` accepts and only ``.port``
+    refuses), a missing host, another scheme, spaces, control characters or
+    non-ASCII text are refused with ValueError, one line (issue 35)."""
+    check_text(name, text)
+    from urllib.parse import urlsplit  # here: only a program given a URL pays
+
+    problem = not text.isascii() or any(c.isspace() or not c.isprintable()
+                                        for c in text)
+    try:
+        address = urlsplit(text)
+        address.port  # noqa: B018 (the check: it raises for a bad port)
+    except ValueError:
+        problem = True
+    else:
+        problem = problem or address.scheme not in ("http", "https") \
+            or not address.hostname
+    if problem:
+        raise ValueError(f"{name} {text!r} is not http(s)://host[:port]")
+    return text
+
+
+def check_number(name: str, text: object, low: float, high: float, *,
+                 low_open: bool = False) -> float:
+    """A command line's number, from ``low`` (excluded with ``low_open``) to
+    ``high``, spelled in ASCII: digits, one point, an exponent. ``float``
+    alone takes ``inf``, ``nan``, ``1e999`` (which overflows to inf),
+    ``1_0``, spaces and other scripts' digits (``٣``); an option taking any
+    of them ran its trials and then broke writing the evidence, or waited
+    forever. ValueError, one line, before anything runs (issue 35)."""
+    spelled = isinstance(text, str) and text.isascii() and bool(text) and all(
+        char in "0123456789.eE+-" for char in text)
+    try:
+        value = float(text) if spelled else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (low < value if low_open else low <= value)
+            and value <= high):
+        bound = "(" if low_open else "["
+        raise ValueError(f"{name} must be a number in {bound}{low:g}, {high:g}]"
+                         f" in ASCII digits, got {text!r}")
+    return value

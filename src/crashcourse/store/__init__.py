@@ -25,6 +25,17 @@ index with its table. Only the second sees a payment whose key was zeroed in
 the key's index: the lookup by key then finds nothing, and a service that
 trusted it would charge again.
 
+A program's OWN store (``own=`` the tables it keeps there: a worker's shop,
+checkpoint or state file) is created only where NO file exists, and atomically
+(made aside, then linked into place, so a second opener never sees it half
+made). A file that is there is trusted only once it proves to be this
+program's: not 0 bytes, a SQLite database, holding no table but ``own``'s
+(another program's database, the payment service's say, is refused, never
+written into), and sound by the full ``integrity_check``, since an index that
+lost a row hides a recorded effect from the lookup that would have found it
+(a restock note posted twice, issue 35). Each refusal is ``StoreMissing`` or
+``StoreDamaged`` and leaves the file byte for byte as it was.
+
 A SYSTEM OF RECORD (``record=True``: every service in
 ``crashcourse.services``) opens at ``synchronous=FULL``. Chapter 11 shows why:
 the fsync belongs to the store whose rows say what happened outside, not to
@@ -78,13 +89,17 @@ def connect(
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     require: tuple[str, ...] = (),
     record: bool = False,
+    own: tuple[str, ...] = (),
 ) -> sqlite3.Connection:
     """Open ``path`` with WAL, a busy timeout, foreign keys and ``synchronous``.
 
     With ``require`` (table names) the file must already hold those tables:
     otherwise ``StoreMissing``, and the file is neither created nor written;
     a damaged one: ``StoreDamaged``. ``record=True`` opens a system of record:
-    ``synchronous=FULL`` whatever was asked, and the full integrity check."""
+    ``synchronous=FULL`` whatever was asked, and the full integrity check.
+    ``own`` (without ``require``) names the tables of the caller's own store:
+    created where no file exists, else refused unless it is that store and
+    sound (``StoreMissing``/``StoreDamaged``, nothing written; issue 35)."""
     if record is not True and record is not False:
         raise TypeError(f"record must be True or False, got {record!r}")
     level = "FULL" if record else synchronous.upper()
@@ -101,7 +116,10 @@ def connect(
             if require:
                 refuse_damaged(conn, path, record)
             return conn
-    conn = _open(path, busy_timeout_ms / 1000, require, record)
+    if own and not require:
+        conn = _open_own(path, busy_timeout_ms / 1000, tuple(own), level)
+    else:
+        conn = _open(path, busy_timeout_ms / 1000, require, record)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
     # Before the switch to WAL: creating a new file then syncs at this level,
@@ -124,11 +142,8 @@ def _open(path, timeout: float, require: tuple[str, ...],
     if not os.path.isfile(path) or os.path.getsize(path) == 0:
         raise StoreMissing(f"{path}: no store here (missing or 0 bytes); "
                            "only install creates one")
-    where = os.path.abspath(os.fspath(path))  # no pathlib: workers start light
-    for char, escaped in (("%", "%25"), ("?", "%3F"), ("#", "%23")):
-        where = where.replace(char, escaped)
-    uri = f"file:{where}?mode=rw"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
+    conn = sqlite3.connect(_rw_uri(path), uri=True, isolation_level=None,
+                           timeout=timeout)
     try:
         missing = sorted(table for table in require
                          if conn.execute(SQLITE.table_exists,
@@ -147,10 +162,99 @@ def _open(path, timeout: float, require: tuple[str, ...],
         raise StoreMissing(f"{path}: not installed (no table {', '.join(missing)})")
     try:
         refuse_damaged(conn, path, record)
+        refuse_cut_short(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def refuse_cut_short(conn, path) -> None:
+    """``StoreDamaged`` for a file that is not whole pages long: SQLite writes
+    its file a page at a time, and reads a page cut short as zeros, so a file
+    cut mid-page can pass both checks while its last page lost what it held."""
+    import os
+
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    if os.path.getsize(path) % page_size:
+        raise StoreDamaged(f"{path}: damaged, refused before any read or write "
+                           f"(cut short: not whole {page_size}-byte pages)")
+
+
+def _open_own(path, timeout: float, own: tuple[str, ...],
+              level: str) -> sqlite3.Connection:
+    """A program's own store: made where nothing is, else checked to be this
+    program's and sound before anything reads or writes it (issue 35)."""
+    import os
+
+    if not os.path.lexists(path):
+        _create(path, level)
+    if not os.path.isfile(path):  # a directory, a device, a dangling symlink
+        raise StoreMissing(f"{path}: not a regular file; refused")
+    if os.path.getsize(path) == 0:  # not made by ``_create``: someone else's
+        raise StoreMissing(f"{path}: 0 bytes, not a store; refused, not replaced")
+    conn = sqlite3.connect(_rw_uri(path), uri=True, isolation_level=None,
+                           timeout=timeout)
+    try:
+        tables = {row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+            " AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")}
+        foreign = sorted(tables - set(own))
+        if foreign:
+            raise StoreMissing(f"{path}: not this program's store (it holds "
+                               f"{', '.join(foreign[:3])}); refused, not written")
+        refuse_damaged(conn, path, record=True)
+        refuse_cut_short(conn, path)
+    except sqlite3.OperationalError:  # locked, busy: not an answer about the file
+        conn.close()
+        raise
+    except sqlite3.DatabaseError as bad:  # not a database, or a broken one
+        conn.close()
+        if "malformed" in str(bad):
+            raise StoreDamaged(f"{path}: damaged, refused before any read or "
+                               f"write ({bad})") from None
+        raise StoreMissing(f"{path}: not a store ({bad})") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _create(path, level: str) -> None:
+    """A new, empty WAL store at ``path``, made aside and hard-linked into
+    place: an opener never finds it 0 bytes, and of two creators racing, the
+    second opens the first's (the link fails; nothing is overwritten)."""
+    import os
+
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    aside = os.path.join(folder, f".{name}.new-{os.getpid()}")
+    try:
+        fresh = sqlite3.connect(aside, isolation_level=None)
+        try:
+            fresh.execute(f"PRAGMA synchronous={level}")
+            fresh.execute("PRAGMA journal_mode=WAL")  # writes the header
+        finally:
+            fresh.close()
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            pass  # another opener made it first: check and open theirs
+    finally:
+        for leftover in (aside, f"{aside}-wal", f"{aside}-shm"):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+
+
+def _rw_uri(path) -> str:
+    """``path`` as a read-write URI that never creates the file."""
+    import os
+
+    where = os.path.abspath(os.fspath(path))  # no pathlib: workers start light
+    for char, escaped in (("%", "%25"), ("?", "%3F"), ("#", "%23")):
+        where = where.replace(char, escaped)
+    return f"file:{where}?mode=rw"
 
 
 def _open_server(url: str, require: tuple[str, ...]):

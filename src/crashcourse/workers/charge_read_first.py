@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         payment_command.check(args)
     except (TypeError, ValueError, StoreMissing) as bad:
         return refuse(bad)
-    with opened(args.state) as state:
+    with opened(args.state, own=paying.TABLES) as state:
         paying.install(state)
         boundary("before_payment")
         try:
@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                                                args.amount, args.currency)
         except payments.ApprovalRefused as refused:  # BudgetExhausted included
             report = {"outcome": "refused", "reason": refused.reason}
+        except payments.PaymentConflict:  # as charge answers it: exit 4
+            report = {"outcome": "conflict"}
         else:
             boundary("after_payment")
             paying.save_checkpoint(state, args.task, args.key, outcome)

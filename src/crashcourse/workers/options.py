@@ -27,7 +27,7 @@ import os
 import sys
 from types import SimpleNamespace
 
-from crashcourse.store import opened
+from crashcourse.store import StoreMissing, opened
 from crashcourse.validate import BAD_INPUT, argument_parser, check_text
 
 REQUIRED = object()  # an option with this default must be given
@@ -115,12 +115,16 @@ def one_line_errors(main):
     read-only mount, a file that is not a database) said on ONE line and ended
     with ``IO_ERROR`` (chapter 00). The runtime's own refusals are
     ``PermissionError``s too (a stale claim, a refused credential): they carry
-    no errno, say something else, and pass through untouched."""
+    no errno, say something else, and pass through untouched. A store refused
+    when opened (``StoreMissing``, ``StoreDamaged``: not this program's, 0
+    bytes, damaged) is ``BAD_INPUT``, one line, the file untouched."""
     import sqlite3  # every worker has loaded it already
 
     def guarded(argv: list[str] | None = None) -> int:
         try:
             return main(argv)
+        except StoreMissing as bad:  # a store not this program's, or damaged:
+            return refuse(bad)  # refused before anything was written (issue 35)
         except (OSError, sqlite3.Error) as refused:
             if isinstance(refused, OSError) and refused.errno is None:
                 raise  # not the machine: the runtime refusing, or a bug

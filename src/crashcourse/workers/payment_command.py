@@ -11,7 +11,9 @@ it creates it: the text options, the amount and currency as the payment
 service will check them, the busy timeout, the place of ``--state``, and that
 the payment service (and a ``--notify`` mail provider) is an installed store
 (``store.opened(path, require=...)``). Bad input gets one line on stderr and
-exit status 2 (``options.BAD_INPUT``), and no file is created (issue 14).
+exit status 2 (``options.BAD_INPUT``), and no file is created (issue 14). So
+does a ``--state`` that is there but is not the worker's own store (0 bytes,
+another program's database, damaged: ``store.connect``'s ``own=``, issue 35).
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ OPTIONS = (
            type=whole_number, default=payments.DEFAULT_BUSY_TIMEOUT_MS),
 )
 
-EPILOG = ("exit status: 0 paid (or found paid); 2 bad input or a payment "
-          "service that is not installed (one line on stderr, nothing written); "
+EPILOG = ("exit status: 0 paid (or found paid); 2 bad input, a payment "
+          "service that is not installed or a --state that is not the worker's "
+          "own store (one line on stderr, nothing written); "
           "3 refused (approval or budget); 4 the key is bound to another action; "
           "5 the payment service stayed locked; 74 the machine refused a file "
           "mid-run (a full disk, a read-only mount): one line")
@@ -103,7 +106,7 @@ def run(args: SimpleNamespace,
         check(args)
     except (TypeError, ValueError, StoreMissing) as bad:
         return refuse(bad)
-    with opened(args.state) as state:
+    with opened(args.state, own=paying.TABLES) as state:
         paying.install(state)
         report = work(state, args)
         notify = getattr(args, "notify", None)  # pay_invoice --notify (chapter 09)

@@ -19,7 +19,9 @@ one transaction, but with no identity, so a rerun posts the note again.
 The worker prints one JSON line saying what it did; graders read the rows.
 Exit status: 0 posted (or found posted); 2 bad input (a blank task or item, a
 quantity that is not a whole number from 1 to 10**6, a ``--db`` with no
-directory): one line on stderr, no traceback, no file created; 4 the same
+directory, or a ``--db`` that is not the shop's own store: 0 bytes, another
+program's database, damaged or cut short, left as it was): one line on
+stderr, no traceback, no file created or written; 4 the same
 task already posted another note, nothing written (``CONFLICT_EXIT``); 74
 the machine refused a file mid-run (a full disk, a read-only mount): one line.
 """
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         check(args)
     except (TypeError, ValueError) as bad:
         return options.refuse(bad)
-    with opened(args.db) as conn:
+    with opened(args.db, own=TABLES) as conn:
         report = run(conn, args)
     print(json.dumps(report, sort_keys=True))
     return EXITS[report["status"]]

@@ -13,7 +13,11 @@ still starts nothing until a person starts it with ``control.start_scheduler``.
 Bounded: it exits after ``--ticks`` ticks (exit 0), and on SIGTERM at the end
 of the current tick. Bad input (usage, a blank name, ticks or an interval out
 of range, a ``--state`` with no directory) ends it with exit status 2 and one
-line on stderr, before ``--state`` is created. It prints one JSON line
+line on stderr, before ``--state`` is created; so does a ``--state`` that is
+not the scheduler's own store (0 bytes, another program's database, damaged or
+cut short), left as it was. What the machine refuses mid-run (a file that is
+not a database, a full disk, a read-only mount) ends it with one line and exit
+status 74. It prints one JSON line
 (ticks, runs it started); graders count the ``runs`` rows.
 """
 
@@ -26,8 +30,13 @@ import time
 
 from crashcourse import control
 from crashcourse.store import opened
-from crashcourse.validate import check_place
-from crashcourse.workers.options import refuse, text_options, whole_number
+from crashcourse.validate import check_number, check_place
+from crashcourse.workers.options import (
+    one_line_errors,
+    refuse,
+    text_options,
+    whole_number,
+)
 
 USAGE = ("usage: scheduler --state PATH --name NAME [--ticks N]"
          " [--interval SECONDS]")
@@ -40,16 +49,18 @@ def parse(argv: list[str]) -> dict:
     options = text_options(argv, ("state", "name"),
                            {"ticks": "100", "interval": "0.05"}, USAGE)
     check_place("--state", options["state"])
-    try:
-        ticks, interval = whole_number(options["ticks"]), float(options["interval"])
+    try:  # ASCII only, finite: float() alone takes inf, nan and "٣" (issue 35)
+        ticks = whole_number(options["ticks"])
+        interval = check_number("--interval", options["interval"], 0, 60)
     except ValueError:
         ticks = interval = -1
-    if not (0 < ticks <= MAX_TICKS and 0 <= interval <= 60):  # NaN fails too
+    if not (0 < ticks <= MAX_TICKS and 0 <= interval <= 60):
         raise ValueError(f"--ticks must be 1 to {MAX_TICKS} and --interval 0 to "
                          f"60 seconds; {USAGE}")
     return {**options, "ticks": ticks, "interval": interval}
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Tick until ``--ticks`` are done or SIGTERM asks to stop (chapter 09)."""
     try:
@@ -59,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     told = []
     signal.signal(signal.SIGTERM, lambda signum, frame: told.append(signum))
     started = ticks = 0
-    with opened(options["state"]) as conn:
+    with opened(options["state"], own=tuple(control.TABLES)) as conn:
         control.install(conn)
         while ticks < options["ticks"] and not told:
             started += control.start_run(conn, options["name"]) is not None

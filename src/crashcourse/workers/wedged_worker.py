@@ -21,6 +21,8 @@ The first refusal from a service (a revoked or expired credential) ends it
 with exit status 3. Bad input (usage, a blank value, a drive or mail
 provider or runtime file that is not an installed store, a drive with no
 files) ends it at once: exit status 2, one line on stderr, nothing done.
+What the machine refuses (a read-only mount, a full disk, a file that is not
+a database) ends it with one line and exit status 74.
 
 It prints one JSON line (retries made, whether the flag stopped it, the
 refusal's reason); graders count the effects from the drive's and the
@@ -37,8 +39,10 @@ from crashcourse import control
 from crashcourse.services import drive, mail
 from crashcourse.services.broker import CredentialRefused
 from crashcourse.store import StoreMissing, opened
+from crashcourse.validate import check_number
 from crashcourse.workers.options import (
     check_installed,
+    one_line_errors,
     refuse,
     text_options,
     whole_number,
@@ -57,11 +61,12 @@ def parse(argv: list[str]) -> dict:
     options = text_options(argv, ("drive", "mail", "credential"),
                            {"limit": "100000", "pace": "0.005", "runtime": None},
                            USAGE)
-    try:
-        limit, pace = whole_number(options["limit"]), float(options["pace"])
+    try:  # ASCII only, finite: float() alone takes inf, nan and "٣" (issue 35)
+        limit = whole_number(options["limit"])
+        pace = check_number("--pace", options["pace"], 0, 1)
     except ValueError:
         limit = pace = -1
-    if not (0 < limit <= 1_000_000 and 0 <= pace <= 1):  # NaN fails too
+    if not (0 < limit <= 1_000_000 and 0 <= pace <= 1):
         raise ValueError(f"--limit must be 1 to 1000000 and --pace 0 to 1 "
                          f"second; {USAGE}")
     return {**options, "limit": limit, "pace": pace}
@@ -87,6 +92,7 @@ def paused(options: dict) -> bool:
         return control.is_paused(conn)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Step through the files, hanging in each step until ``--limit`` retries
     (chapter 09); stops at a boundary when the flag is set."""
