@@ -3,9 +3,9 @@ process.
 
 The mistake: ``set_switch`` writes the row AND keeps the newest state in a
 dict of the process's (an attribute of the function), which ``may_run``
-reads. Within one process every test of its own calls agrees; a decision written by another process (the person on
-the rota, a restarted scheduler) is never seen, and a fresh process knows
-nothing at all.
+reads. Within one process every test of its own calls agrees; a decision
+written by another process (the person on the rota, a restarted scheduler)
+is never seen, and a fresh process knows nothing at all.
 Caught by ``test_a_decision_written_elsewhere_is_seen``.
 """
 
