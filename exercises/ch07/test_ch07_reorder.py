@@ -1,6 +1,8 @@
 """Grades exercise 07.2: reversible first, gates next, irreversible last."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crashcourse.journal import plan
 from crashcourse.journal.plan import Step
@@ -48,3 +50,44 @@ def test_mail_possibly_sent_follows_the_last_row(answer):
         False, False, False, False, False, False, True, True]
     assert mod.mail_possibly_sent(RAW, 1) is False  # the unsorted plan: a payment
     assert mod.mail_possibly_sent(RAW, 2) is True  # ... then a mail
+
+
+# Steps of every kind, named so that no group is in alphabetical order by
+# chance: reversible work, gates, irreversible steps that are mails and
+# irreversible steps that are not.
+KINDS = {
+    "reversible": ("rename", "archive", "tag", "copy"),
+    "gate": ("check_totals", "check_names", "verify", "check_stock"),
+    "irreversible": ("send_mail", "pay_invoice", "post_letter", "send_mail"),
+}
+DRAWN_STEPS = st.lists(
+    st.tuples(st.sampled_from(sorted(KINDS)), st.integers(0, 3)), min_size=1,
+    max_size=12)
+
+
+def build(drawn) -> list:
+    return [Step(n, KINDS[kind][pick], {"id": f"s{n}"},
+                 irreversible=kind == "irreversible", gate=kind == "gate")
+            for n, (kind, pick) in enumerate(drawn, start=1)]
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=DRAWN_STEPS)
+def test_drawn_plans_are_grouped_in_their_own_order(answer, drawn):
+    """Any plan: the three groups, each in the plan's own order (the args say
+    which step is which), renumbered; and a mail may have gone out exactly
+    when some mail is numbered at or before the journal's last row."""
+    mod = answer("ch07", "reorder")
+    steps = build(drawn)
+    ordered = mod.reorder(steps)
+    expected = ([s for s in steps if not s.gate and not s.irreversible]
+                + [s for s in steps if s.gate] + [s for s in steps if s.irreversible])
+    assert [(s.action, s.args, s.irreversible, s.gate) for s in ordered] == [
+        (s.action, s.args, s.irreversible, s.gate) for s in expected]
+    assert [s.number for s in ordered] == list(range(1, len(steps) + 1))
+    for plan_ in (steps, ordered):
+        mails = [s.number for s in plan_ if s.action == "send_mail"]
+        assert [mod.mail_possibly_sent(plan_, row)
+                for row in range(len(steps) + 1)] == [
+            any(m <= row for m in mails) for row in range(len(steps) + 1)]

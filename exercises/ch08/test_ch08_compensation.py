@@ -225,3 +225,40 @@ def test_after_the_lease_the_probe_decides(mod, harness, tmp_path):
     later = world.plan(mod, probed, now=end + 1)
     assert [(e["action"], e["status"]) for e in later] == [NONE] * 3
     agrees(later, world.compensate(now=end + 1))
+
+
+def test_an_earlier_admitted_attempt_is_not_forgotten(mod, tmp_path):
+    """Two attempts at reserve, written through the runtime's own moves on an
+    injected clock: the first ADMITTED (its call may have left; its worker
+    died), the second, a replacement's, written after that lease and never
+    admitted; then the person cancels. While the first lease lasts the plan
+    waits; after it, the probe's answer decides (the reservation may exist)."""
+    built = build_world(str(tmp_path), approved=True)
+    wid, t0 = built["workflow_id"], 1_800_000_000.0
+    with opened(built["paths"]["workflow"]) as conn:
+        seen = workflow.read(conn, wid)
+        version = workflow.transition(conn, wid, expected_state=seen["state"],
+                                      expected_version=seen["version"],
+                                      to_state=workflow.RUNNING, who="worker-1")
+        first = workflow_steps.attempt_step(conn, wid, "reserve",
+                                            expected_version=version,
+                                            who="worker-1", lease_s=10, now=t0)
+        workflow_steps.admit(conn, wid, "reserve", version=first, wait_s=1,
+                             now=t0 + 1)
+        second = workflow_steps.attempt_step(conn, wid, "reserve",
+                                             expected_version=first,
+                                             who="worker-2", lease_s=10,
+                                             now=t0 + 30)
+        workflow.cancel(conn, wid, expected_version=second, who="person")
+        attempts = workflow_steps.step_of(conn, wid, "reserve")["attempts"]
+        assert [a["admitted_at"] is not None for a in attempts] == [True, False]
+
+        def fate(probed, now):
+            plan = mod.compensation_plan(conn, wid, probed, now)
+            return {e["step"]: (e["action"], e["status"]) for e in plan}["reserve"]
+
+        assert fate(None, now=t0 + 5) == WAIT  # the first lease still runs
+        assert fate({"reserve": True}, now=t0 + 35) == RELEASED
+        assert fate({"reserve": False}, now=t0 + 35) == NONE
+        with pytest.raises(ValueError):  # the probe is needed: the rows cannot say
+            mod.compensation_plan(conn, wid, None, t0 + 35)

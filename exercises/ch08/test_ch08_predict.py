@@ -13,7 +13,7 @@ from crashcourse.lab.harness import Harness
 from crashcourse.services import mail, payments
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, table_rows
-from crashcourse.workers.workflow_worker import build_world
+from crashcourse.workers.workflow_worker import BOUNDARIES, build_world
 
 KEYS = {step: f"key-of-{step}" for step in ("reserve", "charge", "mail")}
 RACERS = ("recovery-a", "recovery-b")
@@ -95,6 +95,23 @@ def test_a_boundary_that_cannot_be_predicted_is_refused(answer, boundary, keys,
         answer("ch08", "predict").predict(boundary, keys, approved=approved)
 
 
+REACHABLE = [(boundary, True) for boundary in BOUNDARIES] + [
+    (boundary, False) for boundary in BOUNDARIES if not boundary.endswith(":mail")]
+
+
+@pytest.mark.parametrize(("boundary", "approved"), REACHABLE,
+                         ids=[f"{b}{'' if a else '-unapproved'}" for b, a in REACHABLE])
+def test_every_reachable_boundary_has_a_prediction(answer, boundary, approved):
+    """Every boundary the worker reaches (without the approval, all but the
+    mail's) has one outcome to predict: a refusal is for what cannot happen."""
+    found = answer("ch08", "predict").predict(boundary, KEYS, approved=approved)
+    assert set(found) == {"winner", "loser", "final_state", "service_ops"}
+    assert found["loser"] == LOSER
+    assert set(found["service_ops"]) == set(KEYS.values())
+    assert all(count in (0, 1) for count in found["service_ops"].values()), (
+        "every effect happens at most once: the services dedupe by key")
+
+
 def race_after_a_kill(directory, boundary: str, approved: bool) -> dict:
     """Kill a worker at ``boundary``, race two recovery workers, and read what
     they did back, in the prediction's shape."""
@@ -149,10 +166,12 @@ def race_after_a_kill(directory, boundary: str, approved: bool) -> dict:
 @pytest.mark.parametrize(("boundary", "approved"), [
     ("after_read", True),
     ("after_remote:reserve", True),
+    ("before_remote:charge", True),
+    ("after_remote:charge", True),
     ("before_remote:mail", True),
     ("after_remote:charge", False),
-], ids=["after_read", "after_remote:reserve", "before_remote:mail",
-        "after_remote:charge-unapproved"])
+], ids=["after_read", "after_remote:reserve", "before_remote:charge",
+        "after_remote:charge", "before_remote:mail", "after_remote:charge-unapproved"])
 def test_the_prediction_matches_the_real_race(answer, tmp_path, boundary, approved):
     predict = answer("ch08", "predict").predict
     predict(boundary, KEYS, approved=approved)  # an answer that cannot, fails here

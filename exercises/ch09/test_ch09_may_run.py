@@ -3,6 +3,8 @@
 import math
 import re
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -10,9 +12,13 @@ from crashcourse.store import connect, immediate, opened
 
 SYNC, RESTOCK = "supplier-sync", "restock"
 T0 = 1_700_000_000.0
-READS_THE_SWITCH = re.compile(r"\s*SELECT\b.*?\bjob_switch\b",
-                              re.IGNORECASE | re.DOTALL)
-STARTS_A_WRITE = re.compile(r"\s*(BEGIN|INSERT)\b", re.IGNORECASE)
+# Seen by the connection's trace callback, which every statement passes
+# through (conn.execute, a cursor's execute, executemany, executescript). A
+# statement that reads the switch: any shape (SELECT, a CTE, INSERT ... SELECT).
+READS_THE_SWITCH = re.compile(r"\b(FROM|JOIN)\s+job_switch\b", re.IGNORECASE)
+# A statement that begins a write, or is the run's own insert.
+STARTS_A_WRITE = re.compile(r"^\s*BEGIN\b|\bINSERT\s+INTO\s+job_runs\b",
+                            re.IGNORECASE)
 
 
 @pytest.fixture
@@ -84,6 +90,59 @@ def test_newest_means_last_written_not_latest_stamp(mod, conn):
     assert mod.may_run(conn, SYNC) is True
 
 
+def test_a_run_names_its_own_jobs_decision(mod, conn):
+    """Another job's switch written after this job's: the run still names the
+    decision about ITS job."""
+    own = mod.set_switch(conn, SYNC, mod.RUNNING, "ana", now=T0)
+    mod.set_switch(conn, RESTOCK, mod.RUNNING, "ben", now=T0 + 1)
+    mod.set_switch(conn, RESTOCK, mod.STOPPED, "ben", "shelf move", now=T0 + 2)
+    run_id = mod.start_run(conn, SYNC, "scheduler-1", now=T0 + 3)
+    assert [(r["run_id"], r["allowed_by"]) for r in runs(conn)] == [(run_id, own)]
+
+
+def test_a_decision_records_the_instant_it_was_given(mod, conn):
+    mod.set_switch(conn, SYNC, mod.RUNNING, "ana", now=T0)
+    mod.set_switch(conn, SYNC, mod.STOPPED, "ben", "outage", now=T0 - 30)
+    assert [r[0] for r in conn.execute("SELECT at FROM job_switch ORDER BY seq")] \
+        == [T0, T0 - 30]
+
+
+ASK_IN_A_FRESH_PROCESS = """
+import importlib.util, json, sys
+from crashcourse.store import opened
+spec = importlib.util.spec_from_file_location("answer", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+with opened(sys.argv[2]) as conn:
+    print(json.dumps([mod.may_run(conn, job) for job in sys.argv[3:]]))
+"""
+
+
+def test_a_decision_written_elsewhere_is_seen(mod, conn, tmp_path):
+    """The switch is the table's, not the process's: a decision the person on
+    the rota wrote from another connection is what this process sees, and a
+    fresh process (a restarted scheduler) sees this process's decisions."""
+    mod.install(conn)
+    mod.set_switch(conn, RESTOCK, mod.RUNNING, "ana")
+    rival = connect(tmp_path / "runtime.sqlite")
+    try:
+        for state in ("running", "stopped"):
+            with immediate(rival):
+                rival.execute("INSERT INTO job_switch (job, state, who, reason, at)"
+                              " VALUES (:job, :state, 'ben', 'rota', 0)",
+                              {"job": SYNC, "state": state})
+            assert mod.may_run(conn, SYNC) is (state == "running")
+    finally:
+        rival.close()
+    assert mod.start_run(conn, SYNC, "scheduler-1") is None
+    asked = subprocess.run(
+        [sys.executable, "-c", ASK_IN_A_FRESH_PROCESS, mod.__file__,
+         str(tmp_path / "runtime.sqlite"), SYNC, RESTOCK],
+        capture_output=True, text=True, timeout=60)
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert asked.stdout.split() == ["[false,", "true]"]
+
+
 def test_a_run_names_the_decision_that_allowed_it(mod, conn, tmp_path):
     allowed = mod.set_switch(conn, SYNC, mod.RUNNING, "ana", now=T0)
     run_id = mod.start_run(conn, SYNC, "scheduler-1", now=T0 + 5)
@@ -122,7 +181,9 @@ def test_a_bad_instant_is_refused_and_nothing_written(mod, conn, now):
 
 def test_no_run_slips_in_after_a_stop(mod, conn, tmp_path):
     """Once the scheduler has read the switch, and just before it begins its
-    next write, the person on the rota stops the job from another connection.
+    next write, the person on the rota stops the job from another connection
+    (a read and insert in ONE statement, a CTE or INSERT ... SELECT: just
+    before that statement, which leaves no gap to stop in).
     While the scheduler holds the write lock the stop waits (and gives up
     after a short wait); if the switch was read outside that lock, the stop
     commits first, and no run may follow it."""
@@ -130,9 +191,9 @@ def test_no_run_slips_in_after_a_stop(mod, conn, tmp_path):
     read, attempts = [], []
 
     def person_stops_the_job(sql: str) -> None:
-        if READS_THE_SWITCH.match(sql):
+        if READS_THE_SWITCH.search(sql):
             read.append(sql)
-        if attempts or not read or not STARTS_A_WRITE.match(sql):
+        if attempts or not read or not STARTS_A_WRITE.search(sql):
             return
         rival = connect(tmp_path / "runtime.sqlite", busy_timeout_ms=200)
         try:
@@ -155,7 +216,7 @@ def test_no_run_slips_in_after_a_stop(mod, conn, tmp_path):
     finally:
         conn.set_trace_callback(None)
     assert len(attempts) == 1  # the switch was read, then a write began, once
-    if attempts[0] == "stopped":  # the stop committed after the switch was read
+    if attempts[0] == "stopped":  # the stop committed before the write began
         assert runs(conn) == [], "a run started after the stop was committed"
     else:
         assert len(runs(conn)) == 1

@@ -2,15 +2,13 @@
 
 import re
 import sqlite3
-import time
+import threading
 from dataclasses import replace
-from unittest import mock
 
 import pytest
 
 from crashcourse import claims, store
 from crashcourse.claims import fence
-from crashcourse.store import connect
 from crashcourse.waiting import wait_until
 
 WRITES = re.compile(r"\s*(UPDATE|INSERT|DELETE)\b", re.IGNORECASE)
@@ -22,13 +20,12 @@ def mod(answer):
 
 
 @pytest.fixture
-def shop(store_url):
+def shop(open_store):
     """A store with one piece of work, queued; the connection the answer gets."""
-    conn = connect(store_url)
+    conn = open_store()
     fence.install(conn)
     claims.enqueue(conn, "phone:restock-flour", "counter", "Restock flour")
-    yield conn
-    conn.close()
+    return conn
 
 
 def row(conn) -> dict:
@@ -111,21 +108,87 @@ def test_a_finished_claim_cannot_finish_twice(mod, shop):
     assert row(shop)["outcome"] == "first"
 
 
-@pytest.mark.parametrize("skew", [3600, -3600], ids=["an-hour-fast", "an-hour-slow"])
-def test_the_databases_clock_decides_not_the_workers(mod, shop, skew):
+@pytest.mark.parametrize("skew", [3600, -3600],
+                         ids=["database-an-hour-ahead", "database-an-hour-behind"])
+def test_the_databases_clock_decides_not_the_workers(mod, shop, db_clock, skew):
+    """The DATABASE's clock really differs from the worker's host clock (the
+    grader's shifted ``clock_timestamp()``): nothing in this process is
+    patched, so every clock the worker could read is an hour off."""
+    db_clock.shift(skew)
     live = claims.claim(shop, "a-holder", ttl=60)
-    real = time.time
-    with mock.patch("time.time", lambda: real() + skew):
-        assert mod.finish(shop, live, "written while live") is True
+    assert mod.finish(shop, live, "written while live") is True
     claims.enqueue(shop, "phone:restock-oil", "counter-2", "Restock oil")
     lapsed = claims.claim(shop, "a-holder", ttl=0.3)
     lapse(shop, lapsed)
-    with mock.patch("time.time", lambda: real() + skew):
-        assert mod.finish(shop, lapsed, "written after its lease") is False
+    assert mod.finish(shop, lapsed, "written after its lease") is False
+    assert claims.work_row(shop, lapsed.id)["outcome"] is None
+
+
+def test_the_instant_a_lease_ends_belongs_to_the_next_claimer(mod, shop, db_clock):
+    """The database's clock stopped at the lease's exact end: a claimer may
+    take the work then (its pick is ``expires <= now``), so the holder may not."""
+    ends = float(int(store.now(shop)) + 100)
+    db_clock.freeze(ends - 60)
+    claim = claims.claim(shop, "a-holder", ttl=60)
+    assert claim.expires == ends
+    db_clock.freeze(ends - 0.001)
+    still = claims.claim(shop, "a-holder", ttl=60, work_id=claim.id)
+    assert still is None  # a millisecond before the end: nobody may take it
+    db_clock.freeze(ends)
+    assert mod.finish(shop, claim, "6 sacks ordered") is False
+    assert claims.work_row(shop, claim.id)["outcome"] is None
+    taken = claims.claim(shop, "b-taker", ttl=60, work_id=claim.id)
+    assert taken is not None and taken.generation == 2
+
+
+def test_every_part_of_the_fence_refuses_on_its_own(mod, shop):
+    """A row that names this claim, with a live lease, but is not RUNNING (a
+    tool set it BLOCKED and left the lease on): the status alone refuses."""
+    claim = claims.claim(shop, "a-holder", ttl=60)
+    shop.execute("UPDATE work SET status = 'BLOCKED' WHERE id = :id", {"id": claim.id})
+    assert mod.finish(shop, claim, "6 sacks ordered") is False
+    found = row(shop)
+    assert (found["status"], found["outcome"]) == ("BLOCKED", None)
+
+
+def blocked_behind(rival, answer: threading.Thread, what: str) -> None:
+    """Wait (bounded) until some backend waits for a lock ``rival`` holds, or
+    the answer has returned without waiting (its rows then tell)."""
+    wait_until(lambda: not answer.is_alive() or rival.raw.execute(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))").fetchone()[0] > 0,
+        30, what=what)
+
+
+def test_a_write_that_waited_for_the_row_is_judged_when_it_lands(mod, shop,
+                                                                 open_store):
+    """Another writer holds the row (it has updated it, not committed) while the
+    lease is live; the answer's write waits behind it; the lease ends during
+    the wait; then the writer commits. PostgreSQL re-checks the WHERE clause
+    on the new row version: judged by the clock at THAT instant (not the one
+    the statement began at, ``now()``), the lease is over."""
+    claim = claims.claim(shop, "a-holder", ttl=3)
+    rival = open_store()
+    rival.raw.execute("BEGIN")
+    rival.raw.execute("UPDATE work SET expires = expires WHERE id = %s", (claim.id,))
+    landed = []
+    writer = threading.Thread(
+        target=lambda: landed.append(mod.finish(shop, claim, "6 sacks ordered")))
+    writer.start()
+    try:
+        blocked_behind(rival, writer, "the answer's write waiting for the row")
+        began_waiting = store.now(rival)
+        lapse(rival, claim)
+    finally:
+        rival.raw.execute("COMMIT")
+        writer.join(30)
+    assert began_waiting < claim.expires, "the write must start inside the lease"
+    assert landed == [False], "a write judged by the instant it began waiting"
+    assert (row(shop)["status"], row(shop)["outcome"]) == ("RUNNING", None)
 
 
 def test_a_cancel_between_a_read_and_the_write_is_never_overwritten(mod, shop,
-                                                                    store_url):
+                                                                    open_store):
     """The operator cancels the work from another connection; if the answer
     reads first and writes second, the cancel commits in between (or waits,
     and gives up, if the answer holds a lock on the row)."""
@@ -133,7 +196,7 @@ def test_a_cancel_between_a_read_and_the_write_is_never_overwritten(mod, shop,
     attempts = []
 
     def operator_cancels():
-        rival = connect(store_url)
+        rival = open_store()
         rival.raw.execute("SET lock_timeout = 300")
         try:
             fence.cancel(rival, claim.id)
@@ -141,7 +204,7 @@ def test_a_cancel_between_a_read_and_the_write_is_never_overwritten(mod, shop,
         except sqlite3.OperationalError:  # locked: the answer holds the row
             attempts.append(None)
         finally:
-            rival.close()
+            rival.raw.execute("RESET lock_timeout")
 
     try:
         mod.finish(Watched(shop, operator_cancels), claim, "6 sacks ordered")

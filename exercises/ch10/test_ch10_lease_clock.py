@@ -1,15 +1,14 @@
-"""Grades exercise 10.3 (lease_clock.py) on a real PostgreSQL server, with
-workers whose clocks are an hour off."""
+"""Grades exercise 10.3 (lease_clock.py) on a real PostgreSQL server whose
+clock is an hour off the worker's, with rivals on the row."""
 
 import math
-import time
-from unittest import mock
+import sqlite3
+import threading
 
 import pytest
 
 from crashcourse import claims, store
 from crashcourse.claims import fence
-from crashcourse.store import connect
 from crashcourse.waiting import wait_until
 
 HOUR = 3600.0
@@ -21,12 +20,11 @@ def mod(answer):
 
 
 @pytest.fixture
-def shop(store_url):
-    conn = connect(store_url)
+def shop(open_store):
+    conn = open_store()
     fence.install(conn)
     claims.enqueue(conn, "phone:restock-flour", "counter", "Restock flour")
-    yield conn
-    conn.close()
+    return conn
 
 
 def expires(conn) -> float | None:
@@ -39,10 +37,31 @@ def lapse(conn, claim) -> None:
                what="the server's clock past the lease")
 
 
-def skewed(by: float):
-    """The worker's host clock, ``by`` seconds off (``time.time`` patched)."""
-    real = time.time
-    return mock.patch("time.time", lambda: real() + by)
+class Watched:
+    """The answer's connection, as the answer sees it. ``between`` runs just
+    before the answer's second statement: whatever another writer could do
+    between a read and a write."""
+
+    def __init__(self, conn, between):
+        self.conn, self.between, self.statements = conn, between, 0
+
+    def execute(self, sql, parameters=None):
+        self.statements += 1
+        if self.statements == 2:
+            self.between()
+        return self.conn.execute(sql, parameters)
+
+    def __getattr__(self, name):  # anything else: the real connection's
+        return getattr(self.conn, name)
+
+
+def blocked_behind(rival, answer: threading.Thread, what: str) -> None:
+    """Wait (bounded) until some backend waits for a lock ``rival`` holds, or
+    the answer has returned without waiting (its rows then tell)."""
+    wait_until(lambda: not answer.is_alive() or rival.raw.execute(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))").fetchone()[0] > 0,
+        30, what=what)
 
 
 def test_a_renewal_ends_the_lease_ttl_seconds_from_the_databases_now(mod, shop):
@@ -54,12 +73,15 @@ def test_a_renewal_ends_the_lease_ttl_seconds_from_the_databases_now(mod, shop):
     assert expires(shop) == renewed  # what every host will read
 
 
-@pytest.mark.parametrize("skew", [HOUR, -HOUR], ids=["an-hour-fast", "an-hour-slow"])
-def test_a_workers_clock_an_hour_off_changes_nothing(mod, shop, skew):
+@pytest.mark.parametrize("skew", [HOUR, -HOUR],
+                         ids=["database-an-hour-ahead", "database-an-hour-behind"])
+def test_a_workers_clock_an_hour_off_changes_nothing(mod, shop, db_clock, skew):
+    """The database's clock really is an hour off the worker host's (nothing
+    in this process is patched): every clock the worker could read is wrong."""
+    db_clock.shift(skew)
     claim = claims.claim(shop, "a-holder", ttl=5)
     before = store.now(shop)
-    with skewed(skew):
-        renewed = mod.renew(shop, claim, 60)
+    renewed = mod.renew(shop, claim, 60)
     assert renewed is not None
     assert before + 60 <= renewed <= store.now(shop) + 60
     # another host, its clock right, sees a live lease: it may not take over
@@ -94,3 +116,76 @@ def test_a_bad_ttl_is_refused_and_changes_nothing(mod, shop, ttl):
     with pytest.raises((ValueError, TypeError)):
         mod.renew(shop, claim, ttl)
     assert expires(shop) == was
+
+
+def test_the_instant_a_lease_ends_it_cannot_be_renewed(mod, shop, db_clock):
+    """The database's clock stopped at the lease's exact end: the instant a
+    claimer may take the work (``expires <= now``)."""
+    ends = float(int(store.now(shop)) + 100)
+    db_clock.freeze(ends - 30)
+    claim = claims.claim(shop, "a-holder", ttl=30)
+    assert claim.expires == ends
+    db_clock.freeze(ends)
+    assert mod.renew(shop, claim, 60) is None
+    assert expires(shop) == ends
+
+
+def test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten(
+        mod, shop, open_store):
+    """The operator cancels from another connection just before the answer's
+    second statement: if the answer reads, then writes, without holding the
+    row, the cancel commits in between (or waits and gives up, if it does)."""
+    claim = claims.claim(shop, "a-holder", ttl=30)
+    attempts = []
+
+    def operator_cancels():
+        rival = open_store()
+        rival.raw.execute("SET lock_timeout = 300")
+        try:
+            fence.cancel(rival, claim.id)
+            attempts.append("cancelled")
+        except sqlite3.OperationalError:  # locked: the answer holds the row
+            attempts.append(None)
+
+    try:
+        renewed = mod.renew(Watched(shop, operator_cancels), claim, 60)
+    except sqlite3.OperationalError:
+        renewed = "gave up"  # the answer's own wait ran out: the rows tell
+    found = dict(shop.execute("SELECT status, expires FROM work").fetchone())
+    if attempts == ["cancelled"]:
+        assert (found["status"], found["expires"]) == ("CANCELLED", None), (
+            "the renewal wrote a lease onto work the operator had cancelled")
+        assert renewed in (None, "gave up")
+    else:
+        assert found["status"] == "RUNNING"
+        assert found["expires"] == renewed
+
+
+def test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands(
+        mod, shop, open_store):
+    """Another writer holds the row (updated, not committed); the renewal
+    waits behind it for over a second; then the writer commits. The new lease
+    is ``ttl`` from the instant the renewal is written, not from the instant
+    it started waiting (a clock read before the lock, or ``now()``)."""
+    claim = claims.claim(shop, "a-holder", ttl=30)
+    rival = open_store()
+    rival.raw.execute("BEGIN")
+    rival.raw.execute("UPDATE work SET expires = expires WHERE id = %s", (claim.id,))
+    renewed = []
+    renewer = threading.Thread(
+        target=lambda: renewed.append(mod.renew(shop, claim, 60)))
+    renewer.start()
+    try:
+        blocked_behind(rival, renewer, "the renewal waiting for the row")
+        waiting_since = store.now(rival)
+        wait_until(lambda: store.now(rival) > waiting_since + 1.0, 10,
+                   what="a second of waiting, by the database's clock")
+        released = store.now(rival)
+    finally:
+        rival.raw.execute("COMMIT")
+        renewer.join(30)
+    assert len(renewed) == 1 and renewed[0] is not None, renewed
+    assert renewed[0] >= released + 60, (
+        f"the lease ends {released + 60 - renewed[0]:.2f} s early: counted from"
+        " before the wait")
+    assert expires(shop) == renewed[0]

@@ -83,3 +83,18 @@ def test_the_choice_follows_the_role_not_the_name(answer):
     assert other == {"ledger.sqlite": given[SERVICE], "cursor.sqlite": given[WORKER],
                      "notes.sqlite": given[WORKER], "steps.sqlite": given[BLIND_FILE],
                      "plan.sqlite": given[JOURNAL_FILE]}
+
+
+def test_the_files_that_must_survive_pay_no_more_than_wal_full(answer, tmp_path):
+    """The other two roles' cost: WAL+FULL loses nothing for the system of
+    record nor for the blind journal (the tests above), so a choice for them
+    may not pay more fsyncs than WAL+FULL does (DELETE+EXTRA would)."""
+    modes = modes_of(answer)
+    chosen = syncs_in_run(tmp_path / "chosen", modes[SERVICE], modes[WORKER])
+    full = syncs_in_run(tmp_path / "full", FULL, modes[WORKER])
+    assert chosen <= full
+    blind = journal_case(tmp_path / "blind", modes[BLIND_FILE],
+                         actions=blind_mail_actions)
+    blind_full = journal_case(tmp_path / "blind-full", FULL,
+                              actions=blind_mail_actions)
+    assert blind["disk_calls"].get(SYNC, 0) <= blind_full["disk_calls"].get(SYNC, 0)

@@ -26,6 +26,7 @@ from crashcourse.services import mail
 submit = mail.submit
 
 def watched(*args, **kwargs):
+    boundary("submitting")  # the intent is recorded; the provider has nothing yet
     answer = submit(*args, **kwargs)
     boundary("accepted")  # the provider has the message; the tool has not returned
     return answer
@@ -46,9 +47,9 @@ def world(tmp_path):
     return path, str(tmp_path / "effects.sqlite")
 
 
-def child(module, world, order=ORDER) -> list[str]:
+def child(module, world, order=ORDER, task=TASK) -> list[str]:
     mail_path, journal_path = world
-    return ["-c", CHILD, module.__file__, mail_path, journal_path, TASK,
+    return ["-c", CHILD, module.__file__, mail_path, journal_path, task,
             json.dumps(order)]
 
 
@@ -100,3 +101,37 @@ def test_a_langgraph_agent_can_call_it(answer, world):
     tool.invoke(ORDER)
     tool.invoke(ORDER)
     assert len(mail.messages(world[0])) == 1
+
+
+NEXT_WEEK = "restock-flour-0049"  # another task placing the very same order
+
+
+def test_the_same_order_for_two_tasks_is_two_messages(answer, world):
+    """Six sacks this week and six next week are two orders: what the message
+    says does not tell them apart, the adapter's key does."""
+    module = answer("ch12", "guard_tool")
+    this_week = module.order_desk_tool(world[0], world[1], TASK)
+    next_week = module.order_desk_tool(world[0], world[1], NEXT_WEEK)
+    this_week(**ORDER)
+    next_week(**ORDER)
+    keys = sorted(m["operation_key"] for m in mail.messages(world[0]))
+    assert keys == sorted([this_week.key(**ORDER), next_week.key(**ORDER)])
+
+
+def test_a_lookalike_message_is_not_this_calls(answer, world):
+    """Next week's call is SIGKILLed after its intent, before the provider got
+    anything; this week's identical order is already in the provider. The
+    resumed call's probe must not take this week's message for its own."""
+    module = answer("ch12", "guard_tool")
+    module.order_desk_tool(world[0], world[1], TASK)(**ORDER)
+    with Harness() as harness:
+        worker = harness.start(child(module, world, task=NEXT_WEEK),
+                               stop_at="submitting")
+        worker.wait_for_boundary()
+        worker.kill()
+        assert len(mail.messages(world[0])) == 1  # next week's never left
+        again = harness.run(child(module, world, task=NEXT_WEEK))
+    assert again.returncode == 0, again.stderr[-2000:]
+    next_key = module.order_desk_tool(world[0], world[1], NEXT_WEEK).key(**ORDER)
+    assert mail.copies(world[0], next_key) == 1, "next week's order was never sent"
+    assert len(mail.messages(world[0])) == 2
