@@ -16,7 +16,9 @@ from crashcourse.adapters import EffectTool
 
 
 def as_tool(effect: EffectTool) -> StructuredTool:
-    """The LangChain tool for ``effect`` (chapter 12)."""
-    return StructuredTool.from_function(effect.function, name=effect.name,
+    """The LangChain tool for ``effect`` (chapter 12): an async body gives a
+    tool with only a coroutine (``.ainvoke``, what an async graph awaits)."""
+    body = {"coroutine" if effect.is_async else "func": effect.function}
+    return StructuredTool.from_function(**body, name=effect.name,
                                         description=effect.function.__doc__
                                         or effect.name)

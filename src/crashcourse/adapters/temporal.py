@@ -19,9 +19,14 @@ from crashcourse.adapters import EffectTool
 def as_activity(effect: EffectTool):
     """The Temporal activity for ``effect`` (chapter 12)."""
 
-    @activity.defn(name=effect.name)
-    def run(arguments: dict):
-        return effect(**arguments)
+    if effect.is_async:  # an async activity: runs on the worker's event loop
+        @activity.defn(name=effect.name)
+        async def run(arguments: dict):
+            return await effect.acall(**arguments)
+    else:
+        @activity.defn(name=effect.name)
+        def run(arguments: dict):
+            return effect(**arguments)
 
     run.__doc__ = effect.function.__doc__
     return run
