@@ -16,6 +16,13 @@ from temporalio import activity
 from crashcourse.adapters import EffectTool
 
 
+def workflow_scope() -> str:
+    """The key's scope for an activity: the id of the workflow that
+    scheduled it (``activity.info().workflow_id``), the same on every retry,
+    whichever worker runs it. Pass it as ``task=workflow_scope``."""
+    return activity.info().workflow_id
+
+
 def as_activity(effect: EffectTool):
     """The Temporal activity for ``effect`` (chapter 12)."""
 
