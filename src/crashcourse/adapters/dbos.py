@@ -16,6 +16,18 @@ from dbos import DBOS
 from crashcourse.adapters import EffectTool
 
 
+def workflow_scope() -> str:
+    """The key's scope for a step: the id of the workflow running it
+    (``DBOS.workflow_id``), the id DBOS recovers it under. A step is
+    registered once per process, before ``DBOS.launch()``; this is asked at
+    each call, so two workflows calling one step get two scopes. Pass it as
+    ``task=workflow_scope``."""
+    workflow = DBOS.workflow_id
+    if not workflow:
+        raise ValueError("workflow_scope: not inside a DBOS workflow")
+    return workflow
+
+
 def as_step(effect: EffectTool, **step_options):
     """The DBOS step for ``effect`` (chapter 12); ``step_options`` go to
     ``DBOS.step`` (retries, for one)."""

@@ -15,8 +15,23 @@ from langchain_core.tools import StructuredTool
 from crashcourse.adapters import EffectTool
 
 
+def thread_scope() -> str:
+    """The key's scope for a tool called inside a LangGraph run: the thread
+    id of the run's config (``config={"configurable": {"thread_id": ...}}``),
+    the id LangGraph resumes a thread by. Pass it as ``task=thread_scope``."""
+    from langgraph.config import get_config  # only inside a run
+
+    thread = get_config().get("configurable", {}).get("thread_id")
+    if not isinstance(thread, str) or not thread:
+        raise ValueError("thread_scope: the run's config has no thread_id"
+                         " (invoke the graph with configurable.thread_id)")
+    return thread
+
+
 def as_tool(effect: EffectTool) -> StructuredTool:
-    """The LangChain tool for ``effect`` (chapter 12)."""
-    return StructuredTool.from_function(effect.function, name=effect.name,
+    """The LangChain tool for ``effect`` (chapter 12): an async body gives a
+    tool with only a coroutine (``.ainvoke``, what an async graph awaits)."""
+    body = {"coroutine" if effect.is_async else "func": effect.function}
+    return StructuredTool.from_function(**body, name=effect.name,
                                         description=effect.function.__doc__
                                         or effect.name)

@@ -16,12 +16,24 @@ from temporalio import activity
 from crashcourse.adapters import EffectTool
 
 
+def workflow_scope() -> str:
+    """The key's scope for an activity: the id of the workflow that
+    scheduled it (``activity.info().workflow_id``), the same on every retry,
+    whichever worker runs it. Pass it as ``task=workflow_scope``."""
+    return activity.info().workflow_id
+
+
 def as_activity(effect: EffectTool):
     """The Temporal activity for ``effect`` (chapter 12)."""
 
-    @activity.defn(name=effect.name)
-    def run(arguments: dict):
-        return effect(**arguments)
+    if effect.is_async:  # an async activity: runs on the worker's event loop
+        @activity.defn(name=effect.name)
+        async def run(arguments: dict):
+            return await effect.acall(**arguments)
+    else:
+        @activity.defn(name=effect.name)
+        def run(arguments: dict):
+            return effect(**arguments)
 
     run.__doc__ = effect.function.__doc__
     return run
