@@ -81,6 +81,9 @@ from crashcourse.waiting import wait_until
 from crashcourse.workers.host_worker import LATE
 
 EVIDENCE_ID = "crashcourse.ch10.beyond_one_machine/1"
+# a-0, the dead host's idle holder: its lease must outlast a-1's claim (a-1
+# must take a piece of its own, not a-0's by recovery); host b waits it out.
+IDLE_HOLDER = ("--ttl", "5", "--wait", "2")
 RACERS_PER_HOST = 4
 
 
@@ -193,20 +196,28 @@ def host_death(world, name: str, quick: bool, silent: bool = True) -> dict:
                            f"Restock shelf {i}")
     survivors = [shop.worker(b, "work", f"b-{n}", *TAKER, "--start-on-go")
                  for n in range(2)]
-    # One after the other: an open fenced write holds the store's lock SHARED,
-    # and a-0's sign-off (an exclusive writer) would wait behind it.
-    doomed = {"idle": shop.worker(a, "work", "a-0", *HOLDER, "--hold-after-send")}
+    # Every worker is started, and has said it is ready, before any claims:
+    # a process start-up (slow beside runs that make and delete namespaces)
+    # must not eat a lease. Issue 36: a-1, started only once a-0 was held,
+    # came up after a-0's lease had run out and recovered a-0's piece.
+    doomed = {"idle": shop.worker(a, "work", "a-0", *IDLE_HOLDER, "--hold-after-send",
+                                  "--start-on-go"),
+              "in_transaction": shop.worker(a, "work", "a-1", *HOLDER,
+                                            "--hold-mid-write", "--start-on-go")}
+    for worker in [*survivors, *doomed.values()]:
+        said(worker, "ready")
+    # Then one after the other: an open fenced write holds the store's lock
+    # SHARED, and a-0's sign-off (an exclusive writer) would wait behind it.
+    go(doomed["idle"])
     backends = {"idle": said(doomed["idle"], "sent")["backend"]}
-    doomed["in_transaction"] = shop.worker(a, "work", "a-1", *HOLDER,
-                                           "--hold-mid-write")
+    go(doomed["in_transaction"])
     backends["in_transaction"] = said(doomed["in_transaction"], "writing")["backend"]
     at_kill = shop.rows()
     silenced = silent and a.mode == hosts.NETNS  # FROZEN: a kill is always heard
     killed = hosts.die(a) if silenced else hosts.kill_host(a)
     seen_at_kill = activity(shop, backends)
     heard = None if silenced else wait_gone(shop, backends)
-    for worker in survivors:
-        said(worker, "ready")
+    for worker in survivors:  # released together, each long since ready
         go(worker)
     reports = [ended(worker) for worker in survivors]
     found = shop.rows()
@@ -245,6 +256,13 @@ def judge_death(at_kill: dict, found: dict, pieces: int, seen_at_kill: dict,
                      if c["owner"] == "a-1"] or [None]
     retaken = [c["claimed_at"] for c in recovered if c["work_id"] == locked_work]
     timeout_s = pgstore.IDLE_IN_TRANSACTION_MS / 1000
+    held_at_kill = {c["owner"]: c for c in at_kill["store"]["claims"]}
+    first, second = held_at_kill.get("a-0"), held_at_kill.get("a-1")
+    # how much of a-0's lease was left when a-1 claimed (server clock, rows):
+    # the margin IDLE_HOLDER is sized by. Had it run out, a-1 would have taken
+    # a-0's piece and exited NEVER_HELD, failing the trial (issue 36).
+    margin = (round(first["expires"] - second["claimed_at"], 3)
+              if first and second else None)
     checks = {
         "a_was_mid_work": len(in_flight) == 2
         and len(at_kill["supplier"]["orders"]) == 2,
@@ -274,7 +292,7 @@ def judge_death(at_kill: dict, found: dict, pieces: int, seen_at_kill: dict,
         checks["the_server_ended_both_connections_at_once"] = heard is True
     return {"checks": checks, "holds": all(checks.values()), "sent_twice": sent_twice,
             "pieces": pieces, "recovered": len(recovered),
-            "locked_work": locked_work,
+            "locked_work": locked_work, "a_0_lease_left_at_a_1_claim_s": margin,
             "retaken_after_idle_s": round(retaken[0] - locked["since"], 2)
             if retaken and locked else None}
 

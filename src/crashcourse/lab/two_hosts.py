@@ -183,19 +183,33 @@ def describe(found: dict) -> str:
 def said(process: subprocess.Popen, word: str,
          timeout: float = DEFAULT_TIMEOUT) -> dict:
     """Wait (bounded) for the line ``word {json}`` from ``process``; its JSON."""
-    deadline = time.monotonic() + timeout
+    deadline, heard = time.monotonic() + timeout, []
     while True:
         ready, _, _ = select.select([process.stdout], [], [],
                                     max(0.0, deadline - time.monotonic()))
         line = process.stdout.readline() if ready else None
         if line is None:
-            raise TimeoutError(f"no {word!r} from pid {process.pid} in {timeout} s")
+            raise TimeoutError(f"no {word!r} from pid {process.pid} in {timeout} s;"
+                               f" it said: {heard[-3:]}")
         if not line:
             raise TimeoutError(f"pid {process.pid} ended before {word!r}: "
-                               f"{process.stderr.read()[-800:]}")
+                               + why_ended(process, heard))
         spoken, _, facts = line.partition(" ")
         if spoken == word:
             return json.loads(facts)
+        heard.append(line.strip())
+
+
+def why_ended(process: subprocess.Popen, heard: list[str]) -> str:
+    """A worker that closed its stdout: its exit status (waited for, bounded),
+    the last lines it printed (its report says what it did) and the last of
+    its stderr (a worker that gives up says why there): never nothing."""
+    try:
+        status, err = process.wait(5.0), process.stderr.read().strip().splitlines()
+    except subprocess.TimeoutExpired:  # reading its stderr would block
+        status, err = "none yet (running 5 s after closing stdout)", []
+    return (f"exit status {status}; last stdout {heard[-3:]};"
+            f" last stderr {err[-5:] or 'empty'}")
 
 
 def ended(process: subprocess.Popen, timeout: float = DEFAULT_TIMEOUT) -> dict:
@@ -204,8 +218,10 @@ def ended(process: subprocess.Popen, timeout: float = DEFAULT_TIMEOUT) -> dict:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.communicate()
-        raise TimeoutError(f"pid {process.pid} still running after {timeout} s"
+        out, err = process.communicate()
+        raise TimeoutError(f"pid {process.pid} still running after {timeout} s;"
+                           f" last stdout {out.splitlines()[-3:]};"
+                           f" last stderr {err.splitlines()[-5:] or 'empty'}"
                            ) from None
     reports = [line.partition(" ")[2] for line in out.splitlines()
                if line.startswith("report ")]

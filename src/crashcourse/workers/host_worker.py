@@ -37,8 +37,12 @@ supplier's URL as this host reaches it. Modes:
 
 Each ends with one JSON line (graders read rows, not it). Exit status: 0
 done; 2 bad input (one line on stderr, nothing written); 3 ``hold`` found
-nothing to claim; 74 the machine refused a file mid-run (one line on
-stderr); 97 held and never released.
+nothing to claim; 4 ``work --hold-*`` ended without ever holding (its first
+piece was recovered by lookup, or its order's answer was lost, or nothing
+was claimable within ``--patience``): one line on stderr says which, with the
+open work rows, their holders and leases, and the server's clock; 74 the
+machine refused a file mid-run (one line on stderr); 97 held and never
+released.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from crashcourse.workers.options import (
 from crashcourse.workers.shop_worker import FINAL, NothingToClaim, patiently
 
 NOTHING_TO_CLAIM = 3
+NEVER_HELD = 4
 TABLES = ("work", "claims", "transcript", "refusals", "orders")
 LATE = {"kind": "late", "text": "ordering 6 sacks"}  # what the cut-off holder says
 
@@ -189,6 +194,23 @@ def open_work(conn) -> int:
                         f" {sql_list(claims.OPEN)}").fetchone()[0]
 
 
+class NeverHeld(RuntimeError):
+    """``work --hold-*`` ended without reaching its hold: the parent waiting
+    for ``sent`` or ``writing`` must be told why, not see a silent exit 0."""
+
+
+def open_rows(conn) -> str:
+    """The open work as this worker saw it: id, status, holder, generation and
+    lease end, and the server's clock now (one line, for a reason)."""
+    now = store.now(conn)
+    rows = conn.execute("SELECT id, status, owner, generation, expires FROM work"
+                        f" WHERE status IN {sql_list(claims.OPEN)} ORDER BY id"
+                        ).fetchall()
+    shown = [f"{r['id']} {r['status']} held by {r['owner']} gen {r['generation']}"
+             f" until {r['expires']}" for r in rows]
+    return f"open work at server time {now}: {'; '.join(shown) or 'none'}"
+
+
 def backend_of(conn) -> int | None:
     """The server process serving ``conn`` (None for a SQLite file): the
     parent finds this worker's connection on the server by it."""
@@ -202,11 +224,13 @@ def work(conn, args) -> dict:
     if args.start_on_go:
         wait_for_parent("ready")
     finished, deadline = [], time.monotonic() + args.patience
-    backend, current = backend_of(conn), [None]
+    backend, current, holding = backend_of(conn), [None], []
+    hold_asked = args.hold_mid_write or args.hold_after_send
 
     def held(name: str) -> None:  # the first order answered, not yet recorded
         if name != "before_receipt" or finished:
             return
+        holding.append(current[0].id)
         if args.hold_mid_write:  # the row stays locked while we wait
             with fence.fenced(conn, current[0], "observe"):
                 wait_for_parent("writing", backend=backend)
@@ -220,7 +244,17 @@ def work(conn, args) -> dict:
             if claim is not None:
                 finished.append((claim.id, restock(conn, claim, args.supplier,
                                                    args.wait)))
+                if hold_asked and not holding:  # the hold point was never passed
+                    raise NeverHeld(
+                        f"never held: its first piece, {claim.id} generation"
+                        f" {claim.generation}, ended {finished[-1][1]} without an"
+                        " order answered (recovered by lookup, or the answer was"
+                        f" lost within --wait {args.wait} s); {open_rows(conn)}")
             elif not open_work(conn) or time.monotonic() > deadline:
+                if hold_asked and not holding:
+                    raise NeverHeld(f"never held: nothing claimable within"
+                                    f" --patience {args.patience} s;"
+                                    f" {open_rows(conn)}")
                 break
             else:
                 time.sleep(0.05)  # a lease held elsewhere has not run out yet
@@ -308,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         except NothingToClaim as nothing:
             print(nothing, file=sys.stderr)
             return NOTHING_TO_CLAIM
+        except NeverHeld as never:
+            print(never, file=sys.stderr)
+            return NEVER_HELD
     say("report", **report)
     return 0
 
