@@ -231,3 +231,37 @@ def test_the_timeline_is_drawn_from_the_rows(trials):
     per_worker = trials["claims_race"]["claims_per_worker"]
     bars = partition_figures.claims_per_host(per_worker).axes[0].patches
     assert sorted(b.get_height() for b in bars) == sorted(per_worker.values())
+
+
+# A worker whose process takes this long to start: longer than the held
+# worker's 1 s lease (``two_hosts.HOLDER``), as `ip netns exec` and Python's
+# start-up took beside runs that made and deleted namespaces (issue 36).
+SLOW_START_S = 1.5
+SLOW = ("import runpy, sys, time; time.sleep(float(sys.argv[1])); module = sys.argv[2];"
+        " sys.argv = [module, *sys.argv[3:]];"
+        " runpy.run_module(module, run_name='__main__', alter_sys=True)")
+
+
+@pytest.mark.parametrize("case", ["dead_host", "killed_processes"])
+def test_a_slow_worker_start_up_does_not_decide_who_holds_what(tmp_path, monkeypatch,
+                                                               case):
+    """Issue 36's cause: the second doomed worker on host a was started only
+    once the first was held, so a start-up longer than the first's lease let
+    it take the first's lapsed piece by recovery (a lookup, no hold) and then
+    finish everything: it ended 0 "before 'writing'" with nothing on stderr.
+    Every worker here starts SLOW_START_S late; the case must still hold."""
+    from crashcourse.lab import two_hosts
+
+    ch10 = script(SCRIPT.stem)
+
+    def slow_start(shop, host, argv):
+        assert argv[0] == "-m"
+        return hosts.run(host, [sys.executable, "-c", SLOW, str(SLOW_START_S),
+                                *argv[1:]], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    monkeypatch.setattr(two_hosts.Shop, "start", slow_start)
+    with two_hosts.world(tmp_path) as made:
+        found = ch10.CASES[case](made, f"slow_{case}", True)
+    assert found["holds"], {k: v for k, v in found["checks"].items() if not v}
+    assert found["returncodes"]["b"] == [0, 0]

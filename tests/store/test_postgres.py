@@ -34,7 +34,9 @@ from crashcourse.waiting import wait_until  # noqa: E402
 from tests.pg_counters import rows_read  # noqa: E402
 
 # A worker on a store ADDRESS (a URL naming its schema), through the book's
-# own modules: ``drain`` claims and finishes until nothing is eligible,
+# own modules: ``drain`` claims and finishes until nothing is eligible
+# (``drain-on-go``: first claims one turn, prints ``ready`` and waits for a
+# line on stdin, so the parent releases every racer together),
 # ``hold`` only claims, ``late TTL WAIT`` claims one turn, says so, waits and
 # then tries to finish it (a partitioned holder's late write).
 WORKER = """
@@ -47,18 +49,27 @@ with store.opened(address, require=("work", "claims")) as conn:
         held = claims.claim(conn, owner, ttl=float(sys.argv[4]))
         print(f"claimed {held.id} {held.generation}" if held else "nothing",
               flush=True)
-        time.sleep(float(sys.argv[5]))
+        if sys.argv[5] == "go":  # until the parent says: after the cut
+            sys.stdin.readline()
+        else:
+            time.sleep(float(sys.argv[5]))
         try:
             fence.finish(conn, held, claims.DONE, "late")
             print("finished")
         except fence.StaleClaim as refused:
             print(f"refused: {refused.reason}")
     else:
-        taken = 0
-        while (held := claims.claim(conn, owner, ttl=600)) is not None:
+        taken, held = 0, None
+        if mode == "drain-on-go":  # hold a first turn, say so, wait for the parent
+            held = claims.claim(conn, owner, ttl=600)
+            print("ready" if held else "nothing", flush=True)
+            if held is None or not sys.stdin.readline():
+                sys.exit(3)
+            mode = "drain"
+        while (held := held or claims.claim(conn, owner, ttl=600)) is not None:
             if mode == "drain":
                 fence.finish(conn, held, claims.DONE, owner)
-            taken += 1
+            taken, held = taken + 1, None
         print(taken, flush=True)
 """
 
@@ -445,7 +456,7 @@ def two_hosts_and_server():
 def start_on(host, server, owner: str, *args: str) -> subprocess.Popen:
     url = server.url_for(host.gateway)  # over TCP, through the host's own link
     return hosts.run(host, [sys.executable, "-c", WORKER, address(url, "shop"),
-                            owner, *args],
+                            owner, *args], stdin=subprocess.PIPE,
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -459,14 +470,26 @@ def first_line(process: subprocess.Popen, timeout: float) -> str:
 def test_workers_on_two_hosts_claim_one_queue_and_nothing_twice(two_hosts_and_server):
     (a, b), server, conn = two_hosts_and_server
     queue(conn, [f"s{i % 50}" for i in range(300)])
-    workers = [start_on(host, server, f"{host.name}{n}", "drain")
+    workers = [start_on(host, server, f"{host.name}{n}", "drain-on-go")
                for host in (a, b) for n in range(4)]
+    # The parent's barrier: each racer holds a first turn and says so before
+    # any is let go, so no host drains the queue before the other has started
+    # (issue 36: host a finished everything while host b was still starting).
+    for worker in workers:
+        said = first_line(worker, 60)
+        assert said == "ready", (said, worker.stderr.read()[-800:])
+    for worker in workers:
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
     outputs = [w.communicate(timeout=120) for w in workers]
-    assert [w.returncode for w in workers] == [0] * 8, outputs[0][1]
-    per_host = conn.execute("SELECT left(owner, 1) AS host, count(*) AS n FROM claims"
-                            " GROUP BY 1 ORDER BY 1").fetchall()
-    assert [row["host"] for row in per_host] == ["a", "b"]  # both hosts took work
-    assert sum(row["n"] for row in per_host) == 300
+    assert [w.returncode for w in workers] == [0] * 8, [o[1][-800:] for o in outputs]
+    # durable rows, not the workers' counts: who claimed what, and how it ended
+    per_worker = {row["owner"]: row["n"] for row in conn.execute(
+        "SELECT owner, count(*) AS n FROM claims GROUP BY 1 ORDER BY 1")}
+    assert sorted(per_worker) == [f"{h}{n}" for h in "ab" for n in range(4)]
+    assert sum(per_worker.values()) == 300
+    assert conn.execute("SELECT count(*) FROM work WHERE status = :done",
+                        {"done": claims.DONE}).fetchone()[0] == 300
     assert double_claims(conn) == {"work": 0, "session": 0}
     conn.close()
 
@@ -476,10 +499,14 @@ def test_a_partitioned_holders_late_write_is_refused_when_its_link_returns(
         two_hosts_and_server):
     (a, b), server, conn = two_hosts_and_server
     queue(conn, ["s0"])
-    holder = start_on(a, server, "holder", "late", "1.0", "0.3")
+    holder = start_on(a, server, "holder", "late", "1.0", "go")
     assert first_line(holder, 30).startswith("claimed work-0 1")
-    hosts.cut(a)  # its finish, 0.3 s later, goes into the void
-    time.sleep(1.5)  # the lease runs out on the server's clock
+    hosts.cut(a)
+    holder.stdin.write("go\n")  # its finish now goes into the void (a pipe is
+    holder.stdin.flush()         # not the network: the line reaches it)
+    expires = conn.execute("SELECT expires FROM work").fetchone()["expires"]
+    wait_until(lambda: store.now(conn) > expires, 30,  # the lease runs out, waited
+               what="the server's clock past the holder's lease")  # for by us
     taker = start_on(b, server, "taker", "hold")
     assert taker.communicate(timeout=30)[0].strip() == "1"
     hosts.restore(a)  # the retransmitted finish arrives now, late
