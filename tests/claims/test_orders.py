@@ -156,7 +156,8 @@ def test_bad_proposal_is_refused_before_anything_is_written(conn):
 
 def test_recovery_pass_takes_only_work_with_an_uncertain_order(conn):
     claims.enqueue(conn, "phone:older", "s1", "restock salt")  # oldest, no order
-    claim, operation_key = signed_off(conn, "phone:sent", ttl=0.2)
+    # 1 s: the admission must COMMIT inside the lease (issue 29), on a loaded machine
+    claim, operation_key = signed_off(conn, "phone:sent", ttl=1.0)
     orders.admit(conn, claim, operation_key, wait_s=0.1)  # SENDING, then it dies
     assert orders.claim_recovery(conn, "r", ttl=5) is None  # lease lives
     time.sleep(max(0.0, claim.expires - store.now(conn)) + 0.01)

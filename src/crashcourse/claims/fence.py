@@ -13,11 +13,13 @@ clock, the database's, after that lock.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from crashcourse import claims, control, store
+from crashcourse.boundary import STOP_AT_ENV, boundary
 from crashcourse.claims import BLOCKED, CANCELLED, DONE, RUNNING, Claim
 from crashcourse.store import dialect, ensure_schema, immediate
 from crashcourse.validate import check_text
@@ -85,7 +87,12 @@ def assert_current(conn: sqlite3.Connection, claim: Claim,
     the instant it was judged at (the lease clock, ``store.now``).
 
     Call it inside the write's own ``immediate`` block."""
-    switches = control.runtime(conn)  # the pause flag and epoch (control)
+    return _judged(conn, claim, now, control.runtime(conn))[1]
+
+
+def _judged(conn, claim: Claim, now: float | None, switches) -> tuple:
+    """The work row (locked on a server) and the instant ``claim`` was judged
+    current at, against ``switches``; ``StaleClaim`` if it is not."""
     row = conn.execute("SELECT * FROM work WHERE id = :id"
                        + dialect(conn).lock_row,
                        {"id": claim.id}).fetchone()
@@ -93,7 +100,35 @@ def assert_current(conn: sqlite3.Connection, claim: Claim,
     reason = stale_reason(row, switches, claim, at)
     if reason is not None:
         raise StaleClaim(reason, claim)
-    return at
+    return row, at
+
+
+def inside(name: str) -> None:
+    """A boundary inside a write transaction, ``fenced:<action>``, where a
+    harness may hold (and freeze) a holder with the write lock taken (issue
+    29); only a process asked to stop there announces it, so in-process
+    observers of the named boundaries hear the same list as before."""
+    if os.environ.get(STOP_AT_ENV) == name:
+        boundary(name)
+
+
+def lease_held_at_commit(conn, claim: Claim, lease_end: float,
+                         now: float | None = None) -> None:
+    """The fence's second check, the write's last statement before its
+    COMMIT (issue 29): ``StaleClaim("lease expired at commit")`` unless the
+    lease (``lease_end``, as the write's first check read it, or later, as a
+    renewal in the same transaction wrote it) is still running by the lease
+    clock now. A holder paused INSIDE the transaction, past its lease, holds
+    the write lock while paused (SQLite's one writer: every other writer, a
+    replacement's claim and the operator's cancel too, waits for it), but
+    when it runs again its write rolls back instead of committing late. What
+    no check closes: a pause between this read of the clock and the COMMIT."""
+    renewed = conn.execute(
+        "SELECT expires FROM claims WHERE work_id = :id AND generation = :generation",
+        {"id": claim.id, "generation": claim.generation}).fetchone()
+    end = max(lease_end or 0.0, (renewed[0] or 0.0) if renewed is not None else 0.0)
+    if not end > store.now(conn, now):
+        raise StaleClaim("lease expired at commit", claim)
 
 
 def record_refusal(
@@ -127,11 +162,16 @@ def fenced(
 ) -> Iterator[sqlite3.Connection]:
     """One write transaction that starts with ``assert_current`` (chapter 06).
     On a server it holds the store's lock SHARED: fenced writes of other work
-    go on meanwhile; an operator's writes (cancel, pause) still wait."""
+    go on meanwhile; an operator's writes (cancel, pause) still wait. The
+    block's last act is ``lease_held_at_commit``: a lease that ran out while
+    the block ran (a holder paused in it, boundary ``fenced:<action>``) commits
+    nothing."""
     try:
         with immediate(conn, shared=True):
-            assert_current(conn, claim, now)
+            row, _ = _judged(conn, claim, now, control.runtime(conn))
+            inside(f"fenced:{action}")
             yield conn
+            lease_held_at_commit(conn, claim, row["expires"], now)
     except StaleClaim as refused:
         record_refusal(conn, claim, action, refused.reason)
         raise
@@ -230,16 +270,14 @@ def assert_holder(conn: sqlite3.Connection, claim: Claim,
     refusing the record of one already taken would only leave it in doubt.
     Every other check still holds: superseded, expired, another owner, not
     running. Call it inside the write's own transaction (chapter 07)."""
+    return _held(conn, claim, now)[1]
+
+
+def _held(conn, claim: Claim, now: float | None) -> tuple:
+    """``_judged`` with the pause flag set aside (``assert_holder``)."""
     switches = control.runtime(conn)
-    row = conn.execute("SELECT * FROM work WHERE id = :id"
-                       + dialect(conn).lock_row,
-                       {"id": claim.id}).fetchone()
-    at = store.now(conn, now)  # after the row's lock, as in assert_current
     history = {"paused": 0, "epoch": switches["epoch"]}  # the flag set aside
-    reason = stale_reason(row, history, claim, at)
-    if reason is not None:
-        raise StaleClaim(reason, claim)
-    return at
+    return _judged(conn, claim, now, history)
 
 
 @contextmanager
@@ -247,11 +285,14 @@ def fenced_record(
     conn: sqlite3.Connection, claim: Claim, action: str, now: float | None = None
 ) -> Iterator[sqlite3.Connection]:
     """``fenced`` for a record of the past: ``assert_holder`` first, so the
-    pause flag alone does not refuse it (chapter 07)."""
+    pause flag alone does not refuse it (chapter 07); checked again at
+    commit, as ``fenced`` is (``lease_held_at_commit``)."""
     try:
         with immediate(conn, shared=True):
-            assert_holder(conn, claim, now)
+            row, _ = _held(conn, claim, now)
+            inside(f"fenced:{action}")
             yield conn
+            lease_held_at_commit(conn, claim, row["expires"], now)
     except StaleClaim as refused:
         record_refusal(conn, claim, action, refused.reason)
         raise
@@ -261,8 +302,19 @@ def renew_locked(conn: sqlite3.Connection, claim: Claim, ttl: float,
                  now: float | None = None) -> float:
     """Inside a fenced write of ``claim``: its lease now ends ``ttl`` s from
     now, in the work row and in its own ``claims`` row, which is where a later
-    holder reads when this generation's lease is over; the new end (chapter 07)."""
-    expires = store.now(conn, now) + claims.check_lease(claim.owner, ttl)
+    holder reads when this generation's lease is over; the new end (chapter 07).
+
+    A lease that already ran out is not extended (``StaleClaim``, issue 29):
+    a holder paused inside the transaction past its lease must not wake and
+    give itself a fresh one from the moment of the thaw."""
+    ttl = claims.check_lease(claim.owner, ttl)
+    at = store.now(conn, now)
+    current = conn.execute(
+        "SELECT expires FROM work WHERE id = :id AND generation = :generation",
+        {"id": claim.id, "generation": claim.generation}).fetchone()
+    if current is None or not (current[0] or 0.0) > at:
+        raise StaleClaim("lease expired", claim)
+    expires = at + ttl
     fields = {"id": claim.id, "generation": claim.generation, "expires": expires}
     conn.execute("UPDATE work SET expires = :expires"
                  " WHERE id = :id AND generation = :generation", fields)

@@ -344,10 +344,16 @@ def fenced(conn: sqlite3.Connection, claim: Claim, what: str,
     transaction that starts by checking ``claim`` still holds the task, and
     yields what ``holds`` read (``paused`` among it: a write that must know
     the pause flag does not read it again) and when. A refusal is noted in
-    ``refusals`` (chapter 06) and raised."""
+    ``refusals`` (chapter 06) and raised. Its last act, before the COMMIT,
+    is ``fence.lease_held_at_commit``: a holder paused inside the block
+    (boundary ``fenced:<what>``) past its lease writes nothing when it runs
+    again (issue 29)."""
     try:
         with immediate(conn, shared=True):
-            yield holds(conn, claim, now)
+            read = holds(conn, claim, now)
+            fence.inside(f"fenced:{what}")
+            yield read
+            fence.lease_held_at_commit(conn, claim, read[0]["expires"], now)
     except fence.StaleClaim as refused:
         fence.record_refusal(conn, claim, what, refused.reason)
         raise
