@@ -203,3 +203,21 @@ def test_settlement_waits_for_the_fence_and_sweeps_what_it_could_not_settle(
         with pytest.raises(ValueError, match="not cancelled"):
             other = claims.enqueue(conn, "phone:rye", "counter", "Restock rye")
             orders.settle_cancelled(conn, other, "http://127.0.0.1:9")
+
+
+def test_the_replacement_s_pass_settles_cancelled_work_first(tmp_path):
+    """Bug: ``run_once`` claims only READY or lapsed work, so a cancelled
+    work's SENDING order is never looked at again."""
+    from crashcourse.lab.example import NoNewReasoning
+    from crashcourse.workers.shop_worker import run_once
+
+    with opened(tmp_path / "shop.db") as conn:
+        orders.install(conn)
+        work, key = cancelled_sending(conn)
+        with Harness() as harness, \
+                start_supplier(harness, tmp_path / "supplier.db") as supplier:
+            assert run_once(conn, "replacement", supplier.url,
+                            NoNewReasoning()) is None  # nothing to claim
+            assert post(supplier.url, key, work, 1) == 412
+        assert orders.order_for(conn, work)["status"] == orders.REVOKED
+        assert claims.work_row(conn, work)["status"] == claims.CANCELLED

@@ -62,8 +62,11 @@ def run_once(conn, owner: str, url: str, model, *, ttl: float = 5.0,
              wait_s: float = 2.0) -> dict | None:
     """One pass: recovery work first, then ordinary; None if nothing is eligible.
 
-    Work with an order continues from that record and never calls ``model``
+    Work with an order continues from that record and never calls ``model``.
+    Cancelled work, which no claim takes, has its uncertain orders settled
+    first (``orders.settle_all_cancelled``: the supplier fenced, then asked)
     (chapter 06)."""
+    orders.settle_all_cancelled(conn, url, wait_s)
     claim = (orders.claim_recovery(conn, owner, ttl=ttl)
              or claims.claim(conn, owner, ttl=ttl))
     if claim is None:
