@@ -1,7 +1,9 @@
 """Supplier orders on the agent side (chapter 06).
 
 An order moves DRAFT -> SIGNED_OFF -> SENDING -> CONFIRMED / REJECTED / UNKNOWN
-(REVOKED when the work is cancelled before it went out). Its operation key is
+(REVOKED: it can no longer take effect: the work was cancelled before the
+order went out, or ``settle_cancelled`` fenced the supplier and found no
+such order there). Its operation key is
 derived from the work and the proposal: a replacement sends the SAME key.
 
 * ``admit`` is the fenced write that lets a request out: current holder only,
@@ -12,6 +14,10 @@ derived from the work and the proposal: a replacement sends the SAME key.
   A resend from SENDING/UNKNOWN is admitted only after THIS claim looked it up.
 * Every request carries the fencing token (work id, generation), so the
   supplier itself can refuse a stale holder's delayed request.
+* A cancel reaches the supplier through ``settle_cancelled``: it raises the
+  work's fence there to the cancel's generation, and only then looks the
+  uncertain orders up, so a NOT_FOUND it hears is final (REVOKED).
+  ``settle_all_cancelled`` does it for every cancelled work still uncertain.
 """
 
 from __future__ import annotations
@@ -246,3 +252,66 @@ def revoke_unsent(conn: sqlite3.Connection, work_id: str) -> int:
         f"UPDATE orders SET status = '{REVOKED}'"
         f" WHERE work_id = :id AND status IN {sql_list(UNSENT)}",
         {"id": work_id}).rowcount
+
+
+def settle_cancelled(conn: sqlite3.Connection, work_id: str, url: str,
+                     wait_s: float = 2.0) -> dict[str, str]:
+    """Settle the uncertain orders of CANCELLED work; {operation_key: status}
+    (chapter 06, issue 29).
+
+    First the cancel reaches the supplier: its fence for ``work_id`` is
+    raised to the work's generation (the cancel's, which no claim holds).
+    Then each order still SENDING or UNKNOWN is looked up: a receipt is
+    CONFIRMED (the request was decided before the fence: the cancel came too
+    late for it); NOT_FOUND is REVOKED, and that is final: from the fence's
+    commit on the supplier refuses every request of an earlier generation,
+    so an old holder paused anywhere, its POST still to come, can never
+    place it. A NOT_FOUND heard WITHOUT that fence proves nothing (the POST
+    may be on its way), which is why the fence comes first.
+
+    If the fence is not confirmed (the supplier down, an answer lost) or a
+    lookup decides nothing, the orders stay uncertain (``ResponseLost``) and
+    a later call settles them; nothing is ever sent again. Work that is not
+    CANCELLED is refused (ValueError) before anything is asked."""
+    row = claims.work_row(conn, work_id)  # KeyError: no such work
+    if row["status"] != claims.CANCELLED:
+        raise ValueError(f"work {work_id!r} is not cancelled: nothing to settle")
+    try:
+        supplier_client.fence_work(url, work_id, row["generation"], wait_s)
+    except (OSError, ValueError) as unconfirmed:
+        raise ResponseLost(f"the supplier's fence is not confirmed:"
+                           f" {unconfirmed!r}") from None
+    uncertain = conn.execute(
+        "SELECT operation_key FROM orders WHERE work_id = :id"
+        f" AND status IN {sql_list(UNCERTAIN)}", {"id": work_id}).fetchall()
+    settled = {}
+    for (operation_key,) in uncertain:
+        found = lookup(conn, operation_key, url, wait_s=wait_s)
+        if found == NOT_FOUND:  # fenced first: it can never be placed now
+            record(conn, operation_key, REVOKED)
+        settled[operation_key] = order_status(conn, operation_key)
+    return settled
+
+
+def settle_all_cancelled(conn: sqlite3.Connection, url: str,
+                         wait_s: float = 2.0) -> dict[str, dict[str, str]]:
+    """``settle_cancelled`` for every CANCELLED work with an uncertain
+    order, which ``claim_recovery`` never claims (a cancel is not
+    permission); {work_id: settled}. Work whose supplier does not answer is
+    left out and stays uncertain for the next call (chapter 06, issue 29)."""
+    cancelled = conn.execute(
+        f"SELECT id FROM work WHERE status = '{claims.CANCELLED}'"
+        f" AND id IN ({UNCERTAIN_WORK}) ORDER BY id").fetchall()
+    settled = {}
+    for (work_id,) in cancelled:
+        try:
+            settled[work_id] = settle_cancelled(conn, work_id, url, wait_s)
+        except ResponseLost:
+            continue  # still uncertain: the next call asks again
+    return settled
+
+
+def order_status(conn: sqlite3.Connection, operation_key: str) -> str:
+    """The stored status of one order (chapter 06)."""
+    return conn.execute("SELECT status FROM orders WHERE operation_key = :key",
+                        {"key": operation_key}).fetchone()[0]

@@ -49,6 +49,7 @@ from crashcourse.workers.options import (
 )
 
 NOTHING_TO_CLAIM = 3  # exit status of hold and send when no work is eligible
+STALE_AT_SUPPLIER = 4  # exit status of send when the supplier refused it (412)
 CHOSEN = claims.CHOSEN  # the same point in the mutant and in claim_sqlite
 MAX_LIMIT = 1_000_000  # claims one drain may take; more is a typo
 MAX_WAIT = 60.0  # seconds for one supplier request; longer is a typo
@@ -61,8 +62,11 @@ def run_once(conn, owner: str, url: str, model, *, ttl: float = 5.0,
              wait_s: float = 2.0) -> dict | None:
     """One pass: recovery work first, then ordinary; None if nothing is eligible.
 
-    Work with an order continues from that record and never calls ``model``
+    Work with an order continues from that record and never calls ``model``.
+    Cancelled work, which no claim takes, has its uncertain orders settled
+    first (``orders.settle_all_cancelled``: the supplier fenced, then asked)
     (chapter 06)."""
+    orders.settle_all_cancelled(conn, url, wait_s)
     claim = (orders.claim_recovery(conn, owner, ttl=ttl)
              or claims.claim(conn, owner, ttl=ttl))
     if claim is None:
@@ -202,8 +206,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(nothing, file=sys.stderr)
                 return NOTHING_TO_CLAIM
             if args.mode == "send":
-                report = {"send": orders.send(conn, claim, operation_key, args.url,
-                                              args.wait)}
+                try:
+                    report = {"send": orders.send(conn, claim, operation_key,
+                                                  args.url, args.wait)}
+                except orders.StaleAtSupplier as fenced:  # the order stays as
+                    print(f"refused by the supplier: {fenced}",  # settled
+                          file=sys.stderr)
+                    return STALE_AT_SUPPLIER
             else:
                 boundary("holding")
                 report = stale_attempts(conn, claim, operation_key, args.url)

@@ -94,3 +94,17 @@ def release_order(url: str, order_key: str, operation_key: str, *, work_id: str,
     return exchange(urllib.request.Request(
         f"{url}/orders/{order_key}/release", method="POST", data=b"",
         headers=token(operation_key, work_id, generation)), wait_s)
+
+
+def fence_work(url: str, work_id: str, generation: int,
+               wait_s: float = WAIT_S) -> int:
+    """``POST /work/{work_id}/fence``: a cancel reaching the supplier; the
+    work's fence now (chapters 06, 08). Once this returns, the supplier
+    refuses every order and release of ``work_id`` below ``generation``
+    (412); ``OSError`` (``NotDecided`` among them) if that is not known."""
+    status, answer = exchange(urllib.request.Request(
+        f"{url}/work/{work_id}/fence", method="POST", data=b"",
+        headers={"X-Generation": str(generation)}), wait_s)
+    if status != 200 or not answer.get("generation", 0) >= generation:
+        raise ValueError(f"the supplier answered a fence with {status}: {answer}")
+    return answer["generation"]

@@ -200,6 +200,16 @@ def parse_token(headers) -> tuple[str, str, int]:
     return token
 
 
+def parse_generation(headers) -> int:
+    """``X-Generation`` alone, sent once and usable: a fence names its work
+    in the path and carries no operation key (chapters 06, 08)."""
+    single_token_headers(headers)
+    generation = named_token(headers)[2]
+    if generation is None:
+        raise Refused(f"X-Generation (1 to {MAX_GENERATION}) required")
+    return generation
+
+
 def parse_proposal(body: bytes) -> dict:
     """Exactly sku (text), quantity and unit_cents (positive, bounded), as
     UTF-8 JSON (chapter 06)."""

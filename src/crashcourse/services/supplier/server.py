@@ -33,6 +33,12 @@ operation key in ``Idempotency-Key``, the same fencing token headers, no body.
 names another release; 409 the order belongs to other work or was released
 under another key, or the key is being decided; 412 a stale generation.
 
+``POST /work/{work_id}/fence`` (chapters 06, 08) is a cancel reaching the
+supplier: ``X-Generation`` (the cancel's generation), no body. 200 with
+``{"work_id", "generation"}``, the fence now; from that commit on every
+order or release of that work with a lower generation is 412
+(``store.fence_work``). 400 a missing or bad generation, or a body.
+
 Fault switches (orders only): drop the first response after committing (the
 connection just closes), hold the first POST for N s before the supplier
 looks at it (a request delayed on the way: not yet in flight here), reject
@@ -69,6 +75,7 @@ from crashcourse.services.supplier.request import (
     drain,
     named_token,
     no_body,
+    parse_generation,
     parse_proposal,
     parse_token,
     read_exactly,
@@ -77,6 +84,7 @@ from crashcourse.services.supplier.request import (
 from crashcourse.services.supplier.store import (
     TABLES,
     accept,
+    fence_work,
     install,
     log_refusal,
     lookup,
@@ -90,6 +98,7 @@ IO_ERROR = 74  # a place the machine would not bind or write (EX_IOERR)
 PARENT_CHECK_S = 0.2  # how often the server looks whether its parent is gone
 
 ORDERS, RELEASE = "/orders", "/release"
+WORK, FENCE = "/work/", "/fence"
 RETRY_AFTER_S = 1  # what a 503 or an in-flight 409 tells the caller to wait
 IN_FLIGHT = InFlight()  # one process: the keys being decided live in memory
 
@@ -192,6 +201,9 @@ class Handler(BaseHTTPRequestHandler):
         """``POST /orders`` or ``/orders/{key}/release`` (chapters 06, 08)."""
         body = read_exactly(self.rfile, body_length(self.headers),
                             self.connection, self.timeout)
+        fenced_work = self.fenced_work()
+        if fenced_work is not None:
+            return self.fence(fenced_work, body)
         order_key = self.released_order()
         if self.path != ORDERS and order_key is None:
             raise Refused("no such resource", 404, "not_found")
@@ -200,6 +212,21 @@ class Handler(BaseHTTPRequestHandler):
             return self.order(token, parse_proposal(body))
         with IN_FLIGHT.holding(token[0]), self.store() as conn:
             return release(conn, token[0], order_key, *token[1:])
+
+    def fenced_work(self) -> str | None:
+        """The work id of ``/work/{id}/fence``, else None (chapters 06, 08)."""
+        if not (self.path.startswith(WORK) and self.path.endswith(FENCE)):
+            return None
+        return usable_key(self.path[len(WORK):-len(FENCE)])
+
+    def fence(self, work: str, body: bytes) -> tuple[int, dict]:
+        """``POST /work/{id}/fence``: raise the work's fence (chapters 06, 08)."""
+        if body:
+            raise Refused("a fence carries no body")
+        generation = parse_generation(self.headers)
+        with self.store() as conn:
+            return 200, {"work_id": work,
+                         "generation": fence_work(conn, work, generation)}
 
     def released_order(self) -> str | None:
         """The order key of ``/orders/{key}/release``, else None (chapter 08)."""

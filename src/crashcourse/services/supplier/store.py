@@ -14,6 +14,14 @@ request refused before any decision is logged too when it names a usable key
   with its OWN operation key, recorded in ``releases``. The same release key
   for the same order replays its answer; the order is released at most once.
 * ``lookup`` (``GET /orders/{key}``): the stored order or None, logged.
+* ``fence_work`` (``POST /work/{id}/fence``, chapters 06, 08): a cancel
+  reaching the supplier. It raises the work's fence to the cancel's
+  generation, in one transaction, and is logged with method ``FENCE`` (so a
+  count of order POSTs never includes it). From that commit on every order
+  or release of a lower generation is refused (412), because ``accept`` and
+  ``release`` read the fence inside their own transactions: a request
+  decided before the commit was placed (and a lookup made after it finds
+  it), one decided after it never is. Raising it again is harmless (max).
 
 The HTTP side is ``crashcourse.services.supplier.server``, which reads a request
 with ``crashcourse.services.supplier.request``; callers use
@@ -147,6 +155,20 @@ def decide_release(conn, operation_key, order_key, work, generation):
     return 201, release_body(conn.execute(
         "SELECT * FROM releases WHERE operation_key = :key",
         {"key": operation_key}).fetchone())
+
+
+def fence_work(conn, work: str, generation: int) -> int:
+    """Raise ``work``'s fence to at least ``generation`` in one transaction,
+    logged; the fence now (chapters 06, 08).
+
+    What it guarantees: once this commits, no order and no release of
+    ``work`` with a generation below ``generation`` is ever accepted here,
+    and no later request lowers the fence. It says nothing about requests
+    decided before the commit: those are orders a lookup finds."""
+    with immediate(conn):
+        raise_fence(conn, work, generation)
+        log_request(conn, "FENCE", f"fence:{work}", work, generation, 200)
+        return fence_of(conn, work)
 
 
 def lookup(conn, operation_key: str):
