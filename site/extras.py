@@ -87,7 +87,8 @@ def write_index(app, exception) -> None:
     if head not in html:
         raise RuntimeError(f"no {head} in {root}.html: cannot write index.html")
     base = f'{head}\n    <base href="{root}.html">'
-    Path(app.outdir, "index.html").write_text(html.replace(head, base, 1), encoding="utf8")
+    index = Path(app.outdir, "index.html")
+    index.write_text(html.replace(head, base, 1), encoding="utf8")
 
 
 def setup(app):
