@@ -55,7 +55,13 @@ from crashcourse.services.broker import (
     note_refusal,
     refusals,
 )
-from crashcourse.store import ensure_schema, immediate, opened, table_rows
+from crashcourse.store import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    ensure_schema,
+    immediate,
+    opened,
+    table_rows,
+)
 from crashcourse.validate import clock
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
@@ -139,7 +145,8 @@ def lookup(path: str | Path, file_id: str) -> dict:
 
 def rename_to(path: str | Path, file_id: str, name: str,
               requester: str = "assistant", *, credential: str | None = None,
-              operation_key: str | None = None, expect: str | None = None) -> dict:
+              operation_key: str | None = None, expect: str | None = None,
+              busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> dict:
     """Make file ``file_id`` be called ``name`` (an end state) (chapter 07).
 
     Under an ``operation_key`` already recorded: a replay, nothing changed,
@@ -148,7 +155,9 @@ def rename_to(path: str | Path, file_id: str, name: str,
     the same transaction (chapter 09): refused, nothing is renamed and
     ``CredentialRefused`` says why. With ``expect``, only if the file is
     called ``expect`` now, in the same transaction: else ``NameChanged``,
-    nothing written (chapter 09).
+    nothing written (chapter 09). ``busy_timeout_ms`` bounds the wait for
+    the drive's lock (and a guarded drive's broker), so a caller that
+    declared how long its request may take keeps to it (chapter 07).
     """
     if not isinstance(name, str) or not name.strip() or "/" in name:
         raise ValueError(f"not a file name: {name!r}")
@@ -156,7 +165,8 @@ def rename_to(path: str | Path, file_id: str, name: str,
                                       or not operation_key.strip()):
         raise ValueError(f"not an operation key: {operation_key!r}")
     try:
-        with guarded_write(path, TABLES, credential, RENAME) as (conn, admit):
+        with guarded_write(path, TABLES, credential, RENAME,
+                           busy_timeout_ms=busy_timeout_ms) as (conn, admit):
             if operation_key is not None:
                 replayed = _replay(conn, operation_key, file_id, name)
                 if replayed is not None:

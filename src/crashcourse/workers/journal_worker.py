@@ -121,18 +121,24 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
     a replay. The mail provider takes no key; the key travels in the
     ``X-Operation-Key`` header, where the probe finds it. A rename's restore
     is a compare-and-set (``expect``: chapter 09). Each action declares
-    ``wait_s``: a call to a service's file takes milliseconds, unless another
-    writer holds that file (then up to its busy timeout, 5 s, which breaks the
-    declaration). Chapter 09 adds the rename's restore and the ``credential``
-    presented with every effect.
+    ``wait_s``, and every write it makes keeps to it: the service waits at
+    most ``wait_s`` for its file's lock (another writer holding it), then
+    gives up with nothing written (``sqlite3.OperationalError``), and the
+    step stays in doubt for the next run's probe. The probes only read, and
+    a read never waits for a writer in WAL mode. What no timeout bounds is
+    a process paused inside the service's transaction: that is the residual
+    window (chapter 07). Chapter 09 adds the rename's restore and the
+    ``credential`` presented with every effect.
     """
     if probe not in PROBE_VARIANTS:
         raise ValueError(f"probe must be one of {PROBE_VARIANTS}")
     by_id = drive.probe_rename if probe == "correct" else drive.probe_rename_by_name
+    busy_ms = max(1, int(wait_s * 1000))  # the declaration, as the lock wait
 
     def rename(args: dict, operation_key: str) -> dict:
         return drive.rename_to(drive_path, args["file_id"], args["name"],
-                               credential=credential, operation_key=operation_key)
+                               credential=credential, operation_key=operation_key,
+                               busy_timeout_ms=busy_ms)
 
     def renamed(args: dict, operation_key: str) -> tuple[bool, dict]:
         return by_id(drive_path, args["file_id"], args["name"])
@@ -141,14 +147,16 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
         try:  # only while the file still has the name this run gave it
             return drive.rename_to(drive_path, args["file_id"], before["name"],
                                    credential=credential,
-                                   operation_key=operation_key, expect=args["name"])
+                                   operation_key=operation_key, expect=args["name"],
+                                   busy_timeout_ms=busy_ms)
         except drive.NameChanged as changed:
             raise decisions.ChangedSince(str(changed), {
                 "file_id": changed.file_id, "name": changed.found}) from None
 
     def send(args: dict, operation_key: str) -> dict:
         return mail.submit(mail_path, args["to"], args["subject"], args["body"],
-                           {mail.KEY_HEADER: operation_key}, credential=credential)
+                           {mail.KEY_HEADER: operation_key}, credential=credential,
+                           busy_timeout_ms=busy_ms)
 
     def sent(args: dict, operation_key: str) -> tuple[bool, dict]:
         return mail.probe_sent(mail_path, operation_key)
