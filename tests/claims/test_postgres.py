@@ -108,7 +108,8 @@ def test_a_fenced_write_holds_its_row_so_no_claim_lands_before_its_commit(agent)
 
 def test_a_write_that_waited_for_the_row_is_judged_after_the_wait(agent):
     """Two writes of one claim: the second waits for the first's row lock,
-    past the lease. Judged by the clock read AFTER the wait, it is refused."""
+    past the lease. Judged by the clock read AFTER the wait, it is refused;
+    the first, whose lease ran out inside it, is refused at its commit."""
     with (opened(agent) as first, opened(agent) as second,
           opened(agent) as watcher):
         work = queued(first)
@@ -121,7 +122,8 @@ def test_a_write_that_waited_for_the_row_is_judged_after_the_wait(agent):
             except fence.StaleClaim as stale:
                 refused.append(stale.reason)
 
-        with fence.fenced(first, claim, "observe"):
+        with (pytest.raises(fence.StaleClaim, match="lease expired at commit"),
+              fence.fenced(first, claim, "observe")):
             waiter = threading.Thread(target=late_write)
             waiter.start()
 

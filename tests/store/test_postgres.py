@@ -307,12 +307,18 @@ def test_a_fenced_write_holds_its_row_so_no_claim_lands_before_its_commit(pg_url
     holder = claims.claim(conn, "holder", ttl=0.5)
     other = pgstore.connect(url, schema=schema)
     try:
-        with fence.fenced(conn, holder, "observe"):  # checked: the lease is live
-            time.sleep(0.8)  # a slow writer: its lease runs out mid-transaction
-            assert claims.claim(other, "taker", ttl=60) is None  # row held
-            conn.execute("UPDATE work SET outcome = 'written' WHERE id = :id",
-                         {"id": holder.id})
+        with pytest.raises(StaleClaim, match="lease expired at commit"):
+            with fence.fenced(conn, holder, "observe"):  # checked: the lease is live
+                # a slow writer: its lease runs out mid-transaction (the
+                # server's clock, waited for: no sleep decides it)
+                wait_until(lambda: other.server_time() > holder.expires, 10.0,
+                           interval=0.01, what="the server's clock past the lease")
+                assert claims.claim(other, "taker", ttl=60) is None  # row held
+                conn.execute("UPDATE work SET outcome = 'written' WHERE id = :id",
+                             {"id": holder.id})
         assert claims.claim(other, "taker", ttl=60).generation == 2  # now
+        # and the slow write did not commit after its lease (issue 29)
+        assert claims.work_row(other, holder.id)["outcome"] is None
     finally:
         other.close()
 
