@@ -18,7 +18,13 @@ import time
 import pytest
 
 from crashcourse.services import broker, drive, mail
-from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, connect, immediate
+from crashcourse.store import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    connect,
+    count_rows,
+    immediate,
+    opened,
+)
 from crashcourse.workers.journal_worker import restock_actions
 
 DECLARED_S = 0.2
@@ -48,9 +54,9 @@ def world(tmp_path, guarded: bool) -> dict:
 
 def writes(where: dict) -> dict:
     """The durable effects: rename requests and accepted messages."""
-    with connect(where["drive"]) as d, connect(where["mail"]) as m:
-        return {"renames": d.execute("SELECT count(*) FROM rename_requests").fetchone()[0],
-                "messages": m.execute("SELECT count(*) FROM messages").fetchone()[0]}
+    with opened(where["drive"]) as d, opened(where["mail"]) as m:
+        return {"renames": count_rows(d, "rename_requests"),
+                "messages": count_rows(m, "messages")}
 
 
 CALLS = {
