@@ -25,8 +25,9 @@ holder superseded or expired can write nothing more, and between its intent
 and its request ``admit`` checks, in one read that writes nothing, that it
 still holds the task and that the action's declared wait fits in what is
 left of the lease (chapter 06's rule). What no check on this side closes is
-the instant between ``admit`` and the request leaving the process, the
-boundary ``step-N:admitted``: a holder frozen exactly there sends late.
+the interval from ``admit`` to the target's commit (the boundary
+``step-N:admitted``, then the service call itself): a holder paused anywhere
+in it may send, or commit, late.
 
 ONE COMMIT PER STEP. Only the intent must be committed before the action, and
 nothing reads an outcome before the next step begins. So ``run_plan`` holds
