@@ -85,6 +85,31 @@ def test_history_outlives_every_term(preview, db):
     assert previewed(preview, db, "k3") == "refused: policy_changed"
 
 
+@pytest.mark.parametrize("granted_under", [1, 2, 3])
+@pytest.mark.parametrize("policy", [1, 2, 3])
+def test_the_current_policy_is_read_from_the_file(preview, db, policy,
+                                                  granted_under):
+    """The service's policy is whatever its file says, not 1: an approval
+    granted again under the policy now in force authorizes a new payment,
+    one granted under any other (older or newer) does not."""
+    authority.set_policy_version(db, policy)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY, policy_version=granted_under)
+    expected = ("would_commit" if policy == granted_under
+                else "refused: policy_changed")
+    assert previewed(preview, db, "k1") == expected
+
+
+def test_a_new_payment_after_the_policy_moved_twice(preview, db):
+    """Granted under 1, outdated by 2, granted again under 2: a new payment
+    would commit; moved to 3, it would not."""
+    authority.set_policy_version(db, 2)
+    assert previewed(preview, db, "k1") == "refused: policy_changed"
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)  # under the current one, 2
+    assert previewed(preview, db, "k1") == "would_commit"
+    authority.set_policy_version(db, 3)
+    assert previewed(preview, db, "k2") == "refused: policy_changed"
+
+
 @pytest.mark.parametrize("change", [("PO-3002", AMOUNT, CURRENCY),
                                     (ORDER, AMOUNT + 100, CURRENCY),
                                     (ORDER, AMOUNT, "EUR")],
@@ -117,23 +142,34 @@ def test_a_payment_in_progress_does_not_hold_up_the_preview(preview, db):
     assert waited < 2.5, f"the preview waited {waited:.1f} s for the write lock"
 
 
-WORLDS = st.fixed_dictionaries({
-    "approval": st.one_of(st.none(), st.fixed_dictionaries({
-        "amount": st.sampled_from([3000, AMOUNT, 5000]),
-        "currency": st.sampled_from(["USD", "EUR"]),
-        "revoked": st.booleans(),
-        "expires_in": st.sampled_from([None, -3600.0, 3600.0]),
-        "granted_under": st.sampled_from([1, 2]),
-    })),
-    "policy": st.sampled_from([1, 2]),
-    "history": st.one_of(st.none(), st.tuples(
-        st.sampled_from([ORDER, "PO-3002"]), st.sampled_from([AMOUNT, 5000]),
-        st.sampled_from(["USD", "EUR"]))),  # a payment made earlier under "k1"
-    "asked": st.tuples(st.sampled_from(["k1", "k2"]),
-                       st.sampled_from([ORDER, "PO-3002"]),
-                       st.sampled_from([3000, AMOUNT, 5000]),
-                       st.sampled_from(["USD", "EUR"])),
-})
+@st.composite
+def worlds(draw):
+    """A service file's state and a request; half the requests ask for exactly
+    what the approval grants (the case where every term decides)."""
+    world = draw(st.fixed_dictionaries({
+        "approval": st.one_of(st.none(), st.fixed_dictionaries({
+            "amount": st.sampled_from([3000, AMOUNT, 5000]),
+            "currency": st.sampled_from(["USD", "EUR"]),
+            "revoked": st.booleans(),
+            "expires_in": st.sampled_from([None, -3600.0, 3600.0]),
+            "granted_under": st.sampled_from([1, 2, 3]),
+        })),
+        "policy": st.sampled_from([1, 2, 3]),
+        "history": st.one_of(st.none(), st.tuples(
+            st.sampled_from([ORDER, "PO-3002"]), st.sampled_from([AMOUNT, 5000]),
+            st.sampled_from(["USD", "EUR"]))),  # a payment made earlier under "k1"
+        "asked": st.tuples(st.sampled_from(["k1", "k2"]),
+                           st.sampled_from([ORDER, "PO-3002"]),
+                           st.sampled_from([3000, AMOUNT, 5000]),
+                           st.sampled_from(["USD", "EUR"])),
+    }))
+    if (grant := world["approval"]) is not None and draw(st.booleans()):
+        world["asked"] = (draw(st.sampled_from(["k1", "k2"])), ORDER,
+                          grant["amount"], grant["currency"])
+    return world
+
+
+WORLDS = worlds()
 
 
 def build(path, world):
