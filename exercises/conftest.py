@@ -31,6 +31,7 @@ import importlib.util
 import inspect
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -231,3 +232,46 @@ def answer(tree, request):
         return loaded
 
     return load
+
+
+def whole_file(path) -> dict:
+    """Everything a SQLite file holds that an answer could change: its schema
+    (every table, index, view and trigger, as ``sqlite_master`` keeps their
+    SQL), its user_version and application_id, and every row of every table,
+    ``sqlite_sequence`` included. Two equal results: the file says the same.
+    (A TEMP view or table lives in the connection, never in the file.)"""
+    conn = sqlite3.connect(path)
+    try:
+        schema = sorted(conn.execute(
+            "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master"))
+        tables = [name for kind, name, _, _ in schema if kind == "table"]
+        return {
+            "schema": schema,
+            "pragmas": [conn.execute(f"PRAGMA {name}").fetchone()[0]
+                        for name in ("user_version", "application_id")],
+            "rows": {table: sorted(map(repr, conn.execute(
+                f'SELECT * FROM "{table.replace(chr(34), chr(34) * 2)}"')))
+                for table in tables},
+        }
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def unchanged_file():
+    """``unchanged_file(path)``: a context manager that fails the test when
+    the file says anything else at its end than at its start
+    (``whole_file``). For an answer told to read a system of record only."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def watch(path):
+        before = whole_file(path)
+        yield
+        after = whole_file(path)
+        changed = sorted(part for part in before if before[part] != after[part])
+        assert not changed, (
+            f"the answer changed {Path(path).name}, which it may only read: its "
+            f"{' and '.join(changed)} differ")
+
+    return watch
