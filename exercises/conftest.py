@@ -234,13 +234,16 @@ def answer(tree, request):
     return load
 
 
+_connect = sqlite3.connect
+
+
 def whole_file(path) -> dict:
     """Everything a SQLite file holds that an answer could change: its schema
     (every table, index, view and trigger, as ``sqlite_master`` keeps their
     SQL), its user_version and application_id, and every row of every table,
     ``sqlite_sequence`` included. Two equal results: the file says the same.
     (A TEMP view or table lives in the connection, never in the file.)"""
-    conn = sqlite3.connect(path)
+    conn = _connect(path)  # sqlite3's own, whatever a test patches later
     try:
         schema = sorted(conn.execute(
             "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master"))
