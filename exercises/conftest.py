@@ -278,3 +278,98 @@ def unchanged_file():
             f"{' and '.join(changed)} differ")
 
     return watch
+
+
+# --- sealed answers: a prediction is the reader's, not a run or a copy -----
+
+# What an answer may not do while sealed: read the reference answers, or run
+# the experiment it is asked to predict (start a process, open a database).
+SEALED_EVENTS = {
+    "experiment": ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
+                   "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
+                   "sqlite3.connect"),
+}
+_seal: dict = {"rules": (), "exempt": (), "seen": []}
+
+
+def _under_solutions(path) -> Path | None:
+    """``path`` resolved, if it lies in this checkout's ``solutions/``."""
+    if not isinstance(path, str | bytes | os.PathLike):
+        return None  # a file descriptor
+    try:
+        resolved = Path(os.fsdecode(path)).resolve()
+    except (OSError, ValueError):
+        return None
+    return resolved if resolved.is_relative_to(ROOT / "solutions") else None
+
+
+def _audit(event: str, args: tuple) -> None:
+    rules = _seal["rules"]
+    if not rules:
+        return
+    if event == "open" and "solutions" in rules:
+        found = _under_solutions(args[0])
+        if found is not None and found not in _seal["exempt"] and not (
+                found.parent.name == "__pycache__"
+                and found.parent.parent in {p.parent for p in _seal["exempt"]}):
+            _seal["seen"].append(f"opened {found.relative_to(ROOT)}")
+            raise PermissionError(f"{found.relative_to(ROOT)}: the reference "
+                                  "answers are not an answer")
+    for rule in rules:
+        if event in SEALED_EVENTS.get(rule, ()):
+            _seal["seen"].append(f"{event} {args[:1]!r}")
+            raise PermissionError(f"{event}: a prediction runs nothing")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture
+def sealed(tree, request):
+    """``sealed(chapter, module, *rules)``: the answer module loaded, and each
+    of its functions called, with ``rules`` in force; a test using it fails if
+    the answer broke one, whatever it did with the refusal. Rules:
+    ``"solutions"``: open no file under ``solutions/`` (but the graded module
+    itself, when the reference is graded); ``"experiment"``: start no process
+    and open no database (a prediction is made, not measured)."""
+    import types
+    from contextlib import contextmanager
+
+    load = request.getfixturevalue("answer")
+    stubs = tree == "stubs" or request.config.getoption("--stubs-must-fail")
+    directory = None if stubs else Path({"solutions": ROOT / "solutions"}.get(
+        tree, tree))
+
+    @contextmanager
+    def seal(rules, exempt=()):
+        _seal.update(rules=rules, exempt=exempt, seen=[])
+        try:
+            yield
+        finally:
+            seen, _seal["rules"] = _seal["seen"], ()
+            assert not seen, f"the answer, sealed ({', '.join(rules)}): {seen[0]}"
+
+    def sealed_module(chapter, module, *rules, lifted=None):
+        """``lifted``: {function name: the rules not in force for it} (a
+        function that is to read a file, say)."""
+        own = () if directory is None else (
+            (directory / chapter / f"{module}.py").resolve(),)
+        everything = tuple(dict.fromkeys(("solutions", *rules)))
+        with seal(everything, exempt=own):  # its module-level code too
+            loaded = load(chapter, module)
+        wrapped = types.SimpleNamespace(__file__=loaded.__file__)
+        for name, value in vars(loaded).items():
+            if callable(value) and getattr(value, "__module__", None) == (
+                    loaded.__name__):
+                kept = tuple(rule for rule in everything
+                             if rule not in (lifted or {}).get(name, ()))
+
+                def call(*args, _value=value, _rules=kept, **kwargs):
+                    with seal(_rules):
+                        return _value(*args, **kwargs)
+                setattr(wrapped, name, call)
+            elif not name.startswith("__"):
+                setattr(wrapped, name, value)
+        return wrapped
+
+    return sealed_module

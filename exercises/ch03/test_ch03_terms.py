@@ -18,8 +18,12 @@ def approval(**changes):
 
 
 @pytest.fixture
-def mod(answer):
-    return answer("ch03", "terms")
+def mod(sealed):
+    """The answer, sealed: nothing under ``solutions/`` is read, and
+    ``every_reason`` decides from its arguments alone (no process, no service
+    file asked); ``explain`` reads the service's file it is given."""
+    return sealed("ch03", "terms", "solutions", "experiment",
+                  lifted={"explain": ("experiment",)})
 
 
 CASES = [  # approval, now, policy: every reason, in the fixed order
