@@ -94,8 +94,14 @@ def test_a_changed_payload_is_refused_and_nothing_moves(mod, db):
     post = Poster()
     with opened(db) as conn:
         mod.apply_checked(conn, "k-1", NOTE, post)
-        with pytest.raises(EffectConflict):
+        with pytest.raises(EffectConflict) as raised:
             mod.apply_checked(conn, "k-1", {**NOTE, "quantity": 48}, post)
+        conflict = raised.value  # what the caller reads: the payloads, as values
+        assert (conflict.key, conflict.recorded, conflict.offered) == (
+            "k-1", NOTE, {**NOTE, "quantity": 48}), (
+            "EffectConflict(key, recorded, offered): the recorded payload and"
+            f" the offered one, as values; got {conflict.recorded!r},"
+            f" {conflict.offered!r}")
         assert post.calls == 1
         assert count_rows(conn, "notes") == 1
         row = conn.execute("SELECT payload FROM requests").fetchone()
@@ -152,8 +158,10 @@ def test_a_refused_key_with_another_payload_is_still_a_conflict(mod, db):
         with pytest.raises(mod.Refused):
             mod.apply_checked(conn, "k-3", NOTE, Stocker(mod.Refused))
         later = Stocker(None)
-        with pytest.raises(EffectConflict):
+        with pytest.raises(EffectConflict) as raised:
             mod.apply_checked(conn, "k-3", {**NOTE, "quantity": 12}, later)
+        assert (raised.value.recorded, raised.value.offered) == (
+            NOTE, {**NOTE, "quantity": 12})
         assert later.calls == 0
         assert conn.execute("SELECT refusal FROM requests").fetchone()[0] == (
             "oat-milk is not stocked")
@@ -196,8 +204,10 @@ def test_a_payload_is_the_same_as_json_whatever_its_key_order(mod, db, first,
             assert mod.apply_checked(conn, key, rebuilt, post)[0] == (
                 "already_applied")
         else:
-            with pytest.raises(EffectConflict):
+            with pytest.raises(EffectConflict) as raised:
                 mod.apply_checked(conn, key, rebuilt, post)
+            assert (raised.value.key, raised.value.recorded,
+                    raised.value.offered) == (key, first, rebuilt)
     assert post.calls == 1
 
 
