@@ -17,16 +17,16 @@ asserts nothing.
 ``--grade-both`` (what ``make verify`` uses) runs every test twice in one
 session: ``[solutions]`` must pass and ``[stubs]`` is a strict xfail.
 
+The stubs those two options grade are the PRISTINE ones, as committed
+(``git show HEAD:exercises/...``), never the learner's working copy: solving an
+exercise in place must never turn ``make verify`` red. Outside a git checkout
+the files on disk are the stubs.
+
 Two fixtures guard what an answer may touch: ``unchanged_file(path)`` fails a
 test when an answer told to read a system of record changed anything in it
 (schema, pragmas, any row); ``sealed(chapter, module, *rules)`` loads and
 calls an answer with rules in force (read nothing under ``solutions/``; start
 no process, open no database), checked by an audit hook.
-
-The stubs those two options grade are the PRISTINE ones, as committed
-(``git show HEAD:exercises/...``), never the learner's working copy: solving an
-exercise in place must never turn ``make verify`` red. Outside a git checkout
-the files on disk are the stubs.
 """
 
 from __future__ import annotations
