@@ -31,6 +31,7 @@ no process, open no database), checked by an audit hook.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
@@ -231,8 +232,11 @@ def answer(tree, request):
         # registered before it runs, as an import would: a dataclass in an
         # answer looks its module up in sys.modules while it is being made
         sys.modules[name] = loaded
+        # an answer graded from anywhere but solutions/ loads nothing from it
+        reference = directory.resolve() == (ROOT / "solutions").resolve()
         try:
-            spec.loader.exec_module(loaded)
+            with contextlib.nullcontext() if reference else seal(("solutions",)):
+                spec.loader.exec_module(loaded)
         finally:
             sys.modules.pop(name, None)  # fresh for each test, never cached
         return loaded
@@ -330,6 +334,22 @@ def _audit(event: str, args: tuple) -> None:
 sys.addaudithook(_audit)
 
 
+@contextlib.contextmanager
+def seal(rules: tuple[str, ...], exempt: tuple[Path, ...] = ()):
+    """``rules`` in force for the block (with any an enclosing seal set);
+    then fail if the answer broke one, whatever it did with the refusal."""
+    outer = (_seal["rules"], _seal["exempt"], _seal["seen"])
+    rules = tuple(dict.fromkeys((*outer[0], *rules)))
+    _seal.update(rules=rules, exempt=(*outer[1], *exempt), seen=[])
+    try:
+        yield
+    finally:
+        seen = _seal["seen"]
+        _seal.update(rules=outer[0], exempt=outer[1], seen=outer[2])
+        outer[2].extend(seen)  # the enclosing seal fails too
+        assert not seen, f"the answer, sealed ({', '.join(rules)}): {seen[0]}"
+
+
 @pytest.fixture
 def sealed(tree, request):
     """``sealed(chapter, module, *rules)``: the answer module loaded, and each
@@ -339,21 +359,11 @@ def sealed(tree, request):
     itself, when the reference is graded); ``"experiment"``: start no process
     and open no database (a prediction is made, not measured)."""
     import types
-    from contextlib import contextmanager
 
     load = request.getfixturevalue("answer")
     stubs = tree == "stubs" or request.config.getoption("--stubs-must-fail")
     directory = None if stubs else Path({"solutions": ROOT / "solutions"}.get(
         tree, tree))
-
-    @contextmanager
-    def seal(rules, exempt=()):
-        _seal.update(rules=rules, exempt=exempt, seen=[])
-        try:
-            yield
-        finally:
-            seen, _seal["rules"] = _seal["seen"], ()
-            assert not seen, f"the answer, sealed ({', '.join(rules)}): {seen[0]}"
 
     def sealed_module(chapter, module, *rules, lifted=None):
         """``lifted``: {function name: the rules not in force for it} (a
