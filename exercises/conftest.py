@@ -21,16 +21,24 @@ The stubs those two options grade are the PRISTINE ones, as committed
 (``git show HEAD:exercises/...``), never the learner's working copy: solving an
 exercise in place must never turn ``make verify`` red. Outside a git checkout
 the files on disk are the stubs.
+
+Two fixtures guard what an answer may touch: ``unchanged_file(path)`` fails a
+test when an answer told to read a system of record changed anything in it
+(schema, pragmas, any row); ``sealed(chapter, module, *rules)`` loads and
+calls an answer with rules in force (read nothing under ``solutions/``; start
+no process, open no database), checked by an audit hook.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
 import inspect
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -224,10 +232,160 @@ def answer(tree, request):
         # registered before it runs, as an import would: a dataclass in an
         # answer looks its module up in sys.modules while it is being made
         sys.modules[name] = loaded
+        # an answer graded from anywhere but solutions/ loads nothing from it
+        reference = directory.resolve() == (ROOT / "solutions").resolve()
         try:
-            spec.loader.exec_module(loaded)
+            with contextlib.nullcontext() if reference else seal(("solutions",)):
+                spec.loader.exec_module(loaded)
         finally:
             sys.modules.pop(name, None)  # fresh for each test, never cached
         return loaded
 
     return load
+
+
+_connect = sqlite3.connect
+
+
+def whole_file(path) -> dict:
+    """Everything a SQLite file holds that an answer could change: its schema
+    (every table, index, view and trigger, as ``sqlite_master`` keeps their
+    SQL), its user_version and application_id, and every row of every table,
+    ``sqlite_sequence`` included. Two equal results: the file says the same.
+    (A TEMP view or table lives in the connection, never in the file.)"""
+    conn = _connect(path)  # sqlite3's own, whatever a test patches later
+    try:
+        schema = sorted(conn.execute(
+            "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master"))
+        tables = [name for kind, name, _, _ in schema if kind == "table"]
+        return {
+            "schema": schema,
+            "pragmas": [conn.execute(f"PRAGMA {name}").fetchone()[0]
+                        for name in ("user_version", "application_id")],
+            "rows": {table: sorted(map(repr, conn.execute(
+                f'SELECT * FROM "{table.replace(chr(34), chr(34) * 2)}"')))
+                for table in tables},
+        }
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def unchanged_file():
+    """``unchanged_file(path)``: a context manager that fails the test when
+    the file says anything else at its end than at its start
+    (``whole_file``). For an answer told to read a system of record only."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def watch(path):
+        before = whole_file(path)
+        yield
+        after = whole_file(path)
+        changed = sorted(part for part in before if before[part] != after[part])
+        assert not changed, (
+            f"the answer changed {Path(path).name}, which it may only read: its "
+            f"{' and '.join(changed)} differ")
+
+    return watch
+
+
+# --- sealed answers: a prediction is the reader's, not a run or a copy -----
+
+# What an answer may not do while sealed: read the reference answers, or run
+# the experiment it is asked to predict (start a process, open a database).
+SEALED_EVENTS = {
+    "experiment": ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
+                   "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
+                   "sqlite3.connect"),
+}
+_seal: dict = {"rules": (), "exempt": (), "seen": []}
+
+
+def _under_solutions(path) -> Path | None:
+    """``path`` resolved, if it lies in this checkout's ``solutions/``."""
+    if not isinstance(path, str | bytes | os.PathLike):
+        return None  # a file descriptor
+    try:
+        resolved = Path(os.fsdecode(path)).resolve()
+    except (OSError, ValueError):
+        return None
+    return resolved if resolved.is_relative_to(ROOT / "solutions") else None
+
+
+def _audit(event: str, args: tuple) -> None:
+    rules = _seal["rules"]
+    if not rules:
+        return
+    if event == "open" and "solutions" in rules:
+        found = _under_solutions(args[0])
+        if found is not None and found not in _seal["exempt"] and not (
+                found.parent.name == "__pycache__"
+                and found.parent.parent in {p.parent for p in _seal["exempt"]}):
+            _seal["seen"].append(f"opened {found.relative_to(ROOT)}")
+            raise PermissionError(f"{found.relative_to(ROOT)}: the reference "
+                                  "answers are not an answer")
+    for rule in rules:
+        if event in SEALED_EVENTS.get(rule, ()):
+            _seal["seen"].append(f"{event} {args[:1]!r}")
+            raise PermissionError(f"{event}: a prediction runs nothing")
+
+
+sys.addaudithook(_audit)
+
+
+@contextlib.contextmanager
+def seal(rules: tuple[str, ...], exempt: tuple[Path, ...] = ()):
+    """``rules`` in force for the block (with any an enclosing seal set);
+    then fail if the answer broke one, whatever it did with the refusal."""
+    outer = (_seal["rules"], _seal["exempt"], _seal["seen"])
+    rules = tuple(dict.fromkeys((*outer[0], *rules)))
+    _seal.update(rules=rules, exempt=(*outer[1], *exempt), seen=[])
+    try:
+        yield
+    finally:
+        seen = _seal["seen"]
+        _seal.update(rules=outer[0], exempt=outer[1], seen=outer[2])
+        outer[2].extend(seen)  # the enclosing seal fails too
+        assert not seen, f"the answer, sealed ({', '.join(rules)}): {seen[0]}"
+
+
+@pytest.fixture
+def sealed(tree, request):
+    """``sealed(chapter, module, *rules)``: the answer module loaded, and each
+    of its functions called, with ``rules`` in force; a test using it fails if
+    the answer broke one, whatever it did with the refusal. Rules:
+    ``"solutions"``: open no file under ``solutions/`` (but the graded module
+    itself, when the reference is graded); ``"experiment"``: start no process
+    and open no database (a prediction is made, not measured)."""
+    import types
+
+    load = request.getfixturevalue("answer")
+    stubs = tree == "stubs" or request.config.getoption("--stubs-must-fail")
+    directory = None if stubs else Path({"solutions": ROOT / "solutions"}.get(
+        tree, tree))
+
+    def sealed_module(chapter, module, *rules, lifted=None):
+        """``lifted``: {function name: the rules not in force for it} (a
+        function that is to read a file, say)."""
+        own = () if directory is None else (
+            (directory / chapter / f"{module}.py").resolve(),)
+        everything = tuple(dict.fromkeys(("solutions", *rules)))
+        with seal(everything, exempt=own):  # its module-level code too
+            loaded = load(chapter, module)
+        wrapped = types.SimpleNamespace(__file__=loaded.__file__)
+        for name, value in vars(loaded).items():
+            if callable(value) and getattr(value, "__module__", None) == (
+                    loaded.__name__):
+                kept = tuple(rule for rule in everything
+                             if rule not in (lifted or {}).get(name, ()))
+
+                def call(*args, _value=value, _rules=kept, **kwargs):
+                    with seal(_rules):
+                        return _value(*args, **kwargs)
+                setattr(wrapped, name, call)
+            elif not name.startswith("__"):
+                setattr(wrapped, name, value)
+        return wrapped
+
+    return sealed_module

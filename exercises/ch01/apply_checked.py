@@ -68,7 +68,8 @@ def apply_checked(
       not matter): do not run ``mutate``. Return ``("already_applied",
       recorded_result)``, or raise ``Refused`` with the recorded reason.
     * Same ``key``, another payload: raise ``EffectConflict(key, recorded,
-      offered)``; nothing is written and ``mutate`` does not run.
+      offered)``, both payloads as values (the recorded one decoded, not the
+      stored JSON text); nothing is written and ``mutate`` does not run.
     * A key that is not a non-empty, non-blank string: ``ValueError``, before
       anything is written.
 

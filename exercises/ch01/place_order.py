@@ -4,9 +4,10 @@
 The shop records each supplier order it means to place in ``supplier_orders``,
 one row per operation key. Another worker process may be recording the SAME
 key at the same moment, and its insert can land between any two of your
-statements. Use ``conn.execute`` for every statement (the grader watches them;
-``crashcourse.store.immediate`` is fine, it only calls ``conn.execute``). The
-shared input checks are in ``crashcourse.validate``.
+statements. Run them all on ``conn``, the connection you are given: the grader
+watches every statement on it, whichever call runs it (``execute``, a cursor,
+``executemany``, ``executescript``; ``crashcourse.store.immediate`` is fine).
+The shared input checks are in ``crashcourse.validate``.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 conflict, and a refusal kept under its key."""
 
 import json
+import sqlite3
 import uuid
 
 import pytest
@@ -9,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashcourse.effects import EffectConflict
-from crashcourse.lab.harness import Harness
+from crashcourse.lab.harness import BoundaryNotReached, Harness
 from crashcourse.store import count_rows, opened
+from crashcourse.validate import canonical
 
 NOTE = {"sku": "oat-milk", "quantity": 24}
 
@@ -56,12 +58,25 @@ class Stocker:
         return {"note": self.calls}
 
 
+def stored(db, key):
+    """The key's request row as stored: payload and result decoded, refusal."""
+    with opened(db) as conn:
+        row = conn.execute("SELECT payload, result, refusal FROM requests"
+                           " WHERE key = :key", {"key": key}).fetchone()
+    if row is None:
+        return None
+    decoded = [None if v is None else json.loads(v) for v in tuple(row)[:2]]
+    return (*decoded, row["refusal"])
+
+
 def test_first_call_applies_and_returns_the_result(mod, db):
     post = Poster()
     with opened(db) as conn:
         assert mod.apply_checked(conn, "k-1", NOTE, post) == ("applied", {"note": 1})
         assert count_rows(conn, "notes") == 1
         assert count_rows(conn, "requests") == 1
+    # the key's answer is the stored row: its payload and its result column
+    assert stored(db, "k-1") == (NOTE, {"note": 1}, None)
 
 
 def test_a_replay_in_a_new_connection_returns_the_recorded_result(mod, db):
@@ -79,8 +94,14 @@ def test_a_changed_payload_is_refused_and_nothing_moves(mod, db):
     post = Poster()
     with opened(db) as conn:
         mod.apply_checked(conn, "k-1", NOTE, post)
-        with pytest.raises(EffectConflict):
+        with pytest.raises(EffectConflict) as raised:
             mod.apply_checked(conn, "k-1", {**NOTE, "quantity": 48}, post)
+        conflict = raised.value  # what the caller reads: the payloads, as values
+        assert (conflict.key, conflict.recorded, conflict.offered) == (
+            "k-1", NOTE, {**NOTE, "quantity": 48}), (
+            "EffectConflict(key, recorded, offered): the recorded payload and"
+            f" the offered one, as values; got {conflict.recorded!r},"
+            f" {conflict.offered!r}")
         assert post.calls == 1
         assert count_rows(conn, "notes") == 1
         row = conn.execute("SELECT payload FROM requests").fetchone()
@@ -137,8 +158,10 @@ def test_a_refused_key_with_another_payload_is_still_a_conflict(mod, db):
         with pytest.raises(mod.Refused):
             mod.apply_checked(conn, "k-3", NOTE, Stocker(mod.Refused))
         later = Stocker(None)
-        with pytest.raises(EffectConflict):
+        with pytest.raises(EffectConflict) as raised:
             mod.apply_checked(conn, "k-3", {**NOTE, "quantity": 12}, later)
+        assert (raised.value.recorded, raised.value.offered) == (
+            NOTE, {**NOTE, "quantity": 12})
         assert later.calls == 0
         assert conn.execute("SELECT refusal FROM requests").fetchone()[0] == (
             "oat-milk is not stocked")
@@ -181,8 +204,10 @@ def test_a_payload_is_the_same_as_json_whatever_its_key_order(mod, db, first,
             assert mod.apply_checked(conn, key, rebuilt, post)[0] == (
                 "already_applied")
         else:
-            with pytest.raises(EffectConflict):
+            with pytest.raises(EffectConflict) as raised:
                 mod.apply_checked(conn, key, rebuilt, post)
+            assert (raised.value.key, raised.value.recorded,
+                    raised.value.offered) == (key, first, rebuilt)
     assert post.calls == 1
 
 
@@ -222,3 +247,198 @@ def test_a_kill_inside_the_mutation_leaves_nothing_and_the_rerun_applies(mod, db
         post = Poster()
         assert mod.apply_checked(conn, "k-9", NOTE, post) == ("applied", {"note": 1})
         assert (count_rows(conn, "requests"), count_rows(conn, "notes")) == (1, 1)
+
+
+REPLAY = """
+import importlib.util, json, sys
+from crashcourse.store import opened
+
+spec = importlib.util.spec_from_file_location("answer", sys.argv[1])
+answer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(answer)
+
+
+def post_again(conn):
+    conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
+    return {"note": "posted by the replacement"}
+
+
+with opened(sys.argv[2]) as conn:
+    said = answer.apply_checked(conn, sys.argv[3], json.loads(sys.argv[4]),
+                                post_again)
+print(json.dumps(list(said)))
+"""
+
+
+def replay_in_a_fresh_process(mod, db, key, payload):
+    """What ``apply_checked`` answers in a new process (nothing it kept in
+    memory survives), and the notes then on file."""
+    with Harness() as harness:
+        finished = harness.run(["-c", REPLAY, mod.__file__, str(db), key,
+                                json.dumps(payload)])
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    with opened(db) as conn:
+        notes = count_rows(conn, "notes")
+    return tuple(json.loads(finished.stdout.strip().splitlines()[-1])), notes
+
+
+@pytest.mark.parametrize("result", [{"note": 1}, [1, "two", None], "posted", 0,
+                                    {"shelf": {"row": 3}, "text": "a b"}])
+def test_a_replay_in_a_fresh_process_answers_from_the_stored_row(mod, db, result):
+    """A replacement process replays the key: the answer comes from the row
+    (its ``result`` column), not from anything the first process held."""
+    with opened(db) as conn:
+        def post(conn):
+            conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
+            return result
+        assert mod.apply_checked(conn, "k-5", NOTE, post) == ("applied", result)
+    assert stored(db, "k-5") == (NOTE, result, None)
+    assert replay_in_a_fresh_process(mod, db, "k-5", NOTE) == (
+        ("already_applied", result), 1)
+
+
+KILLED = """
+import importlib.util, sys
+from crashcourse.boundary import boundary
+from crashcourse.store import opened
+
+spec = importlib.util.spec_from_file_location("answer", sys.argv[1])
+answer = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(answer)
+after = int(sys.argv[3])
+returned = [False]
+seen = [0]
+
+
+def post(conn):
+    conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
+    returned[0] = True
+    return {"note": 1}
+
+
+def starting(sql):  # SQLite calls this as each statement starts
+    if returned[0]:
+        seen[0] += 1
+        if seen[0] == after:
+            boundary("statement_after_mutation")  # the parent kills us here
+
+
+with opened(sys.argv[2]) as conn:
+    conn.set_trace_callback(starting)
+    answer.apply_checked(conn, "k-7", {"sku": "oat-milk", "quantity": 24}, post)
+"""
+MOST_STATEMENTS = 40
+
+
+def test_a_kill_after_the_mutation_returned_leaves_all_or_nothing(mod, tmp_path):
+    """A real process is SIGKILLed as the first statement after its mutation
+    returned starts, then (on a new file) the second, and so on until the
+    answer ends first. Each time the file holds the note and the key's
+    answer, result included, or neither; and a replacement process then
+    answers the key once: the stored result, or a fresh apply."""
+    for n in range(1, MOST_STATEMENTS + 1):
+        db = tmp_path / f"shop-{n}.db"
+        with opened(db) as conn:
+            mod.install(conn)
+            conn.execute("CREATE TABLE notes (text TEXT NOT NULL)")
+        with Harness() as harness:
+            running = harness.start(["-c", KILLED, mod.__file__, str(db), str(n)],
+                                    stop_at="statement_after_mutation")
+            try:
+                running.wait_for_boundary(timeout=30)
+            except BoundaryNotReached:
+                ended = True  # the answer finished before statement n
+            else:
+                running.kill()
+                ended = False
+        with opened(db) as conn:
+            notes = count_rows(conn, "notes")
+        row = stored(db, "k-7")
+        assert (notes, row) in ((0, None), (1, (NOTE, {"note": 1}, None))), (
+            f"killed at statement {n} after the mutation returned: {notes} notes"
+            f" and request row {row}")
+        expected = (("already_applied", {"note": 1}) if notes else
+                    ("applied", {"note": "posted by the replacement"}))
+        assert replay_in_a_fresh_process(mod, db, "k-7", NOTE) == (expected, 1), (
+            f"the replacement after a kill at statement {n}")
+        if ended:
+            assert notes == 1, "the answer returned, and its note is not on file"
+            return
+    pytest.fail(f"more than {MOST_STATEMENTS} statements after the mutation")
+
+
+class RivalAfter:
+    """Right after statement number ``n`` on the answer's connection (as its
+    next one starts; SQLite's own statement trace, so every statement counts
+    whichever call ran it), a rival connection applies the same key with the
+    same payload: its request row, its result and its note, committed. It
+    never waits: if the answer holds the write lock, the rival is blocked."""
+
+    def __init__(self, conn, rival, n):
+        self.conn, self.rival, self.n = conn, rival, n
+        self.statements, self.rival_applied, self.fault = 0, False, None
+
+    def __enter__(self):
+        self.conn.set_trace_callback(self.starting)
+        return self
+
+    def __exit__(self, *exc):
+        self.conn.set_trace_callback(None)
+        if self.fault is not None:
+            raise self.fault
+
+    def starting(self, sql):
+        try:
+            if self.statements == self.n:
+                self.rival_turn()
+            self.statements += 1
+        except BaseException as fault:  # sqlite3 would swallow it
+            self.fault = fault
+
+    def rival_turn(self):
+        try:
+            self.rival.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return  # blocked by the answer's write lock
+        try:
+            self.rival.execute(
+                "INSERT INTO requests (key, payload, result)"
+                " VALUES ('k-8', :payload, :result)",
+                {"payload": canonical(NOTE), "result": canonical({"note": "rival"})})
+            self.rival.execute("INSERT INTO notes (text) VALUES ('rival')")
+            self.rival.execute("COMMIT")
+            self.rival_applied = True
+        except sqlite3.IntegrityError:  # the answer's row is there already
+            self.rival.execute("ROLLBACK")
+
+
+def test_a_rival_between_any_two_statements_is_answered_not_a_crash(mod, tmp_path):
+    """Another process applies the same key between statement n and n+1 of
+    the answer, for every n until the answer ends first: the answer must not
+    crash, the note is posted once, and whoever wrote the row is the one
+    the answer names (a replay of the rival's result, or its own apply)."""
+    for n in range(1, MOST_STATEMENTS + 1):
+        db = tmp_path / f"rival-{n}.db"
+        with opened(db) as conn:
+            mod.install(conn)
+            conn.execute("CREATE TABLE notes (text TEXT NOT NULL)")
+        post = Poster()
+        with opened(db) as conn, opened(db, busy_timeout_ms=0) as rival:
+            watched = RivalAfter(conn, rival, n)
+            with watched:
+                said = mod.apply_checked(conn, "k-8", NOTE, post)
+            assert watched.statements > 0, (
+                "no statement ran on the connection the answer was given")
+            assert not conn.in_transaction, f"a transaction left open (rival at {n})"
+            notes = [r[0] for r in conn.execute("SELECT text FROM notes")]
+        if watched.rival_applied:
+            assert (said, notes, post.calls) == (
+                ("already_applied", {"note": "rival"}), ["rival"], 0), (
+                f"the rival applied the key after statement {n}")
+        else:
+            assert (said, notes) == (("applied", {"note": 1}), ["24 cartons"]), (
+                f"rival after statement {n}")
+            assert stored(db, "k-8") == (NOTE, {"note": 1}, None)
+        if watched.statements <= n:  # the answer finished before the rival's turn
+            return
+    pytest.fail(f"more than {MOST_STATEMENTS} statements for one apply")

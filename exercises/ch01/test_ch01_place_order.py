@@ -26,21 +26,38 @@ def db(tmp_path, mod):
 
 
 class RivalAfter:
-    """Wraps a connection; right after statement number ``n`` of the answer,
-    another connection (a rival worker) tries to insert the same order. It
-    never waits: if the answer holds the write lock, the rival is blocked."""
+    """Watches a connection; right after statement number ``n`` of the answer
+    (just before its next one starts), another connection (a rival worker)
+    tries to insert the same order. It never waits: if the answer holds the
+    write lock, the rival is blocked.
+
+    The watch is SQLite's own statement trace on the answer's connection, so
+    every statement counts, whichever call ran it: ``conn.execute``, a
+    ``conn.cursor()``, ``executemany`` (each row) or ``executescript``."""
 
     def __init__(self, conn, rival, n, order):
         self.conn, self.rival, self.n, self.order = conn, rival, n, order
         self.statements = 0
         self.rival_inserted = False
+        self.fault = None
 
-    def execute(self, sql, parameters=()):
-        cursor = self.conn.execute(sql, parameters)
-        self.statements += 1
-        if self.statements == self.n:
-            self.rival_turn()
-        return cursor
+    def __enter__(self):
+        self.conn.set_trace_callback(self.starting)
+        return self.conn
+
+    def __exit__(self, *exc):
+        self.conn.set_trace_callback(None)
+        if self.fault is not None:
+            raise self.fault
+
+    def starting(self, sql):
+        """SQLite calls this as each statement starts, before it takes a lock."""
+        try:
+            if self.statements == self.n:
+                self.rival_turn()
+            self.statements += 1
+        except BaseException as fault:  # sqlite3 would swallow it
+            self.fault = fault
 
     def rival_turn(self):
         try:
@@ -50,9 +67,6 @@ class RivalAfter:
             ).rowcount)
         except sqlite3.OperationalError:
             self.rival_inserted = False  # blocked by the answer's write lock
-
-    def __getattr__(self, name):
-        return getattr(self.conn, name)
 
 
 def test_places_once_then_reports_already_placed(mod, db):
@@ -82,15 +96,18 @@ def rival_at_every_boundary(mod, tmp_path, ours: dict, theirs: dict):
             mod.install(conn)
         with opened(db) as conn, opened(db, busy_timeout_ms=0) as rival:
             watched = RivalAfter(conn, rival, n, {"key": "po-1", **theirs})
-            try:
-                said = mod.place_order_once(watched, "po-1", ours["sku"],
-                                            ours["quantity"])
-            except EffectConflict as conflict:
-                said = conflict
+            with watched:
+                try:
+                    said = mod.place_order_once(conn, "po-1", ours["sku"],
+                                                ours["quantity"])
+                except EffectConflict as conflict:
+                    said = conflict
+            assert watched.statements > 0, (
+                "no statement ran on the connection the answer was given")
             rows = [tuple(r) for r in conn.execute("SELECT * FROM supplier_orders")]
             assert not conn.in_transaction, f"a transaction left open (rival at {n})"
         yield n, watched.rival_inserted, said, rows
-        if watched.statements < n:  # the answer finished before the rival's turn
+        if watched.statements <= n:  # the answer finished before the rival's turn
             return
     pytest.fail(f"more than {MOST_STATEMENTS} statements for one order")
 
@@ -161,8 +178,14 @@ def test_a_rival_that_got_there_first_is_reported(mod, db):
 def test_the_same_key_for_another_order_is_a_conflict(mod, db, changed):
     with opened(db) as conn:
         mod.place_order_once(conn, "po-1", "oat-milk", 24)
-        with pytest.raises(EffectConflict):
+        with pytest.raises(EffectConflict) as raised:
             mod.place_order_once(conn, "po-1", *changed)
+        conflict = raised.value  # what the caller reads to decide: the fields
+        assert conflict.key == "po-1"
+        assert conflict.recorded == {"sku": "oat-milk", "quantity": 24}, (
+            f"recorded: {conflict.recorded!r}, not the row's dict")
+        assert conflict.offered == {"sku": changed[0], "quantity": changed[1]}, (
+            f"offered: {conflict.offered!r}, not this call's dict")
         rows = [tuple(r) for r in conn.execute("SELECT * FROM supplier_orders")]
         assert rows == [("po-1", "oat-milk", 24)]
 

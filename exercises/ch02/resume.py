@@ -7,7 +7,7 @@ touched two files:
 
 * the payment service's file, called by its path (``service``): it paid
   through ``payments.issue_payment`` under the operation key
-  ``pay_invoice.payment_key(task, order, amount_cents, currency)``;
+  ``payment_key(task, order, amount_cents, currency)``;
 * its own file, through an open connection (``state``): then, in a separate
   transaction, it wrote its checkpoint with
   ``paying.save_checkpoint(state, task, key, outcome)``.
@@ -15,6 +15,11 @@ touched two files:
 The replacement is handed the same two: the service's path and an open
 connection to the worker's own file, whose ``checkpoints`` table the worker
 installed when it started.
+
+Write it from those building blocks. The worker's own resume, which chapter
+00 prints (``pay_invoice.pay_task``, and its pay step
+``paying.pay_then_checkpoint``), is this exercise's answer; the grader
+refuses a call to it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import sqlite3
 from pathlib import Path
 
 from crashcourse.services import payments  # noqa: F401  (the payment service)
-from crashcourse.workers import pay_invoice, paying  # noqa: F401  (key, checkpoint)
+from crashcourse.workers import paying  # noqa: F401  (the checkpoint)
+from crashcourse.workers.pay_invoice import payment_key  # noqa: F401  (the key)
 
 
 def resume_payment(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,8 +16,16 @@ ORDER, AMOUNT, CURRENCY = "PO-1001", 4000, "USD"
 
 
 @pytest.fixture
-def mod(answer):
-    return answer("ch02", "grader")
+def mod(answer, unchanged_file):
+    """The answer, every call of it checked to leave the service's whole file
+    as it was: schema (a view, a trigger, an index), pragmas and every row."""
+    loaded = answer("ch02", "grader")
+
+    def overcharged_orders(service):
+        with unchanged_file(service):
+            return loaded.overcharged_orders(service)
+
+    return SimpleNamespace(overcharged_orders=overcharged_orders)
 
 
 def install_service(path, approvals=((ORDER, AMOUNT, CURRENCY),)):
@@ -82,6 +92,8 @@ def test_a_revoked_approval_still_covers_its_one_payment(mod, tmp_path):
 
 
 def test_grading_writes_nothing(mod, tmp_path):
+    """Not a row, and not the schema: ``mod`` checks every call against the
+    whole file (a view or an index the answer leaves behind fails too)."""
     service = install_service(tmp_path / "read-only.db")
     payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
     payments.issue_payment(service, "k2", ORDER, AMOUNT, CURRENCY)

@@ -15,9 +15,51 @@ TASK, ORDER, AMOUNT, CURRENCY = "restock-1", "PO-1001", 4000, "USD"
 KEY = pay_invoice.payment_key(TASK, ORDER, AMOUNT, CURRENCY)
 
 
+# The worker's own resume, which chapter 00 prints: calling it (or its pay
+# step) hands in the reference's answer, not the reader's. Each is replaced,
+# before the answer is loaded (so an import of it gets the replacement too),
+# by a function that refuses, here and in the child process that runs it.
+WORKERS_OWN = ("crashcourse.workers.pay_invoice:pay_task",
+               "crashcourse.workers.pay_invoice:main",
+               "crashcourse.workers.payment_command:pay_under",
+               "crashcourse.workers.payment_command:run",
+               "crashcourse.workers.paying:pay_then_checkpoint")
+FORBID = f"""
+import importlib
+
+
+def forbid_the_workers_own(put):
+    \"\"\"Replace each of WORKERS_OWN with a refusal (``put``: setattr, or
+    monkeypatch's); the list of those the answer called.\"\"\"
+    called = []
+    for name in {WORKERS_OWN!r}:
+        def refused(*args, _name=name, **kwargs):
+            called.append(_name)
+            raise AssertionError(f"{{_name}} is the worker's own answer to this"
+                                 " exercise: write resume_payment from"
+                                 " payments.issue_payment, pay_invoice.payment_key"
+                                 " and paying's checkpoint calls")
+        module, function = name.split(":")
+        put(importlib.import_module(module), function, refused)
+    return called
+"""
+exec(FORBID)  # defines forbid_the_workers_own here too
+
+
 @pytest.fixture
-def mod(answer):
-    return answer("ch02", "resume")
+def mod(answer, monkeypatch):
+    """The answer, loaded with the worker's own resume refused; a call that
+    reached it fails, whatever the answer did with the refusal."""
+    called = forbid_the_workers_own(monkeypatch.setattr)  # noqa: F821 (exec)
+    loaded = answer("ch02", "resume")
+
+    def resume_payment(*args):
+        try:
+            return loaded.resume_payment(*args)
+        finally:
+            assert not called, f"the answer called {called[0]}"
+
+    return SimpleNamespace(resume_payment=resume_payment, __file__=loaded.__file__)
 
 
 @pytest.fixture
@@ -129,7 +171,8 @@ def test_other_tasks_in_the_workers_file_are_not_touched(mod, files):
     assert by_task[TASK]["key"] == KEY
 
 
-CHILD = """
+CHILD = FORBID + """
+forbid_the_workers_own(setattr)
 import importlib.util, sys
 from crashcourse.store import immediate, opened
 path, service, state, task, order, amount, currency = sys.argv[1:]

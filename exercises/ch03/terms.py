@@ -35,6 +35,8 @@ def explain(path, key):
     Return a dict with ``order_id``, ``amount_cents``, ``currency``,
     ``policy_version`` and ``expires_unix`` for ``key``, or None if no payment
     has that key. The answer must not change when the approval is later
-    revoked, expired or outdated.
+    revoked, expired or outdated. A payment whose terms were never kept (made
+    before the service kept evidence, or imported) is still a payment: its
+    dict, with ``policy_version`` and ``expires_unix`` None.
     """
     raise NotImplementedError("exercise 03.2")

@@ -1,6 +1,8 @@
 """Grades exercise 03.1 (replay_first.py): each preview is compared with the
 service's real answer, asked afterwards."""
 
+import re
+import sqlite3
 import time
 
 import pytest
@@ -15,8 +17,17 @@ ORDER, AMOUNT, CURRENCY = "PO-3001", 4000, "USD"
 
 
 @pytest.fixture
-def preview(answer):
-    return answer("ch03", "replay_first").preview
+def preview(answer, unchanged_file):
+    """The answer's preview, every call checked to leave the service's whole
+    file as it was: every row, and the schema (a view, an index, a trigger)."""
+    answered = answer("ch03", "replay_first").preview
+
+    def checked(path, *request):
+        with unchanged_file(path):
+            return answered(path, *request)
+
+    checked.unwatched = answered  # for a test whose rival changes the file
+    return checked
 
 
 @pytest.fixture
@@ -25,15 +36,6 @@ def db(tmp_path):
     payments.install(path)
     payments.approve(path, ORDER, AMOUNT, CURRENCY)
     return path
-
-
-def rows(db):
-    """Every row of the service's file a preview could have changed."""
-    with opened(db) as conn:
-        return {table: [tuple(r) for r in conn.execute(
-            f"SELECT * FROM {table} ORDER BY rowid")]
-            for table in ("payments", "payment_evidence", "approvals",
-                          "approval_terms", "service_policy")}
 
 
 def service_says(db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY):
@@ -48,10 +50,8 @@ def service_says(db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY):
 
 
 def previewed(preview, db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY):
-    """The preview, checked to write nothing, then the service asked for real."""
-    before = rows(db)
+    """The preview (checked to write nothing), then the service asked for real."""
     said = preview(db, key, order, amount, currency)
-    assert rows(db) == before, "the preview wrote to the service's file"
     assert said == service_says(db, key, order, amount, currency), (
         "the service answers otherwise")
     return said
@@ -83,6 +83,31 @@ def test_history_outlives_every_term(preview, db):
     payments.approve(db, ORDER, AMOUNT, CURRENCY)  # granted again, under version 2
     authority.set_policy_version(db, 3)
     assert previewed(preview, db, "k3") == "refused: policy_changed"
+
+
+@pytest.mark.parametrize("granted_under", [1, 2, 3])
+@pytest.mark.parametrize("policy", [1, 2, 3])
+def test_the_current_policy_is_read_from_the_file(preview, db, policy,
+                                                  granted_under):
+    """The service's policy is whatever its file says, not 1: an approval
+    granted again under the policy now in force authorizes a new payment,
+    one granted under any other (older or newer) does not."""
+    authority.set_policy_version(db, policy)
+    payments.approve(db, ORDER, AMOUNT, CURRENCY, policy_version=granted_under)
+    expected = ("would_commit" if policy == granted_under
+                else "refused: policy_changed")
+    assert previewed(preview, db, "k1") == expected
+
+
+def test_a_new_payment_after_the_policy_moved_twice(preview, db):
+    """Granted under 1, outdated by 2, granted again under 2: a new payment
+    would commit; moved to 3, it would not."""
+    authority.set_policy_version(db, 2)
+    assert previewed(preview, db, "k1") == "refused: policy_changed"
+    payments.approve(db, ORDER, AMOUNT, CURRENCY)  # under the current one, 2
+    assert previewed(preview, db, "k1") == "would_commit"
+    authority.set_policy_version(db, 3)
+    assert previewed(preview, db, "k2") == "refused: policy_changed"
 
 
 @pytest.mark.parametrize("change", [("PO-3002", AMOUNT, CURRENCY),
@@ -117,23 +142,159 @@ def test_a_payment_in_progress_does_not_hold_up_the_preview(preview, db):
     assert waited < 2.5, f"the preview waited {waited:.1f} s for the write lock"
 
 
-WORLDS = st.fixed_dictionaries({
-    "approval": st.one_of(st.none(), st.fixed_dictionaries({
-        "amount": st.sampled_from([3000, AMOUNT, 5000]),
-        "currency": st.sampled_from(["USD", "EUR"]),
-        "revoked": st.booleans(),
-        "expires_in": st.sampled_from([None, -3600.0, 3600.0]),
-        "granted_under": st.sampled_from([1, 2]),
-    })),
-    "policy": st.sampled_from([1, 2]),
-    "history": st.one_of(st.none(), st.tuples(
-        st.sampled_from([ORDER, "PO-3002"]), st.sampled_from([AMOUNT, 5000]),
-        st.sampled_from(["USD", "EUR"]))),  # a payment made earlier under "k1"
-    "asked": st.tuples(st.sampled_from(["k1", "k2"]),
-                       st.sampled_from([ORDER, "PO-3002"]),
-                       st.sampled_from([3000, AMOUNT, 5000]),
-                       st.sampled_from(["USD", "EUR"])),
-})
+def test_a_payment_still_in_the_write_ahead_log_is_history(preview, db):
+    """Another process holds the file open, so the payment just committed
+    is still in the WAL, not yet in the main file: it is committed all the
+    same (a copy of the main file alone does not hold it)."""
+    with opened(db) as held:
+        held.execute("SELECT count(*) FROM payments").fetchone()  # holds it open
+        payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
+        assert previewed(preview, db, "k1") == "already_committed"
+        assert previewed(preview, db, "k1", ORDER, AMOUNT + 100) == "conflict"
+        payments.revoke(db, ORDER)
+        assert previewed(preview, db, "k2") == "refused: approval_revoked"
+
+
+HISTORY = re.compile(r"\bpayments\b", re.IGNORECASE)
+AUTHORITY = re.compile(r"\b(approvals|approval_terms|service_policy)\b",
+                       re.IGNORECASE)
+
+
+def service_says_of_a_copy(db):
+    """The service's answer for k1 on a consistent copy of the file (SQLite's
+    backup), the file itself untouched."""
+    copy = db.with_name("copy.db")
+    copy.unlink(missing_ok=True)
+    source, target = sqlite3.connect(db), sqlite3.connect(copy)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return service_says(copy, "k1")
+
+
+class CommitBetweenTheReads:
+    """Every connection opened while watching gets SQLite's statement trace.
+    As the first statement that reads authority (approvals, their terms, the
+    policy) starts after one that read only history (payments), a rival
+    commits ``change`` in ONE transaction of its own. A preview from one
+    snapshot answers for the file before it, or after it; a preview that took
+    history and authority from two snapshots answers for neither."""
+
+    def __init__(self, monkeypatch, db, change):
+        self.db, self.change = db, change
+        self.rival = sqlite3.connect(db, isolation_level=None, timeout=0)
+        self.watching = self.history_read = self.fired = self.committed = False
+        connect = sqlite3.connect
+
+        def traced(*args, **kwargs):
+            conn = connect(*args, **kwargs)
+            if self.watching:
+                conn.set_trace_callback(self.starting)
+            return conn
+
+        monkeypatch.setattr(sqlite3, "connect", traced)
+
+    def starting(self, sql):
+        try:
+            history, authority = HISTORY.search(sql), AUTHORITY.search(sql)
+            if authority and self.history_read and not self.fired:
+                self.fired = True
+                self.rival_commits()
+            if history and not authority:
+                self.history_read = True
+        except Exception as fault:  # sqlite3 swallows it: the verdict says so
+            self.committed, self.fault = None, fault
+
+    def rival_commits(self):
+        try:
+            self.rival.executescript(f"BEGIN IMMEDIATE; {self.change} COMMIT;")
+        except sqlite3.OperationalError as busy:
+            if "locked" not in str(busy):
+                raise
+            return  # the preview holds the write lock (another test fails it)
+        self.committed = True
+
+    def __enter__(self):
+        self.watching = True
+        return self
+
+    def __exit__(self, *exc):
+        self.watching = False
+        self.rival.close()
+
+
+# (the file before, the rival's one transaction): the preview of k1 for
+# 4000 USD must be the answer of one of the two files
+BETWEEN = {
+    "paid-for-another-order-and-revoked": (
+        "would_commit", "conflict",
+        "INSERT INTO payments (key, order_id, amount_cents, currency)"
+        " VALUES ('k1', 'PO-3002', 4000, 'USD');"
+        "UPDATE approvals SET revoked = 1 WHERE order_id = 'PO-3001';",
+        False),
+    "granted-again-and-paid-for-another-order": (
+        "refused: approval_revoked", "conflict",
+        "UPDATE approvals SET revoked = 0 WHERE order_id = 'PO-3001';"
+        "INSERT INTO payments (key, order_id, amount_cents, currency)"
+        " VALUES ('k1', 'PO-3002', 4000, 'USD');",
+        True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BETWEEN))
+def test_history_and_authority_come_from_one_snapshot(preview, db, monkeypatch,
+                                                      case):
+    """A payment and a change of authority commit together between the
+    preview's read of history and its read of authority: its answer must be
+    the file's before them or after them, never history from one and
+    authority from the other."""
+    before, after, change, revoked = BETWEEN[case]
+    if revoked:
+        payments.revoke(db, ORDER)
+    assert service_says_of_a_copy(db) == before
+    with CommitBetweenTheReads(monkeypatch, db, change) as watch:
+        said = preview.unwatched(db, "k1", ORDER, AMOUNT, CURRENCY)
+    assert watch.committed is not None, f"the rival's commit failed: {watch.fault!r}"
+    if not watch.committed:  # no rival turn: the file did not change
+        assert said == before
+    else:
+        assert said in (before, after), (
+            f"the file said {before!r} before the rival's commit and {after!r}"
+            f" after it; the preview said {said!r}: history and authority came"
+            " from two snapshots")
+    assert service_says(db, "k1") == (after if watch.committed else before)
+
+
+@st.composite
+def worlds(draw):
+    """A service file's state and a request; half the requests ask for exactly
+    what the approval grants (the case where every term decides)."""
+    world = draw(st.fixed_dictionaries({
+        "approval": st.one_of(st.none(), st.fixed_dictionaries({
+            "amount": st.sampled_from([3000, AMOUNT, 5000]),
+            "currency": st.sampled_from(["USD", "EUR"]),
+            "revoked": st.booleans(),
+            "expires_in": st.sampled_from([None, -3600.0, 3600.0]),
+            "granted_under": st.sampled_from([1, 2, 3]),
+        })),
+        "policy": st.sampled_from([1, 2, 3]),
+        "history": st.one_of(st.none(), st.tuples(
+            st.sampled_from([ORDER, "PO-3002"]), st.sampled_from([AMOUNT, 5000]),
+            st.sampled_from(["USD", "EUR"]))),  # a payment made earlier under "k1"
+        "asked": st.tuples(st.sampled_from(["k1", "k2"]),
+                           st.sampled_from([ORDER, "PO-3002"]),
+                           st.sampled_from([3000, AMOUNT, 5000]),
+                           st.sampled_from(["USD", "EUR"])),
+    }))
+    if (grant := world["approval"]) is not None and draw(st.booleans()):
+        world["asked"] = (draw(st.sampled_from(["k1", "k2"])), ORDER,
+                          grant["amount"], grant["currency"])
+    return world
+
+
+WORLDS = worlds()
 
 
 def build(path, world):

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from crashcourse.services import payments
 from crashcourse.services.payments import authority
+from crashcourse.store import immediate, opened
 
 ACTION = {"amount_cents": 4000, "currency": "USD"}
 
@@ -18,8 +19,12 @@ def approval(**changes):
 
 
 @pytest.fixture
-def mod(answer):
-    return answer("ch03", "terms")
+def mod(sealed):
+    """The answer, sealed: nothing under ``solutions/`` is read, and
+    ``every_reason`` decides from its arguments alone (no process, no service
+    file asked); ``explain`` reads the service's file it is given."""
+    return sealed("ch03", "terms", "solutions", "experiment",
+                  lifted={"explain": ("experiment",)})
 
 
 CASES = [  # approval, now, policy: every reason, in the fixed order
@@ -71,6 +76,21 @@ def test_explain_survives_later_changes(mod, tmp_path):
                                      "currency": "USD", "policy_version": 1,
                                      "expires_unix": expires}
     assert mod.explain(db, "missing") is None
+
+
+def test_a_payment_without_evidence_is_still_a_payment(mod, tmp_path):
+    """A payment row with no evidence beside it (imported from the previous
+    system, or made before the service kept terms): explain says it was paid,
+    with no terms, and None only for a key with no payment."""
+    db = tmp_path / "payments.db"
+    payments.install(db)
+    with opened(db) as conn, immediate(conn):
+        conn.execute("INSERT INTO payments (key, order_id, amount_cents, currency)"
+                     " VALUES ('k0', 'PO-0', 2500, 'EUR')")
+    assert mod.explain(db, "k0") == {"order_id": "PO-0", "amount_cents": 2500,
+                                     "currency": "EUR", "policy_version": None,
+                                     "expires_unix": None}
+    assert mod.explain(db, "k1") is None
 
 
 @settings(max_examples=200, deadline=None,

@@ -43,6 +43,9 @@ def observe(folder, boundary):
 
 @pytest.mark.parametrize("boundary",
                          ["before_payment", "payment_inserted", "after_payment"])
-def test_prediction_matches_the_ledger(answer, tmp_path, boundary):
-    predicted = answer("ch04", "predict").predict(boundary)
+def test_prediction_matches_the_ledger(sealed, tmp_path, boundary):
+    """A prediction is made, not measured: ``predict`` may start no process,
+    open no database and read nothing under ``solutions/``."""
+    predicted = sealed("ch04", "predict", "solutions", "experiment").predict(
+        boundary)
     assert predicted == observe(tmp_path, boundary)

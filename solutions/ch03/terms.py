@@ -28,7 +28,8 @@ def explain(path, key):
             "SELECT p.order_id, p.amount_cents, p.currency,"
             "       e.policy_version, e.expires_unix"
             " FROM payments AS p"
-            " JOIN payment_evidence AS e USING (key)"  # kept at commit time
+            " LEFT JOIN payment_evidence AS e USING (key)"  # kept at commit time
+            # (LEFT: a payment with no evidence row is still a payment)
             " WHERE p.key = :key",
             {"key": key},
         ).fetchone()
