@@ -120,8 +120,9 @@ def test_a_holder_that_stopped_being_current_changes_no_quote(mod, replaced, sta
 @pytest.fixture
 def short_lease(tmp_path, mod):
     """worker-b holds the work on a one-second lease and its quote is stored
-    (written here, not by your code); then it is paused (a slow model turn, a debugger) and the test waits until
-    that lease is over by the store's clock. Nothing touches the row."""
+    (written here, not by your code); then it is paused (a slow model turn, a
+    debugger) and the test waits until that lease is over by the store's
+    clock. Nothing touches the row."""
     with opened(tmp_path / "shop.db") as conn:
         mod.install(conn)
         claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
