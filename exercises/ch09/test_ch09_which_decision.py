@@ -216,8 +216,9 @@ def no_compensation_at_night(decision, after):
     owed = [u["step"] for u in after["unwinds"]
             if u["kind"] == decisions.COMPENSATION]
     assert owed == [], (
-        f"C5: your {decision!r} left compensation records for steps {owed}: a"
-        " mail that cannot be unsent, about renames now undone, at night")
+        f"C5: your {decision!r} left compensation records for steps {owed}:"
+        " what cannot be taken back (a mail sent, a list published), about"
+        " renames now undone, at night")
 
 
 # --- the cases ------------------------------------------------------------------
