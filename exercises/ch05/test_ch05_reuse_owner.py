@@ -1,6 +1,11 @@
 """Grades exercise 05.1 (reuse_owner.py)."""
 
 import dataclasses
+import inspect
+import json
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,7 +21,30 @@ T0 = 1_800_000_000.0
 
 
 @pytest.fixture
-def mod(answer):
+def finishes(monkeypatch):
+    """Every call of ``fence.finish`` while the answer runs: the claim it was
+    offered and what it raised. Installed before the answer is loaded, so a
+    ``from crashcourse.claims.fence import finish`` sees it too."""
+    calls = []
+    real = fence.finish
+    signature = inspect.signature(real)
+
+    def finish(*args, **kwargs):
+        call = {"claim": signature.bind(*args, **kwargs).arguments["claim"],
+                "raised": None}
+        calls.append(call)
+        try:
+            return real(*args, **kwargs)
+        except BaseException as raised:
+            call["raised"] = raised
+            raise
+
+    monkeypatch.setattr(fence, "finish", finish)
+    return calls
+
+
+@pytest.fixture
+def mod(answer, finishes):
     return answer("ch05", "reuse_owner")
 
 
@@ -33,6 +61,19 @@ def test_the_old_claim_is_refused_as_superseded(mod, conn):
     assert old.owner == new.owner == "shop-worker"
     assert (old.generation, new.generation) == (1, 2)
     assert isinstance(refusal, fence.StaleClaim) and refusal.reason == "superseded"
+
+
+def test_the_refusal_is_the_one_the_database_gave(mod, conn, finishes):
+    """The refusal returned is the one ``fence.finish`` raised when offered the
+    old claim: a ``StaleClaim`` made by hand, with a refusal row written
+    beside it, shows what the answer expected, not what the fence decided."""
+    work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+    old, new, refusal = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
+    offered = [call for call in finishes if call["claim"] == old]
+    assert offered, "fence.finish was never offered the old claim"
+    assert any(call["raised"] is refusal for call in offered), (
+        "the refusal returned is not the one fence.finish raised")
+    assert all(call["claim"] != new for call in finishes)  # the live claim goes on
 
 
 def test_nothing_the_old_holder_tried_is_stored(mod, conn):
@@ -67,6 +108,44 @@ def test_a_label_depends_on_the_claim_alone(mod, conn):
         assert copy is not claim
         assert mod.claim_label(copy) == mod.claim_label(claim)
         assert mod.claim_label(claim) == mod.claim_label(claim)
+
+
+LABELS_IN_A_CHILD = r"""
+import importlib.util, json, sys
+from crashcourse.claims import Claim
+
+spec = importlib.util.spec_from_file_location("answer_in_child", sys.argv[1])
+answer = importlib.util.module_from_spec(spec)
+sys.modules["answer_in_child"] = answer
+spec.loader.exec_module(answer)
+print(json.dumps([answer.claim_label(Claim(**fields))
+                  for fields in json.loads(sys.argv[2])]))
+"""
+
+
+def labels_in_another_process(mod, found: list, hash_seed: str) -> list:
+    """The labels another process gives these claims, rebuilt there from their
+    fields (as read back from the database), under its own ``hash_seed``."""
+    ran = subprocess.run(
+        [sys.executable, "-c", LABELS_IN_A_CHILD, mod.__file__,
+         json.dumps([dataclasses.asdict(claim) for claim in found])],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONHASHSEED": hash_seed})
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    return json.loads(ran.stdout.splitlines()[-1])
+
+
+def test_another_process_gives_a_claim_the_same_label(mod, conn):
+    """A label read in one process's log is looked up in another's: two
+    processes must give one claim one label. Python salts ``hash`` of a
+    string per process, so a label made of ``hash(claim)`` names a claim only
+    inside the process that printed it."""
+    work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+    old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
+    here = [mod.claim_label(old), mod.claim_label(new)]
+    assert here[0] != here[1]
+    for seed in ("1", "2"):
+        assert labels_in_another_process(mod, [old, new], seed) == here, seed
 
 
 # --- generated claims -------------------------------------------------------

@@ -1,6 +1,11 @@
 """Grades exercise 05.2 (session_budget.py)."""
 
+import dataclasses
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -9,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcourse import claims, control
+from crashcourse import claims, control, store
 from crashcourse.claims import fence
 from crashcourse.store import connect, count_rows, opened
+from crashcourse.waiting import wait_until
 
 CEILING = 1000
 T_PAST = 1_700_000_000.0  # long before the real clock: a lease from then is over
@@ -103,6 +109,55 @@ def test_a_holder_that_is_not_current_reserves_nothing(mod, db, stale):
         assert count_rows(conn, "reservations") == 0
 
 
+def test_a_lease_that_ran_out_on_the_clock_reserves_nothing(mod, db):
+    """The holder is paused past its lease, the row untouched: nothing rewrote
+    ``expires``, nobody came after it; the test waits for the lease to end by
+    the store's clock. When the holder resumes, its reservation is refused:
+    the fence judges the lease by the clock, not by an instant the answer
+    picks (``now=claim.expires - 1`` is inside the lease by the claim's own
+    count, forever)."""
+    with opened(db) as conn:
+        flour = claims.claim(conn, "w1", ttl=0.5)
+        wait_until(lambda: store.now(conn) > flour.expires, timeout=30,
+                   what="the flour lease run out")
+        with pytest.raises(fence.StaleClaim):
+            mod.reserve(conn, flour, "key-flour", 100, CEILING)
+        assert count_rows(conn, "reservations") == 0
+        row = claims.work_row(conn, flour.id)
+        assert (row["status"], row["generation"], row["expires"]) == (
+            claims.RUNNING, 1, flour.expires)  # the row is as the claim left it
+
+
+def test_a_lease_that_ran_out_and_was_taken_over_reserves_nothing(mod, db):
+    """The same pause, and a replacement claims the work on the real clock
+    once the lease is over: the resumed holder is refused, the replacement
+    reserves."""
+    with opened(db) as conn:
+        flour = claims.claim(conn, "w1", ttl=0.5)
+        wait_until(lambda: store.now(conn) > flour.expires, timeout=30,
+                   what="the flour lease run out")
+        taken = claims.claim(conn, "w2", ttl=30, work_id=flour.id)
+        assert taken is not None and taken.generation == 2
+        with pytest.raises(fence.StaleClaim):
+            mod.reserve(conn, flour, "key-flour", 600, CEILING)
+        assert mod.reserve(conn, taken, "key-flour-2", 600, CEILING) is True
+        kept = conn.execute("SELECT operation_key, amount_cents FROM reservations")
+        assert [tuple(r) for r in kept] == [("key-flour-2", 600)]
+
+
+def test_a_finished_order_still_holds_its_reservation(mod, db):
+    """The ceiling counts every reservation committed, also those of work that
+    has finished since (the money is spent): finishing the flour request does
+    not give its 600 back to the account."""
+    with opened(db) as conn:
+        flour, sugar = both_claimed(conn)
+        assert mod.reserve(conn, flour, "key-flour", 600, CEILING) is True
+        fence.finish(conn, flour, claims.DONE, "ordered")
+        assert mod.reserve(conn, sugar, "key-sugar", 600, CEILING) is False
+        assert mod.reserve(conn, sugar, "key-sugar-small", 400, CEILING) is True
+        assert total(conn) == CEILING
+
+
 @pytest.mark.parametrize(("amount", "refusal"), [
     (0, ValueError), (-5, ValueError), (True, TypeError), (2.5, TypeError)])
 def test_bad_amount_is_refused_before_writing(mod, db, amount, refusal):
@@ -191,3 +246,65 @@ def test_a_rival_at_any_statement_cannot_get_both_through(mod, tmp_path):
         ran = race_at(mod, queued(tmp_path / f"at-{boundary}.db", mod), boundary)
         assert sorted([ran["flour"], ran["sugar"]]) == [False, True], boundary
         assert ran["total"] == 600, boundary
+
+
+# --- two real processes -------------------------------------------------------
+
+CHILD = r"""
+import dataclasses, importlib.util, json, sys
+from crashcourse.claims import Claim
+from crashcourse.store import opened
+
+path, db, claim, key = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+spec = importlib.util.spec_from_file_location("answer_in_child", path)
+answer = importlib.util.module_from_spec(spec)
+sys.modules["answer_in_child"] = answer
+spec.loader.exec_module(answer)
+with opened(db) as conn:
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent releases both children together
+    admitted = answer.reserve(conn, Claim(**claim), key, 600, 1000)
+print("answer " + json.dumps(admitted), flush=True)
+"""
+
+
+def reserve_in_child(mod, db, claim, key) -> subprocess.Popen:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, mod.__file__, str(db),
+         json.dumps(dataclasses.asdict(claim)), key],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    line = child.stdout.readline()  # "ready", or "" if it died first
+    if line.strip() != "ready":
+        child.kill()
+        _, err = child.communicate(timeout=30)
+        pytest.fail(f"the child never got ready: {line!r} {err[-2000:]}")
+    return child
+
+
+def test_two_processes_cannot_both_get_through(mod, db):
+    """Flour and sugar reserve 600 each from two real processes, released
+    together by the parent once both have connected: each process has its
+    own memory, so only what is in the database can keep the second out. The
+    reservations table decides: exactly one row; and each process must have
+    answered (a crash is not a refusal)."""
+    with opened(db) as conn:
+        flour, sugar = both_claimed(conn)
+    children = [reserve_in_child(mod, db, flour, "key-flour"),
+                reserve_in_child(mod, db, sugar, "key-sugar")]
+    for child in children:  # the barrier: both are connected and waiting
+        child.stdin.write("go\n")
+        child.stdin.flush()
+    answers = []
+    for child in children:
+        out, err = child.communicate(timeout=60)
+        said = [line for line in out.splitlines() if line.startswith("answer ")]
+        assert child.returncode == 0 and said, f"a child did not answer: {err[-2000:]}"
+        answers.append(json.loads(said[-1].removeprefix("answer ")))
+    with opened(db) as conn:
+        kept = [tuple(r) for r in conn.execute(
+            "SELECT operation_key, amount_cents FROM reservations")]
+        assert total(conn) == 600 and len(kept) == 1, kept
+    admitted = [key for key, said in zip(("key-flour", "key-sugar"), answers,
+                                         strict=True) if said is True]
+    assert [key for key, _ in kept] == admitted

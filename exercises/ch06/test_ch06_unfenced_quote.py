@@ -4,9 +4,10 @@ import sqlite3
 
 import pytest
 
-from crashcourse import claims, control
+from crashcourse import claims, control, store
 from crashcourse.claims import fence
 from crashcourse.store import connect, opened
+from crashcourse.waiting import wait_until
 
 T0 = 1_700_000_000.0  # in the past: the real clock is later
 
@@ -111,6 +112,54 @@ def test_a_holder_that_stopped_being_current_changes_no_quote(mod, replaced, sta
         mod.record_quote(conn, current, "rye-10kg", 1800)
     assert quotes(conn) == [("flour-25kg", 2150, 2)]
     assert [(g, action) for g, action, _ in refusals(conn)] == [(2, "quote")] * 2
+
+
+# --- a lease that runs out on the real clock --------------------------------
+
+
+@pytest.fixture
+def short_lease(tmp_path, mod):
+    """worker-b holds the work on a one-second lease and its quote is stored
+    (written here, not by your code); then it is paused (a slow model turn, a
+    debugger) and the test waits until that lease is over by the store's
+    clock. Nothing touches the row."""
+    with opened(tmp_path / "shop.db") as conn:
+        mod.install(conn)
+        claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+        holder = claims.claim(conn, "worker-b", ttl=1)
+        conn.execute("INSERT INTO quotes (work_id, sku, unit_cents, generation)"
+                     " VALUES (:id, 'flour-25kg', 2150, 1)", {"id": holder.id})
+        wait_until(lambda: store.now(conn) > holder.expires, timeout=30,
+                   what="worker-b's lease run out")
+        yield conn, holder
+
+
+def test_a_holder_whose_lease_ran_out_on_the_clock_changes_no_quote(mod, short_lease):
+    """The paused holder resumes with its lease over and its row as it left
+    it (nobody rewrote ``expires``, nobody claimed after it): its quote is
+    refused. A fence judged at an instant of the answer's choosing
+    (``now=claim.expires - 1``, the chapter's way of showing the rule without
+    waiting) still finds it inside its lease, forever."""
+    conn, holder = short_lease
+    row = claims.work_row(conn, holder.id)
+    assert (row["generation"], row["expires"]) == (1, holder.expires)
+    with pytest.raises(fence.StaleClaim) as refused:
+        mod.record_quote(conn, holder, "flour-25kg", 1990)
+    assert refused.value.reason == "lease expired"
+    assert quotes(conn) == [("flour-25kg", 2150, 1)]
+    assert refusals(conn) == [(1, "quote", "lease expired")]
+
+
+def test_a_replacement_on_the_real_clock_keeps_its_quote(mod, short_lease):
+    """Once the lease is over a replacement claims the work on the real clock
+    and quotes; the resumed holder's late quote must not replace it."""
+    conn, holder = short_lease
+    replacement = claims.claim(conn, "worker-c", ttl=3600, work_id=holder.id)
+    assert replacement is not None and replacement.generation == 2
+    mod.record_quote(conn, replacement, "flour-25kg", 2090)
+    with pytest.raises(fence.StaleClaim):
+        mod.record_quote(conn, holder, "flour-25kg", 1990)
+    assert quotes(conn) == [("flour-25kg", 2090, 2)]
 
 
 # --- a replacement's claim before every statement of the write --------------

@@ -9,7 +9,14 @@ PROMPT.md lists (C1-C6). No test asks which decision you named: only what
 it did. Some cases accept more than one decision.
 """
 
+import contextlib
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from crashcourse import journal
 from crashcourse.journal import decisions
@@ -209,8 +216,9 @@ def no_compensation_at_night(decision, after):
     owed = [u["step"] for u in after["unwinds"]
             if u["kind"] == decisions.COMPENSATION]
     assert owed == [], (
-        f"C5: your {decision!r} left compensation records for steps {owed}: a"
-        " mail that cannot be unsent, about renames now undone, at night")
+        f"C5: your {decision!r} left compensation records for steps {owed}:"
+        " what cannot be taken back (a mail sent, a list published), about"
+        " renames now undone, at night")
 
 
 # --- the cases ------------------------------------------------------------------
@@ -325,3 +333,130 @@ def test_after_a_handover_the_day_shift_finishes(mod, world):
     carried_out(decision, refused)
     finished_not_undone(decision, after)
     nothing_twice(after)
+
+
+# --- drawn plans: several gates, irreversible steps that are not mail --------
+#
+# The cases above share one plan shape: one gate, and the mails the only
+# irreversible steps. A rule can pass them by the action's name ("send_mail is
+# beyond undo") or by one gate passing. Here the plans are drawn: two or three
+# gates, each over its own renames, in any order among the steps; renames the
+# plan flags irreversible (publishing a price list under its public name:
+# customers download it, and a rename back does not take it back); zero to two
+# mails. The worker is killed at a drawn step and boundary; another file may
+# then take a name one gate checks (that gate fails, the others pass); the
+# plan is judged right or wrong. The consequences are graded as above.
+
+
+class Drawn(NamedTuple):
+    plan: object  # the Plan
+    kill: str  # the boundary the worker is SIGKILLed at
+    collision: str | None  # a name another file takes after the kill
+    plan_right: bool
+
+    def beyond_undo(self) -> bool:
+        """Whether an irreversible step is done or may be: one before the
+        kill, or the step killed at (in doubt at either boundary)."""
+        killed = int(self.kill.split(":")[0].removeprefix("step-"))
+        return any(s.irreversible for s in self.plan.steps[:killed])
+
+
+def drawn_plan(tokens, gate_names) -> object:
+    """A plan from ``tokens`` in order: ("rename", i, published),
+    ("mail", i), ("gate", i) with ``gate_names[i]`` the file ids it checks."""
+    steps = []
+    for token in tokens:
+        if token[0] == "rename":
+            _, i, published = token
+            steps.append(Step(0, "rename", {"file_id": f"f{i:03d}",
+                                            "name": f"invoice-2026-{i:03d}.pdf"},
+                              irreversible=published))
+        elif token[0] == "mail":
+            to = ("orders@supplier.example", "owner@shop.example")[token[1]]
+            steps.append(Step(0, "send_mail", {
+                "to": to, "subject": "restock invoices filed",
+                "body": "invoices renamed"}, irreversible=True))
+        else:
+            steps.append(Step(0, "verify_drive", {"names": {
+                f"f{i:03d}": f"invoice-2026-{i:03d}.pdf"
+                for i in sorted(gate_names[token[1]])}}, gate=True))
+    return make_plan("restock", [s._replace(number=n)
+                                 for n, s in enumerate(steps, start=1)])
+
+
+@st.composite
+def drawn_cases(draw) -> Drawn:
+    renames = draw(st.integers(min_value=3, max_value=7))
+    published = draw(st.sets(st.integers(min_value=1, max_value=renames),
+                             min_size=1, max_size=2))
+    mails = draw(st.integers(min_value=0, max_value=2))
+    gates = draw(st.integers(min_value=2, max_value=3))
+    tokens = draw(st.permutations(
+        [("rename", i, i in published) for i in range(1, renames + 1)]
+        + [("mail", i) for i in range(mails)] + [("gate", i) for i in range(gates)]))
+    acting = [n for n, t in enumerate(tokens, start=1) if t[0] != "gate"]
+    killed = draw(st.sampled_from(acting))
+    kill = f"step-{killed}:{draw(st.sampled_from(['after_intent', 'after_action']))}"
+    later = [t[1] for t in tokens[killed:] if t[0] == "rename"]
+    collide_with = draw(st.sampled_from([None, *later]))
+    # each gate checks its own renames; with a collision drawn, the first gate
+    # checks the colliding name and the last one does not
+    everyone = range(1, renames + 1)
+    gate_names = [draw(st.sets(st.sampled_from(everyone), min_size=1))
+                  for _ in range(gates)]
+    if collide_with is not None:
+        gate_names[0].add(collide_with)
+        gate_names[-1].discard(collide_with)
+        if not gate_names[-1]:
+            gate_names[-1].add(next(i for i in everyone if i != collide_with))
+    collision = None if collide_with is None else f"invoice-2026-{collide_with:03d}.pdf"
+    return Drawn(drawn_plan(tokens, gate_names), kill, collision,
+                 draw(st.booleans()))
+
+
+# Cases kept whatever the draw: a published rename done, a plan judged wrong;
+# a published rename in doubt after its action, judged wrong; two gates, one
+# failing, a plan judged right.
+PUBLISHED_DONE = Drawn(drawn_plan(
+    [("rename", 1, False), ("rename", 2, True), ("rename", 3, False), ("gate", 0),
+     ("rename", 4, False), ("gate", 1), ("mail", 0)], [{1, 2, 3}, {4}]),
+    "step-3:after_action", None, False)
+PUBLISHED_IN_DOUBT = Drawn(drawn_plan(
+    [("rename", 1, False), ("gate", 0), ("rename", 2, True), ("rename", 3, False),
+     ("gate", 1), ("mail", 1)], [{1, 2}, {3}]),
+    "step-3:after_action", None, False)
+ONE_GATE_FAILS = Drawn(drawn_plan(
+    [("rename", 1, False), ("rename", 2, False), ("gate", 0), ("rename", 3, True),
+     ("rename", 4, False), ("gate", 1), ("mail", 0)], [{1, 2}, {3, 4}]),
+    "step-2:after_action", "invoice-2026-004.pdf", True)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@example(case=PUBLISHED_DONE)
+@example(case=PUBLISHED_IN_DOUBT)
+@example(case=ONE_GATE_FAILS)
+@given(case=drawn_cases())
+def test_drawn_plans_meet_the_consequences(mod, case):
+    """Read the plan's flags and every gate: a drawn plan, killed at a drawn
+    step, maybe a gate failing, judged right or wrong; your decision carried
+    out and graded on C1-C5 from the rows."""
+    with tempfile.TemporaryDirectory() as folder, \
+            contextlib.contextmanager(fresh_world)(Path(folder), case.plan) as world:
+        killed_at(world, case.kill)
+        if case.collision is not None:
+            collide(world, case.collision)
+        decision, before, after, refused = decide(mod, world,
+                                                  plan_right=case.plan_right)
+        carried_out(decision, refused)
+        nothing_twice(after)
+        if case.plan_right and case.collision is None:
+            finished_not_undone(decision, after)
+        elif case.plan_right:
+            not_undone(decision, after)
+        else:
+            no_further_step(decision, before, after)
+            no_compensation_at_night(decision, after)
+            if not case.beyond_undo():
+                back_as_the_shop_left_it(decision, after)

@@ -1,32 +1,37 @@
-"""Exercise 12.2: predict the cells of a variant the chapter did not run.
+"""Exercise 12.2: predict the cells of a kill the chapter did not make.
 
-The chapter measured DBOS with every tool call a step. Here the same
-workflow runs its tools as PLAIN functions inside the workflow
-(``python -m crashcourse.workers.frameworks.dbos_agent --tools plain``):
-what DBOS's documentation warns against for I/O, and what Pydantic AI does
-with a tool nobody decorated. The model's turns are still DBOS steps, so
-each one's answer, the tool call's id included, is recorded.
+The chapter killed its frameworks before the order's request, after the
+supplier's acknowledgement, and after the next record, and counted the
+ORDERS. Here the kill comes later: right after the mail provider accepted
+the confirmation, the last tool's request, before that tool returned
+(``after_ack:send_confirmation``). Count what is at both services once
+DBOS has recovered the workflow (``DBOS.launch()`` in a fresh process):
+the supplier's orders and the provider's messages.
 
-Predict how many orders the supplier holds once DBOS has recovered the
-workflow after each of these kills, for two keys:
+The worker is ``python -m crashcourse.workers.frameworks.dbos_agent``, two
+ways:
+
+* ``step``: every tool call a ``@DBOS.step`` (the chapter's DBOS);
+* ``plain``: the tools as plain functions inside the workflow
+  (``--tools plain``), what Pydantic AI does with a tool nobody decorated;
+  the model's turns are still DBOS steps, so each one's answer, the tool
+  call's id included, is recorded;
+
+each with two keys:
 
 * ``none``: a fresh random ``Idempotency-Key`` per request;
-* ``position``: the workflow id and the model's tool-call id;
+* ``position``: the workflow id and DBOS's step id (``step``), or the
+  workflow id and the model's tool-call id (``plain``). The mail provider
+  takes no key: it travels in the ``X-Operation-Key`` header.
 
-and two kill points of the order's tool:
-
-* ``after_ack``: the supplier answered 201; the tool has not returned;
-* ``after_record``: the workflow went on (the model's next turn is recorded
-  in DBOS's own database) and the process is killed right before the mail.
-
-Return ``{"none/after_ack": n, "none/after_record": n,
-"position/after_ack": n, "position/after_record": n}``. The tests run the
-four kills for real and compare.
+Return ``{"step/none": {"orders": n, "messages": n}, "step/position": {...},
+"plain/none": {...}, "plain/position": {...}}``. The tests make the four
+kills for real and compare.
 """
 
 from __future__ import annotations
 
 
-def predicted() -> dict[str, int]:
-    """Orders at the supplier after each kill and DBOS's recovery."""
+def predicted() -> dict[str, dict[str, int]]:
+    """Orders at the supplier and messages at the provider, per cell."""
     raise NotImplementedError("exercise 12.2: predict, then let the tests run it")

@@ -1,18 +1,23 @@
-"""Exercise 12.2: predict the cells of a variant the chapter did not run.
+"""Exercise 12.2: predict the cells of a kill the chapter did not make.
 
-Reference answer. A plain tool has no record of its own: DBOS recovers a
-workflow by running its code again from the top, handing back the recorded
-output of every step. The model's turns are steps, so the same tool calls
-come back under the same ids; the plain tools between them run again, every
-one of them, whatever was recorded after them. So ``none`` orders twice at
-both kill points, and ``position`` (the recorded call id) sends the same key
-again: the supplier answers its second request with the first order.
+Reference answer. DBOS recovers a workflow by running its code again from
+the top, handing back the recorded output of every step that finished. The
+kill comes after the provider accepted the confirmation and before the mail
+tool returned, so nothing recorded that the mail went: the mail runs again
+in every cell, and the provider, which takes no key, holds two messages.
+The order ran earlier. As a step its output was recorded (and the model's
+next turn after it): it is handed back, not run, so one order under either
+key. As a plain function it has no record and runs again: a random key
+orders twice; the position key (the recorded call id) sends the same key,
+and the supplier answers the second request with the first order.
 """
 
 from __future__ import annotations
 
 
-def predicted() -> dict[str, int]:
-    """Orders at the supplier after each kill and DBOS's recovery."""
-    return {"none/after_ack": 2, "none/after_record": 2,
-            "position/after_ack": 1, "position/after_record": 1}
+def predicted() -> dict[str, dict[str, int]]:
+    """Orders at the supplier and messages at the provider, per cell."""
+    return {"step/none": {"orders": 1, "messages": 2},
+            "step/position": {"orders": 1, "messages": 2},
+            "plain/none": {"orders": 2, "messages": 2},
+            "plain/position": {"orders": 1, "messages": 2}}
