@@ -18,7 +18,8 @@ unexport PYTHONDONTWRITEBYTECODE
 NBVAL_TIMEOUT := 180
 
 .PHONY: help venv verify check lint test nbval exercises-check notebooks \
-        checkpoints exercise solution lab bench clean book site-test site-check
+        checkpoints exercise solution lab bench clean book site-test site-check \
+        stress
 
 help:
 	@echo "make lab          open the book in JupyterLab (headless; prints the URL)"
@@ -30,6 +31,8 @@ help:
 	@echo "make checkpoints [CHAPTERS='06 07']  each checkpoint in full mode; evidence in artifacts/runs/"
 	@echo "make exercise CH=01 [EX=apply_checked]   grade your answers in exercises/ch01"
 	@echo "make solution CH=01 [EX=apply_checked]   grade the reference answers"
+	@echo "make stress [REPEATS=2] [STRESS_FLAGS='--no-notebooks']  quick checkpoints and"
+	@echo "                  notebooks beside CPU hogs, a twin and a PostgreSQL killer (issue 36)"
 	@echo "make clean        remove the virtual environments and caches"
 	@echo "make bench [BENCHES='harness pg_queues']  measurements (bench/), in artifacts/bench/"
 
@@ -94,6 +97,16 @@ notebooks: $(STAMP)
 
 checkpoints: $(STAMP)
 	$(PY) tools/run_checkpoints.py $(CHAPTERS)
+
+# Adversity as a test matrix (issue 36), NOT part of verify: each checkpoint's
+# --quick mode and each notebook, REPEATS times beside each adversity (CPU-bound
+# processes, a second copy of itself, a loop that starts and SIGKILLs its own
+# PostgreSQL server). Never retries; writes bench/results/stress.json.
+# `python tools/stress.py --help` for the flags (STRESS_FLAGS).
+REPEATS ?= 2
+STRESS_FLAGS ?=
+stress: $(STAMP)
+	$(PY) tools/stress.py --repeats $(REPEATS) $(STRESS_FLAGS)
 
 # One line per failing test and one per exercise; EX=name grades one exercise.
 GRADE_FLAGS = -q --tb=line -rN -p no:cacheprovider --exercise-summary

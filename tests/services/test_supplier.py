@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -11,6 +13,7 @@ import pytest
 from crashcourse.lab.harness import Harness
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import count_rows, opened
+from crashcourse.waiting import wait_until
 from tests.lock_probe import second_writer_got_in
 
 FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
@@ -148,6 +151,52 @@ def test_dropped_response_still_commits(tmp_path):
         assert post(dropping.url, FLOUR, key="lost")[0] == 200  # the replay answers
         dropping.stop()
     assert orders_in(dropping.db) == 1
+
+
+def test_until_next_holds_the_first_post_until_a_later_one_is_decided(tmp_path):
+    """Chapter 06's fenced_at_supplier made by an event (issue 36): the first
+    POST (generation 1) is held, however long the later one (generation 2)
+    takes to come, until that one is decided; then it is refused as stale.
+    Its sender has long given up (its wait ran out): as the chapter's child."""
+    with Harness() as harness:
+        held = start_supplier(harness, tmp_path / "sup.db", "--hold-first", "60",
+                              "--until-next")
+        gave_up = threading.Thread(target=lambda: post_quietly(held.url, "w", "1"))
+        gave_up.start()
+        gave_up.join(30)
+        # its sender waited 0.5 s: the supplier has taken it as the first POST
+        # (a handler thread later than that is the one timing left here)
+        assert answers_logged(held.db, "op-w") == []  # the held one is undecided
+        assert post(held.url, FLOUR, key="op-w2", work="w", generation="2")[0] == 201
+        wait_until(lambda: answers_logged(held.db, "op-w") != [], 30,
+                   what="the held first POST decided")
+        held.stop()
+    assert answers_logged(held.db, "op-w") == [("POST", 412)]
+    with opened(held.db) as conn:  # decided in that order: generation 2 first
+        assert [r["generation"] for r in conn.execute(
+            "SELECT generation FROM requests WHERE method = 'POST' ORDER BY seq")
+                ] == [2, 1]
+
+
+def test_until_next_is_bounded_by_the_hold(tmp_path):
+    """No later POST comes: the held one is decided once its bound runs out."""
+    with Harness() as harness:
+        held = start_supplier(harness, tmp_path / "sup.db", "--hold-first", "0.5",
+                              "--until-next")
+        began = time.monotonic()
+        assert post(held.url, FLOUR, key="alone", work="w")[0] == 201
+        assert time.monotonic() - began >= 0.5  # held for its bound, no less
+        held.stop()
+
+
+def post_quietly(url, work, generation):
+    """A POST whose sender gives up after 0.5 s (its own wait)."""
+    headers = {"Content-Type": "application/json", "Idempotency-Key": f"op-{work}",
+               "X-Work-Id": work, "X-Generation": generation}
+    request = urllib.request.Request(f"{url}/orders", data=json.dumps(FLOUR).encode(),
+                                     headers=headers, method="POST")
+    with pytest.raises((TimeoutError, urllib.error.URLError)):
+        urllib.request.urlopen(request, timeout=0.5)
 
 
 def test_reject_switch_stores_no_order_and_logs_its_answer(tmp_path):

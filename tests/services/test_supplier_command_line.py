@@ -83,6 +83,15 @@ def test_a_hold_out_of_range_is_refused(tmp_path, value):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_until_next_without_a_hold_is_refused(tmp_path):
+    """``--until-next`` holds the first POST until a later one is decided, with
+    ``--hold-first`` as its bound: without that bound it is refused (issue 36)."""
+    one_line(serve("--db", str(tmp_path / "s.db"), "--ready", str(tmp_path / "r"),
+                   "--until-next"),
+             BAD_INPUT, "--until-next")
+    assert list(tmp_path.iterdir()) == []
+
+
 
 @pytest.mark.parametrize("option, value", [
     ("--timeout", "0"), ("--timeout", "-1"), ("--busy-ms", "0"), ("--busy-ms", "-5"),

@@ -37,8 +37,9 @@ from tests.pg_counters import rows_read  # noqa: E402
 # own modules: ``drain`` claims and finishes until nothing is eligible
 # (``drain-on-go``: first claims one turn, prints ``ready`` and waits for a
 # line on stdin, so the parent releases every racer together),
-# ``hold`` only claims, ``late TTL WAIT`` claims one turn, says so, waits and
-# then tries to finish it (a partitioned holder's late write).
+# ``hold`` only claims, ``late TTL go`` claims one turn, says so, waits for
+# the parent's line and then tries to finish it (a partitioned holder's late
+# write; no sleep decides when).
 WORKER = """
 import sys, time
 from crashcourse import claims, store
@@ -49,10 +50,7 @@ with store.opened(address, require=("work", "claims")) as conn:
         held = claims.claim(conn, owner, ttl=float(sys.argv[4]))
         print(f"claimed {held.id} {held.generation}" if held else "nothing",
               flush=True)
-        if sys.argv[5] == "go":  # until the parent says: after the cut
-            sys.stdin.readline()
-        else:
-            time.sleep(float(sys.argv[5]))
+        sys.stdin.readline()  # until the parent says "go": after the cut
         try:
             fence.finish(conn, held, claims.DONE, "late")
             print("finished")
@@ -291,7 +289,10 @@ def test_a_claim_begins_at_its_grant_not_before_a_write_it_waited_for(pg_url,
 def test_a_superseded_holder_is_refused_by_the_fence(conn):
     queue(conn, ["s0"])
     old = claims.claim(conn, "old", ttl=0.3)
-    time.sleep(0.5)  # the server's clock passes the lease
+    # the server's clock passes the lease, waited for on that clock (a sleep
+    # on ours says nothing of a reader's own server, whose clock may differ)
+    wait_until(lambda: store.now(conn) > old.expires, 30,
+               what="the server's clock past the old lease")
     new = claims.claim(conn, "new", ttl=60)
     assert (new.id, new.generation) == (old.id, old.generation + 1)
     with pytest.raises(StaleClaim, match="superseded"):
@@ -363,7 +364,8 @@ def test_nor_past_a_locked_turn_whose_lease_ran_out(pg_url, conn):
     url, schema = pg_url
     queue(conn, ["s0", "s0"])
     lapsed = claims.claim(conn, "gone", ttl=0.2)  # work-0, its holder gone
-    time.sleep(0.4)
+    wait_until(lambda: store.now(conn) > lapsed.expires, 30,  # by the server's
+               what="the server's clock past the lapsed lease")  # clock
     other = pgstore.connect(url, schema=schema)
     try:
         with store.immediate(conn, shared=True):  # work-0 being reclaimed
@@ -531,7 +533,10 @@ held = claims.claim(conn, "holder", ttl=1.0)
 try:
     with fence.fenced(conn, held, "observe"):  # checked, the row locked
         print("checked", flush=True)
-        time.sleep(0.5)  # cut off here, between its check and its write
+        # cut off here, between its check and its write: the parent's line
+        # comes once the link is down (a pipe is not the network), so the
+        # write is sent into the cut, never before it (was a 0.5 s sleep)
+        sys.stdin.readline()
         conn.execute("UPDATE work SET outcome = 'late' WHERE id = :id", {"id": held.id})
     print("committed", flush=True)
 except Exception as lost:
@@ -546,9 +551,11 @@ def test_a_holder_cut_off_mid_write_is_ended_by_the_server_and_its_write_lost(
     queue(conn, ["s0"])
     url = address(server.url_for(a.gateway), "shop")
     holder = hosts.run(a, [sys.executable, "-c", HOLDER_MID_WRITE, url],
-                       stdout=subprocess.PIPE, text=True)
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert first_line(holder, 30) == "checked"  # it holds the row lock now
     hosts.cut(a)
+    holder.stdin.write("write\n")  # now: its UPDATE goes into the cut
+    holder.stdin.flush()
     began = time.monotonic()
     taken = wait_until(lambda: claims.claim(conn, "taker", ttl=60), 10, interval=0.1,
                        what="the taker's claim, once the server ended the holder")

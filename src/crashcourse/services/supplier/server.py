@@ -1,7 +1,8 @@
 """The supplier: a real HTTP server process with its own database (chapter 06).
 
     python -m crashcourse.services.supplier.server --db PATH --ready PATH
-        [--drop-first-response] [--hold-first SECONDS] [--reject] [--no-fence]
+        [--drop-first-response] [--hold-first SECONDS [--until-next]] [--reject]
+        [--no-fence]
         [--timeout SECONDS] [--busy-ms MS] [--host ADDRESS]
 
 It binds ``--host`` (chapter 10: 0.0.0.0, for the other hosts) on a port the
@@ -41,8 +42,10 @@ order or release of that work with a lower generation is 412
 
 Fault switches (orders only): drop the first response after committing (the
 connection just closes), hold the first POST for N s before the supplier
-looks at it (a request delayed on the way: not yet in flight here), reject
-every order. ``--no-fence`` is the mutant that ignores the generation.
+looks at it (a request delayed on the way: not yet in flight here), or with
+``--until-next`` until a later POST has been decided (N s only its bound: the
+later one wins by an event, not by being quicker than N s), reject every
+order. ``--no-fence`` is the mutant that ignores the generation.
 
 It serves until killed, or until the process that started it is gone: a
 parent killed by SIGKILL never runs its harness's clean-up, and its supplier
@@ -117,6 +120,7 @@ class Handler(BaseHTTPRequestHandler):
     timeout = 10.0  # seconds a caller may stay silent (``serve`` sets --timeout)
     config: argparse.Namespace
     first_post = threading.Lock()  # only the first POST can be held or dropped
+    next_decided = threading.Event()  # a later POST /orders has been decided
     linger = False  # an error was answered: drain the caller before closing
 
     def log_message(self, *args) -> None:  # stay quiet: the parent reads our pipes
@@ -238,12 +242,17 @@ class Handler(BaseHTTPRequestHandler):
     def order(self, token: tuple, proposal: dict) -> tuple[int, dict] | None:
         """``POST /orders`` through the fault switches (chapter 06)."""
         first = Handler.first_post.acquire(blocking=False)
-        if first and self.config.hold_first > 0:
-            time.sleep(self.config.hold_first)  # delayed on the way, not looked at
+        if first and self.config.hold_first > 0:  # delayed on the way, not looked at
+            if self.config.until_next:  # the order of the two made by an event:
+                Handler.next_decided.wait(self.config.hold_first)  # a bound only
+            else:
+                time.sleep(self.config.hold_first)
         with IN_FLIGHT.holding(token[0]), self.store() as conn:
             status, result = accept(conn, *token, proposal,
                                     fence=not self.config.no_fence,
                                     reject=self.config.reject)
+        if not first:  # committed: a held first request may go on now
+            Handler.next_decided.set()
         if first and self.config.drop_first_response and status in (200, 201):
             self.close_connection = True  # committed, but the caller hears nothing
             return None
@@ -262,7 +271,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--db", required=True, help="the supplier's SQLite file")
     parser.add_argument("--ready", required=True, help="write the port here")
     parser.add_argument("--drop-first-response", action="store_true")
-    parser.add_argument("--hold-first", type=float, default=0.0, metavar="SECONDS")
+    parser.add_argument("--hold-first", type=float, default=0.0, metavar="SECONDS",
+                        help="hold the first POST /orders this long on its way in")
+    parser.add_argument("--until-next", action="store_true",
+                        help="with --hold-first: hold it until a later POST /orders"
+                        " is decided (SECONDS is then only the bound), so the later"
+                        " one is decided first however slow its sender (issue 36)")
     parser.add_argument("--reject", action="store_true")
     parser.add_argument("--no-fence", action="store_true", help="the mutant")
     parser.add_argument("--timeout", type=float, default=Handler.timeout,
@@ -275,6 +289,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--timeout and --busy-ms must be positive")
     if not 0 <= config.hold_first <= 3600:  # NaN and inf fail too
         parser.error("--hold-first must be 0 to 3600 seconds")
+    if config.until_next and not config.hold_first > 0:
+        parser.error("--until-next needs --hold-first SECONDS (its bound)")
     try:  # a device, a FIFO or a folder is no store and no ready file: as
         check_place("--db", config.db)  # root, os.replace would put a file
         check_place("--ready", config.ready)  # where /dev/full was
