@@ -34,7 +34,10 @@ UNDO = {
     "mail": ("cannot_unsend", CANNOT_UNDO),  # a sent mail stays sent
 }
 NOTHING = ("none", NOTHING_TO_UNDO)  # no effect: nothing to undo
-WAIT = ("wait", IN_DOUBT)  # may be in flight: no row yet, ask after the lease
+WAIT = ("wait", IN_DOUBT)  # may be in flight, or still to come: no row yet
+# The steps whose service takes the fencing token: ``compensate`` raises the
+# cancel's fence there before it probes, so no earlier call can land after.
+FENCED = {"reserve"}
 
 
 def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
@@ -57,11 +60,16 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
       * no attempt of it was ever admitted: ``NOTHING``. The cancel moved
         the version, and ``admit`` never lets out the call of an attempt
         whose version is not the workflow's;
-      * an admitted call whose lease is live at ``now`` (None: the store's
-        clock, ``store.now``): ``WAIT``, whatever a probe says, because the
-        call may still be made;
-      * an admitted call whose lease is over: ``probed[step]``, what asking
-        its service by the operation key answered (a bool).
+      * an admitted call at a service in ``FENCED``: ``probed[step]``, what
+        asking its service by the operation key answered (a bool), lease
+        or no lease: the probe is made after the cancel's fence, from whose
+        commit on no earlier call can land there;
+      * an admitted call elsewhere whose lease is live at ``now`` (None:
+        the store's clock, ``store.now``): ``WAIT``, whatever a probe says;
+      * an admitted call elsewhere whose lease is over: ``probed[step]``.
+        True: its undo. False is only "not yet": the holder may be paused
+        after its admission, past its lease, and still charge or send, so
+        ``WAIT``; a later probe settles it.
       A step that needs a probe and has none in ``probed``, an answer that
       is not a bool, or an answer for a step NOT in doubt: ValueError
       (``probed`` that is not a dict: TypeError). Answers for the other

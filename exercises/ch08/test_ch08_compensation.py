@@ -25,7 +25,8 @@ CASES = {
     "cancel:pending": {"reserve": NONE, "charge": NONE, "mail": NONE},
     "killed:before_remote:reserve": {"reserve": NONE, "charge": NONE,
                                      "mail": NONE},
-    "killed:admitted:reserve": {"reserve": WAIT, "charge": NONE, "mail": NONE},
+    # fenced before the probe: "no such order" is final, lease or no lease
+    "killed:admitted:reserve": {"reserve": NONE, "charge": NONE, "mail": NONE},
     "cancel:after_remote:reserve": {"reserve": RELEASED, "charge": NONE,
                                     "mail": NONE},
     "cancel:waiting_for_approval": {"reserve": RELEASED, "charge": NONE,
@@ -83,13 +84,21 @@ class World:
                                    who="person")
 
     def probed(self) -> dict:
-        """Each step in doubt, asked about at its service by operation key."""
+        """Each step in doubt, asked about at its service by operation key;
+        at a service that takes the token, after the cancel's fence, as
+        ``compensate`` asks (issue 29)."""
         remotes = restock_remotes(self.paths, self.url)
+        token = (self.id, self.read()["version"])
         with opened(self.paths["workflow"]) as conn:
-            return {s["step"]: remotes[s["step"]].probe(s["args"],
-                                                         s["operation_key"])[0]
-                    for s in workflow_steps.progress(conn, self.id)
-                    if s["status"] == workflow_steps.IN_DOUBT}
+            doubt = [s for s in workflow_steps.progress(conn, self.id)
+                     if s["status"] == workflow_steps.IN_DOUBT]
+        answers = {}
+        for s in doubt:
+            remote = remotes[s["step"]]
+            if remote.fence is not None:
+                remote.fence(token)
+            answers[s["step"]] = remote.probe(s["args"], s["operation_key"])[0]
+        return answers
 
     def plan(self, mod, probed, now=None) -> list[dict]:
         with opened(self.paths["workflow"]) as conn:
@@ -211,28 +220,37 @@ def test_a_step_in_doubt_needs_exactly_one_answer(mod, mail_in_doubt, probed):
 
 
 def test_after_the_lease_the_probe_decides(mod, harness, tmp_path):
-    """Killed after its admission to reserve: the call may have left. While
-    its lease lasts the plan waits; once it is over (an injected instant),
-    the probe's "no such order" settles it, as the runtime's own
-    compensation does at that instant."""
-    world = World(harness, tmp_path, "killed:admitted:reserve")
-    end = world.lease_end("reserve")
+    """Killed after its admission to mail, a service that takes no token:
+    the call may have left, or (were the worker only paused) may still. While
+    its lease lasts the plan waits; once it is over (an injected instant) the
+    probe decides, and only a found message settles it: "no message" is "not
+    yet", in doubt, as the runtime's own compensation leaves it (issue 29)."""
+    world = World(harness, tmp_path, "killed:admitted:mail")
+    end = world.lease_end("mail")
     probed = world.probed()
-    assert probed == {"reserve": False}  # the supplier never saw it
-    fate = {e["step"]: (e["action"], e["status"])
-            for e in world.plan(mod, probed, now=end - 1)}
-    assert fate["reserve"] == WAIT
+    assert probed == {"mail": False}  # the provider never saw it
+    expected = {"reserve": RELEASED, "charge": OWED, "mail": WAIT}
+
+    def fate(plan):
+        return {e["step"]: (e["action"], e["status"]) for e in plan}
+
+    assert fate(world.plan(mod, probed, now=end - 1)) == expected
     later = world.plan(mod, probed, now=end + 1)
-    assert [(e["action"], e["status"]) for e in later] == [NONE] * 3
+    assert fate(later) == expected  # after the lease, still only "not yet"
+    assert fate(world.plan(mod, {"mail": True}, now=end + 1))["mail"] == SENT
+    with pytest.raises(ValueError):  # after the lease the probe is needed
+        world.plan(mod, None, now=end + 1)
     agrees(later, world.compensate(now=end + 1))
 
 
-def test_an_earlier_admitted_attempt_is_not_forgotten(mod, tmp_path):
-    """Two attempts at reserve, written through the runtime's own moves on an
+@pytest.mark.parametrize("step", ["reserve", "charge"])
+def test_an_earlier_admitted_attempt_is_not_forgotten(mod, tmp_path, step):
+    """Two attempts at ``step``, written through the runtime's own moves on an
     injected clock: the first ADMITTED (its call may have left; its worker
     died), the second, a replacement's, written after that lease and never
-    admitted; then the person cancels. While the first lease lasts the plan
-    waits; after it, the probe's answer decides (the reservation may exist)."""
+    admitted; then the person cancels. The reserve (fenced before its probe)
+    is decided by the probe at once; the charge (no token) waits while the
+    first lease lasts, and after it only a found payment settles it."""
     built = build_world(str(tmp_path), approved=True)
     wid, t0 = built["workflow_id"], 1_800_000_000.0
     with opened(built["paths"]["workflow"]) as conn:
@@ -240,25 +258,38 @@ def test_an_earlier_admitted_attempt_is_not_forgotten(mod, tmp_path):
         version = workflow.transition(conn, wid, expected_state=seen["state"],
                                       expected_version=seen["version"],
                                       to_state=workflow.RUNNING, who="worker-1")
-        first = workflow_steps.attempt_step(conn, wid, "reserve",
+        if step == "charge":  # the reserve done first
+            version = workflow_steps.attempt_step(
+                conn, wid, "reserve", expected_version=version, who="worker-1",
+                lease_s=10, now=t0 - 100)
+            version = workflow_steps.record_outcome(
+                conn, wid, "reserve", {"happened": True},
+                expected_version=version, who="worker-1")
+        first = workflow_steps.attempt_step(conn, wid, step,
                                             expected_version=version,
                                             who="worker-1", lease_s=10, now=t0)
-        workflow_steps.admit(conn, wid, "reserve", version=first, wait_s=1,
+        workflow_steps.admit(conn, wid, step, version=first, wait_s=1,
                              now=t0 + 1)
-        second = workflow_steps.attempt_step(conn, wid, "reserve",
+        second = workflow_steps.attempt_step(conn, wid, step,
                                              expected_version=first,
                                              who="worker-2", lease_s=10,
                                              now=t0 + 30)
         workflow.cancel(conn, wid, expected_version=second, who="person")
-        attempts = workflow_steps.step_of(conn, wid, "reserve")["attempts"]
+        attempts = workflow_steps.step_of(conn, wid, step)["attempts"]
         assert [a["admitted_at"] is not None for a in attempts] == [True, False]
 
         def fate(probed, now):
             plan = mod.compensation_plan(conn, wid, probed, now)
-            return {e["step"]: (e["action"], e["status"]) for e in plan}["reserve"]
+            return {e["step"]: (e["action"], e["status"]) for e in plan}[step]
 
-        assert fate(None, now=t0 + 5) == WAIT  # the first lease still runs
-        assert fate({"reserve": True}, now=t0 + 35) == RELEASED
-        assert fate({"reserve": False}, now=t0 + 35) == NONE
+        if step == "reserve":  # fenced: the probe decides, lease or no lease
+            assert fate({step: True}, now=t0 + 5) == RELEASED
+            assert fate({step: False}, now=t0 + 5) == NONE
+            with pytest.raises(ValueError):  # the rows cannot say
+                mod.compensation_plan(conn, wid, None, t0 + 5)
+        else:
+            assert fate(None, now=t0 + 5) == WAIT  # the first lease still runs
+            assert fate({step: True}, now=t0 + 35) == OWED
+            assert fate({step: False}, now=t0 + 35) == WAIT  # not yet
         with pytest.raises(ValueError):  # the probe is needed: the rows cannot say
             mod.compensation_plan(conn, wid, None, t0 + 35)

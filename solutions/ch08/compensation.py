@@ -6,12 +6,17 @@ service's answer. What a step needs depends on one question, "does its
 effect exist, and can that still change?". The rows answer it for a step
 done, refused or never attempted, and for an attempt never admitted (the
 cancel moved the version, so that call can never leave). For an admitted
-call whose lease is live nobody can answer yet: it stays in doubt. After the
-lease, the caller brings the probe's answer (``probed``). An effect that
-exists gets its step's undo; the release has its own operation key, derived
-from the workflow, the step, the action ``release`` and the order it
-releases, so whoever carries the plan out, as often as they do, asks the
-supplier for the same one release.
+call the caller brings the probe's answer (``probed``), and what a "no"
+proves depends on the service. The supplier takes the token: the cancel's
+fence is raised there before the probe (``FENCED``), so "no such order" is
+final, lease or no lease. The payment service and the mail provider take no
+token: a holder paused after its admission may still charge or send, for as
+long as its pause lasts, so while its lease is live nobody asks, and after
+it a "no" only means "not yet": the step stays in doubt until a probe finds
+the effect (issue 29). An effect that exists gets its step's undo; the
+release has its own operation key, derived from the workflow, the step, the
+action ``release`` and the order it releases, so whoever carries the plan
+out, as often as they do, asks the supplier for the same one release.
 """
 
 from __future__ import annotations
@@ -38,13 +43,17 @@ UNDO = {
     "mail": ("cannot_unsend", CANNOT_UNDO),  # a sent mail stays sent
 }
 NOTHING = ("none", NOTHING_TO_UNDO)  # no effect: nothing to undo
-WAIT = ("wait", IN_DOUBT)  # may be in flight: no row yet, ask after the lease
+WAIT = ("wait", IN_DOUBT)  # may be in flight, or still to come: no row yet
+# The steps whose service takes the fencing token: ``compensate`` raises the
+# cancel's fence there before it probes, so no earlier call can land after.
+FENCED = {"reserve"}
 NOTES = {
     "released": "release the reservation at the supplier under its own key",
     "refund_owed": "the payment stays made: a person decides about a refund",
     "cannot_unsend": "the confirmation was sent and cannot be unsent",
     "none": "no effect exists: nothing to undo",
-    "wait": "its call may be in flight: in doubt until its lease is over",
+    "wait": "its call may be in flight or still to come: in doubt until a"
+            " probe finds its effect",
 }
 
 
@@ -70,6 +79,8 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
             action, status = doubt[name]  # the rows say, whatever a probe does
         elif step["status"] == DONE or answers.get(name, False):
             action, status = UNDO[name]
+        elif name in doubt and name not in FENCED:
+            action, status = WAIT  # "not found" is "not yet": it may still land
         else:
             action, status = NOTHING
         undo_key = None
@@ -82,13 +93,16 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
 
 
 def fate_in_doubt(step: dict, at: float) -> tuple | None:
-    """A step in doubt settled by its rows, or None where the probe decides:
+    """A step in doubt settled by its rows, or None where the probe is asked:
     no attempt since its last outcome admitted, nothing to undo (the cancel
-    moved the version: ``admit`` refuses it for ever); an admitted call whose
-    lease is live at ``at``, wait; an admitted call after its lease, None."""
+    moved the version: ``admit`` refuses it for ever); an admitted call at a
+    fenced service, None (the probe comes after the fence); elsewhere, an
+    admitted call whose lease is live at ``at``, wait; after its lease, None."""
     admitted = [a for a in step["attempts"] if a["admitted_at"] is not None]
     if not admitted:
         return NOTHING
+    if step["step"] in FENCED:
+        return None
     if max(a["expires"] for a in admitted) > at:
         return WAIT
     return None

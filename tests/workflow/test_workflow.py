@@ -300,20 +300,74 @@ def cancelled_with_three_kinds_of_step(conn, admitted=True) -> None:
 
 @pytest.mark.parametrize("found", [True, False])
 def test_compensate_settles_each_attempted_step_once(conn, found):
+    """An admitted charge the probe does not find, at a service that takes no
+    token, is NOT written off as nothing_to_undo (issue 29): its holder may
+    be paused after its admission, past its lease, and charge later. It stays
+    in doubt, with no row, until a later probe finds the effect."""
     cancelled_with_three_kinds_of_step(conn)  # reserve done, charge in doubt
     remotes = {step: fake_remote(found, []) for step in CHOICES}
     report = workflow_steps.compensate(conn, WF, remotes, who="person", now=LATER)
     fate = {c["step"]: c["status"] for c in report["compensations"]}
-    assert fate == {"reserve": workflow_steps.UNDONE,
-                    "charge": workflow_steps.UNDONE if found
-                    else workflow_steps.NOTHING_TO_UNDO}
+    assert fate == ({"reserve": workflow_steps.UNDONE, "charge": workflow_steps.UNDONE}
+                    if found else {"reserve": workflow_steps.UNDONE})
     assert report["state"] == CANCELLED and report["final"]
     assert report["completed"] == (["reserve", "charge"] if found else ["reserve"])
-    assert report["not_done"] == (["mail"] if found else ["charge", "mail"])
-    assert report["undone"] == report["completed"] and report["in_doubt"] == []
+    assert report["in_doubt"] == ([] if found else ["charge"])
+    assert report["not_done"] == ["mail"]
+    assert report["undone"] == report["completed"]
     before = rows(conn)
     workflow_steps.compensate(conn, WF, remotes, who="person", now=LATER)
     assert rows(conn) == before  # again: no change
+    # the late charge lands; the next probe finds it and the step is settled
+    late = {step: fake_remote(True, []) for step in CHOICES}
+    report = workflow_steps.compensate(conn, WF, late, who="person", now=LATER)
+    assert report["undone"] == ["reserve", "charge"] and report["in_doubt"] == []
+
+
+def fenced_remote(found: bool, asked: list) -> Remote:
+    """A remote at a service that takes the token: its uses noted in order."""
+    return Remote(lambda args, key, token: asked.append("call") or (
+                      RUNNING, {"happened": True}),
+                  lambda args, key: asked.append("probe") or (found, {}),
+                  lambda args, key, token: asked.append("undo") or (
+                      "released", workflow_steps.UNDONE, None, "undone"),
+                  fence=lambda token: asked.append(("fence", token)))
+
+
+@pytest.mark.parametrize("found", [True, False])
+def test_a_fenced_service_is_probed_after_its_fence_lease_or_no_lease(conn, found):
+    """At a service that takes the token, the cancel's fence is raised first,
+    then the probe decides, even while the holder's lease is live: from the
+    fence's commit on no call of an earlier version can land (issue 29)."""
+    cancelled_with_three_kinds_of_step(conn)  # charge admitted at T0, lease live
+    cancelled_at = workflow.read(conn, WF)["version"]
+    asked = []
+    remotes = {step: fenced_remote(found, asked) for step in CHOICES}
+    report = workflow_steps.compensate(conn, WF, remotes, who="person", now=T0 + 1)
+    assert asked == ["undo", ("fence", (WF, cancelled_at)), "probe",
+                     *(["undo"] if found else [])]  # reserve done: undone first
+    charge = next(c for c in report["compensations"] if c["step"] == "charge")
+    assert charge["status"] == (workflow_steps.UNDONE if found
+                                else workflow_steps.NOTHING_TO_UNDO)
+    assert report["in_doubt"] == []
+
+
+def test_an_unconfirmed_fence_writes_nothing_for_its_step(conn):
+    """The fence is not known to hold (the supplier down, an answer lost):
+    that step is not asked and gets no row; it stays in doubt (issue 29)."""
+    cancelled_with_three_kinds_of_step(conn)
+    asked = []
+
+    def down(token):
+        raise ConnectionRefusedError("the supplier is down")
+
+    remotes = {step: fenced_remote(False, asked)._replace(fence=down)
+               for step in CHOICES}
+    with pytest.raises(OSError):
+        workflow_steps.compensate(conn, WF, remotes, who="person", now=LATER)
+    assert asked == ["undo"]  # the reserve, done, was undone; charge not asked
+    report = workflow_steps.final_report(conn, WF)
+    assert report["in_doubt"] == ["charge"] and report["undone"] == ["reserve"]
 
 
 def test_an_attempt_never_admitted_has_nothing_to_undo_without_asking(conn):

@@ -116,7 +116,14 @@ def build_world(directory: str, workflow_id: str = "restock-8", *,
 
 
 def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
-    """The three steps bound to their services: call, probe, undo (ch. 08)."""
+    """The three steps bound to their services: call, probe, undo (ch. 08).
+
+    Only the supplier takes the token, so only the reserve has a ``fence``:
+    a compensation raises it before it probes, and a late reserve of the
+    cancelled workflow is refused (412). The payment service takes the key
+    and no token, the mail provider neither: a late charge or mail can land
+    after a probe, and a later probe finds it (by the key, or by the mail's
+    key header)."""
 
     def reserve(args, key, token):
         status, body = supplier_client.place_order(
@@ -140,6 +147,9 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
             return "released", UNDONE, own, "released at the supplier"
         return ("release_refused", NEEDS_PERSON, own,
                 f"the supplier answered {status}: a person decides")
+
+    def fence(token):  # the cancel reaching the supplier (issue 29)
+        supplier_client.fence_work(url, token[0], token[1], CALL_WAIT_S)
 
     def charge(args, key, token):
         try:
@@ -169,7 +179,7 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
     owed = ("refund_owed", NEEDS_PERSON, None,
             "the payment service has no refund: a person decides")
     unsent = ("cannot_unsend", CANNOT_UNDO, None, "a sent mail cannot be unsent")
-    return {"reserve": Remote(reserve, reserved, release, CALL_WAIT_S),
+    return {"reserve": Remote(reserve, reserved, release, CALL_WAIT_S, fence),
             "charge": Remote(charge, charged, lambda *_: owed, CALL_WAIT_S),
             "mail": Remote(send, sent, lambda *_: unsent, CALL_WAIT_S)}
 

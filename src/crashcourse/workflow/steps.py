@@ -12,9 +12,12 @@ own transaction, the workflow is still at the attempt's version (nobody moved
 it: no recovery, no cancel) AND the call's declared wait fits in what is left
 of the lease. The admission is stamped on the attempt row (``admitted_at``).
 A holder paused anywhere before ``admit`` is refused there and calls nothing.
-The RESIDUAL WINDOW is the instant between ``admit`` and the request leaving
-the process (boundary ``admitted:<step>``): a holder paused there can still
-send late, and only a service that takes the key or the token refuses it.
+The RESIDUAL WINDOW is the interval from ``admit``'s commit to the service's
+own commit of the call (boundary ``admitted:<step>`` is in it; for the mail
+provider and the payment service that commit is a SQLite transaction inside
+this process): a holder paused anywhere in it can still act late, for as
+long as the pause lasts, and only a service that takes the key or the token
+refuses it.
 
 Recovery never touches a step in doubt while its attempt's lease is live
 (``AttemptHeld``): a lease that ran out lets another holder begin; it says
@@ -23,9 +26,12 @@ lease, the probe asks the service by the step's operation key before
 anything is called again. A holder refused at its
 admission or at its outcome hands its lease back (``release_lease``).
 
-A cancelled workflow gets ONE ``compensations`` row per attempted step
-(``compensate``): undone, needs a person, cannot be undone, or nothing to
-undo; ``final_report`` reads it all back from rows.
+A cancelled workflow gets at most ONE ``compensations`` row per attempted
+step (``compensate``): undone, needs a person, cannot be undone, or nothing
+to undo. The cancel reaches a service that takes the token (``Remote.fence``)
+before any probe; a step admitted by a holder that may still act, at a
+service that takes no token, stays in doubt until a probe finds its effect.
+``final_report`` reads it all back from rows.
 """
 
 from __future__ import annotations
@@ -81,8 +87,8 @@ CREATE TABLE IF NOT EXISTS compensations (
 TABLES = ("workflows", "workflow_history", "workflow_steps", "compensations")
 
 
-class Remote(namedtuple("_RemoteFields", "call probe undo wait_s",
-                        defaults=(WAIT_S,))):
+class Remote(namedtuple("_RemoteFields", "call probe undo wait_s fence",
+                        defaults=(WAIT_S, None))):
     """How one step reaches its service, and asks it, and undoes it (ch. 08).
 
     ``call(args, operation_key, token) -> (to_state, outcome)``: make the
@@ -93,6 +99,11 @@ class Remote(namedtuple("_RemoteFields", "call probe undo wait_s",
     status, compensation_key, note)``: what to do about the effect once the
     workflow is cancelled. ``wait_s``: the longest the call may take once
     admitted (its timeouts), which ``admit`` fits into the attempt's lease.
+    ``fence(token)``, for a service that takes the token (None: it takes
+    none): raise the workflow's fence there to ``token``'s version, so that
+    from its commit on the service refuses every call of a lower version;
+    it returns only once the service confirmed it, else raises (``OSError``
+    when that is not known): ``compensate`` asks nothing before it returns.
     """
 
     __slots__ = ()
@@ -177,8 +188,9 @@ def admit(conn: sqlite3.Connection, workflow_id: str, step: str, *, version: int
     ``version`` (nobody moved it since the attempt: not a recovery, not a
     cancel) and ``wait_s``, the call's declared wait, fits in what is left of
     the attempt's lease by the store's clock. The admission is stamped on
-    the attempt row. Between this commit and the request leaving the process
-    is the residual window: no check of ours can see a pause there."""
+    the attempt row. From this commit to the service's own commit of the
+    call is the residual window, an interval: no check of ours can see a
+    pause anywhere in it."""
     check_seconds("wait_s", wait_s)
     with immediate(conn):
         found = workflow.current(workflow.read(conn, workflow_id))
@@ -368,48 +380,69 @@ def compensate(conn: sqlite3.Connection, workflow_id: str, remotes: dict, *,
                who: str, now: float | None = None) -> dict:
     """Settle every attempted step of a cancelled (or failed) workflow once;
     returns ``final_report`` (chapter 08). An effect that exists gets its
-    ``undo``. A step in doubt is settled only when no holder can still make
-    its call:
+    ``undo``. A step in doubt gets a row only once no earlier holder can
+    still make its call land (``settle_step``):
 
     * its attempt was never admitted: the workflow has since moved to a
       final state, so ``admit`` can never let that call out: nothing to undo;
-    * admitted, and its lease is live: its holder may be paused between the
-      admission and the call. It stays IN DOUBT in the report and gets no row
-      (a compensation row is written once, so a guess would be permanent);
-      run ``compensate`` again after the lease;
-    * admitted, lease over: the probe decides.
+    * admitted, at a service that takes the token: the cancel reaches it
+      first (``Remote.fence``, raised to the workflow's version now); from
+      the fence's commit on no call of an earlier version can land there,
+      so the probe made after it decides, lease or no lease;
+    * admitted, at a service that takes no token (the mail provider, the
+      payment service): a holder paused after its admission may still act,
+      for as long as the pause lasts, and no lease bounds that. Its probe is
+      made once the lease is over; if it finds the effect, the effect is
+      undone; if not, the step stays IN DOUBT with no row (a compensation
+      row is written once, so "nothing to undo" would be a permanent guess).
+      Run ``compensate`` again later: a late effect that landed is found by
+      that probe and settled then. A person who knows the holder is gone may
+      write the row (``record_compensation``).
 
-    What remains is the residual window: a holder paused after its admission
-    for longer than its lease can still send after the probe found nothing,
-    to a service that takes neither the key nor the token. The key header
-    lets a later probe see it (``Remote.probe``'s ``copies``)."""
+    So every row is true for good: nothing the report calls not done can
+    happen later, and what may still happen is in doubt. A fence that is not
+    confirmed raises (``OSError``) before that step is asked or written."""
     seen = workflow.read(conn, workflow_id)
     if seen["state"] not in (workflow.CANCELLED, workflow.FAILED):
         raise ValueError(f"workflow {workflow_id!r} is {seen['state']}: "
                          "only a cancelled or failed one is compensated")
+    token = (workflow_id, seen["version"])
     at = store.now(conn, now)  # the leases' clock
     for step in progress(conn, workflow_id):
         if step["compensation"] or step["status"] in (NOT_STARTED, NOT_DONE):
             continue  # settled already, or no effect was ever attempted
-        remote, args, key = remotes[step["step"]], step["args"], step["operation_key"]
-        admitted = holder([a for a in step["attempts"]
-                            if a["admitted_at"] is not None])
-        if step["status"] == IN_DOUBT and admitted is None:
-            settled = ("none", NOTHING_TO_UNDO, None,
-                       "never admitted: the workflow moved on before its call"
-                       " could leave")
-        elif step["status"] == IN_DOUBT and admitted["expires"] > at:
-            continue  # may be in flight: in doubt until its lease is over
-        elif step["status"] == DONE or remote.probe(args, key)[0]:
-            settled = remote.undo(args, key, (workflow_id, seen["version"]))
-        else:
-            settled = ("none", NOTHING_TO_UNDO, None,
-                       "the service has no such effect after the attempt's lease")
+        settled = settle_step(step, remotes[step["step"]], token, at)
+        if settled is None:
+            continue  # an earlier holder may still act: in doubt
         action, status, undo_key, note = settled
         record_compensation(conn, workflow_id, step["step"], action=action,
                             status=status, note=note, who=who,
                             compensation_key=undo_key)
     return final_report(conn, workflow_id)
+
+
+def settle_step(step: dict, remote: Remote, token: tuple, at: float):
+    """``compensate``'s rule for one attempted step, judged at ``at`` on the
+    leases' clock with the cancel's ``token``: (action, status, compensation
+    key, note), or None while it must stay in doubt (chapter 08)."""
+    args, key = step["args"], step["operation_key"]
+    if step["status"] == DONE:
+        return remote.undo(args, key, token)
+    admitted = holder([a for a in step["attempts"] if a["admitted_at"] is not None])
+    if admitted is None:
+        return ("none", NOTHING_TO_UNDO, None,
+                "never admitted: the workflow moved on before its call could leave")
+    if remote.fence is not None:
+        remote.fence(token)  # confirmed, or it raises: the probe comes after
+        if remote.probe(args, key)[0]:
+            return remote.undo(args, key, token)
+        return ("none", NOTHING_TO_UNDO, None,
+                "fenced at the service, then not found: no earlier call can land")
+    if admitted["expires"] > at:
+        return None  # may be in flight: not even asked while its lease is live
+    if remote.probe(args, key)[0]:
+        return remote.undo(args, key, token)
+    return None  # its holder may still send: only a later probe can tell
 
 
 def final_report(conn: sqlite3.Connection, workflow_id: str) -> dict:

@@ -31,6 +31,8 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
         name, key = step["step"], step["operation_key"]
         if step["status"] in (DONE, IN_DOUBT):  # attempted: assume it ran
             action, status = UNDO[name]
+        elif name in doubt and name not in FENCED:
+            action, status = WAIT  # "not found" is "not yet": it may still land
         else:
             action, status = NOTHING
         undo_key = None

@@ -43,6 +43,8 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
             action, status = doubt[name]  # the rows say, whatever a probe does
         elif step["status"] == DONE or answers.get(name, False):
             action, status = UNDO[name]
+        elif name in doubt and name not in FENCED:
+            action, status = WAIT  # "not found" is "not yet": it may still land
         else:
             action, status = NOTHING
         undo_key = None

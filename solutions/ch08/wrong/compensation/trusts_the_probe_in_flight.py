@@ -1,22 +1,53 @@
 """WRONG ANSWER to exercise 08.3 (chapter 08): the probe trusted while the
 call may be in flight.
 
-The mistake: a call that was admitted is settled by the probe at once, lease
-or no lease. The worker is held after its admission to mail; the provider
+The mistake: an admitted call is settled by the probe at once, lease or no
+lease, and a probe that finds nothing means nothing to undo, at every
+service. The worker is held just after its admission to mail; the provider
 has no message yet, so the probe says no, and the plan says "nothing to
-undo" for a mail the worker sends a moment later. A compensation row is
-written once, so the runtime writes none until the lease is over; the plan
-must say so too. Caught by
-``test_the_plan_is_what_the_runtime_then_does[held:admitted:mail]``.
+undo" for a mail the worker sends a moment later. Only at the supplier,
+fenced before the probe, is "no such order" final; the mail provider takes
+no token, and the runtime writes no row for that step. Caught by
+``test_the_plan_is_what_the_runtime_then_does[held:admitted:mail]`` and
+``test_after_the_lease_the_probe_decides``.
 """
 
 
 def fate_in_doubt(step: dict, at: float) -> tuple | None:
-    """A step in doubt settled by its rows, or None where the probe decides:
-    no attempt since its last outcome admitted, nothing to undo (the cancel
-    moved the version: ``admit`` refuses it for ever); an admitted call whose
-    lease is live at ``at``, wait; an admitted call after its lease, None."""
     admitted = [a for a in step["attempts"] if a["admitted_at"] is not None]
     if not admitted:
         return NOTHING
-    return None
+    return None  # the probe decides at once
+
+
+def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
+                      probed: dict | None = None, now: float | None = None
+                      ) -> list[dict]:
+    """What each step of a cancelled (or failed) workflow needs, from its
+    rows, the lease clock (``now``, else the store's) and the probes of the
+    steps that need one; writes nothing (chapter 08)."""
+    state = workflow.read(conn, workflow_id)["state"]  # KeyError if unknown
+    if state not in (workflow.CANCELLED, workflow.FAILED):
+        raise ValueError(f"workflow {workflow_id!r} is {state}: no compensation")
+    at = store.now(conn, now)
+    steps = workflow_steps.progress(conn, workflow_id)
+    doubt = {s["step"]: fate_in_doubt(s, at) for s in steps
+             if s["status"] == IN_DOUBT}
+    answers = check_probed(probed, set(doubt),
+                           {name for name, fate in doubt.items() if fate is None})
+    plan = []
+    for step in steps:
+        name, key = step["step"], step["operation_key"]
+        if doubt.get(name) is not None:
+            action, status = doubt[name]  # the rows say, whatever a probe does
+        elif step["status"] == DONE or answers.get(name, False):
+            action, status = UNDO[name]
+        else:  # not found: nothing to undo, whatever the service
+            action, status = NOTHING
+        undo_key = None
+        if action == "released":
+            undo_key = operation_key(workflow_id, name, "release", {"order": key})
+        plan.append({"step": name, "operation_key": key, "action": action,
+                     "status": status, "compensation_key": undo_key,
+                     "note": NOTES[action]})
+    return plan
