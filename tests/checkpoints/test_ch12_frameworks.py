@@ -16,7 +16,7 @@ import pytest
 
 from tests.checkpoints import script
 
-pytest.importorskip("langgraph")  # the frameworks are an extra: crashcourse[frameworks]
+pytest.importorskip("langgraph")  # the frameworks are the package's extra 'frameworks'
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch12_frameworks.py"
