@@ -1,7 +1,8 @@
 """Chapter 12 checkpoint: the same kill, pointed at other people's frameworks.
 
     python checkpoints/ch12_frameworks.py --output PATH [--quick]
-        [--trials N] [--other-trials N] [--frameworks NAME,...] [--seed N]
+        [--trials N] [--other-trials N] [--frameworks NAME,...]
+        [--points NAME,...] [--seed N]
 
 The shop agent (reserve stock, place the supplier order, mail the
 confirmation; ``crashcourse.workers.frameworks``) runs in each framework as
@@ -35,6 +36,13 @@ Cells: framework x mode x key x kill point.
                                      finishes the workflow, then the frozen one
                                      is thawed and its request leaves late;
                                      ``returncode`` is its own exit, once thawed
+                    paused_before_mail  (Temporal only) the same, frozen later:
+                                     the order acknowledged and recorded, the
+                                     mail's call admitted (behind the adapter,
+                                     its intent and lease written), held right
+                                     before the mail's request; the replacement
+                                     retries the mail activity and finishes,
+                                     then the thaw lets the late mail leave
 
 Each trial (but the paused one): start the worker, hold it at the boundary,
 SIGKILL its group (-9 verified), then run the same command again: the
@@ -54,6 +62,13 @@ with keys ``none`` and ``position`` are the FINDING: they hold when they ran
 and were counted (-9 verified, the resumed process finished, at least one
 order and one message at the services), whatever they duplicated; ``role``
 says which a trial is, and ``duplicates`` is the finding.
+
+THE LATE MAIL (``paused_before_mail``) is the residual window of chapters
+07 and 08, measured, not fixed: the provider takes no key, and a request
+admitted before a freeze leaves after the thaw, whatever holds the journal.
+Its trials have ``role`` "window": they hold when they ran and were counted
+and (action key) the supplier has exactly one order; ``late_messages`` (the
+messages beyond those there before the thaw) is what they measure.
 
 Quick mode (the test suite's): LangGraph's prebuilt agent under
 ``durability="exit"``, killed after the acknowledgement, once per key.
@@ -86,7 +101,8 @@ PACKAGE = "crashcourse.workers.frameworks"
 POINTS = {"before_request": "before_request:place_order",
           "after_ack": "after_ack:place_order",
           "after_record": "before_request:send_confirmation"}
-PAUSED = "paused_before_request"  # Temporal only: a live stale holder
+PAUSED = {"paused_before_request": "before_request:place_order",  # Temporal
+          "paused_before_mail": "before_request:send_confirmation"}  # only
 RECORD_WAIT_S = 5.0  # how long a held worker is given to record step 2
 PACKAGES = ("langgraph", "langgraph-checkpoint-sqlite", "langchain",
             "langchain-core", "dbos", "pydantic-ai-slim", "temporalio",
@@ -177,12 +193,15 @@ def said(finished) -> str | None:
 
 def judge(trial: dict) -> dict:
     """The rule above: the fix must hold, the finding must have run."""
-    stopped = (trial["returncode"] == -9 if trial["kill_point"] != PAUSED
+    stopped = (trial["returncode"] == -9 if trial["kill_point"] not in PAUSED
                else trial["paused_alive_while_replaced"]
                and trial["orders_before_thaw"] >= 1)
     ran = (stopped and trial["resumed_returncode"] == 0
            and trial["orders_at_service"] >= 1 and trial["messages_at_provider"] >= 1)
     fixed = trial["key"] == "action"
+    if trial["kill_point"] == "paused_before_mail":  # the window: measured
+        return {**trial, "role": "window",
+                "holds": bool(ran and (trial["orders_at_service"] == 1 or not fixed))}
     exact = trial["orders_at_service"] == 1 and trial["messages_at_provider"] == 1
     return {**trial, "role": "fix" if fixed else "finding",
             "holds": bool(ran and (exact or not fixed))}
@@ -221,31 +240,41 @@ def one_trial(variant: Variant, key: str, point: str, world, supplier_db: Path,
 def paused_trial(variant: Variant, key: str, point: str, world,
                  supplier_db: Path, harness: Harness, server) -> dict:
     """A LIVE stale holder: the worker is frozen (SIGSTOP) right before its
-    order leaves; the server retries the activity on a replacement worker,
-    which finishes the workflow; then the frozen worker is thawed and sends
-    its request late. Counted once both have exited."""
+    order (or its mail) leaves; the server retries the activity on a
+    replacement worker, which finishes the workflow; then the frozen worker
+    is thawed and sends its request late. Counted once both have exited."""
     args = variant.command(world, key, server)
-    worker = harness.start(args, stop_at=POINTS["before_request"])
+    worker = harness.start(args, stop_at=PAUSED[point])
     worker.wait_for_boundary(experiment.TIMEOUT)
     worker.freeze()
     worker.release()  # read once thawed
     started = time.monotonic()
-    replacement = harness.start(args).finish(experiment.TIMEOUT)
+    try:
+        replacement = harness.start(args).finish(experiment.TIMEOUT)
+    except TimeoutError as error:  # say which of the two overran
+        raise TimeoutError(f"the replacement: {error}") from None
     alive_while_replaced = worker.alive()
-    orders_before_thaw = counted(world, supplier_db)["orders_at_service"]
+    before_thaw = counted(world, supplier_db)
     worker.thaw()
-    late = worker.finish(experiment.TIMEOUT)
+    try:
+        late = worker.finish(experiment.TIMEOUT)
+    except TimeoutError as error:
+        raise TimeoutError(f"the thawed worker: {error}") from None
+    after = counted(world, supplier_db)
     return {
         "returncode": late.returncode,  # the paused worker's own exit, once thawed
         "paused_alive_while_replaced": alive_while_replaced,
-        "orders_before_thaw": orders_before_thaw,
+        "orders_before_thaw": before_thaw["orders_at_service"],
+        "messages_before_thaw": before_thaw["messages_at_provider"],
+        "late_messages": (after["messages_at_provider"]
+                          - before_thaw["messages_at_provider"]),
         "recorded_at_kill": None,
         "resumed_returncode": replacement.returncode,
         "resumed_how": said(replacement),
         "resumed_stderr": replacement.stderr[-1500:] if replacement.returncode else "",
         "start_to_hold_s": None,
         "resume_s": round(time.monotonic() - started, 3),
-        **counted(world, supplier_db)}
+        **after}
 
 
 def plan(args) -> list[tuple[Variant, str, str, int]]:
@@ -257,14 +286,16 @@ def plan(args) -> list[tuple[Variant, str, str, int]]:
         return [(chosen[0], key, "after_ack", 0) for key in KEYS]
     names = set(args.frameworks.split(",")) if args.frameworks else None
     chosen = [v for v in variants() if names is None or v.framework in names]
+    points = set(args.points.split(",")) if args.points else None
     rounds = max(args.trials, args.other_trials)
     cells = []
     for repetition in range(rounds):
         for variant in chosen:
             for key in KEYS:
-                for point in (*POINTS, PAUSED):
-                    wanted = (args.trials if point == "after_ack"
-                              else 0 if point == PAUSED and not variant.needs_server
+                for point in (*POINTS, *PAUSED):
+                    wanted = (0 if points is not None and point not in points
+                              else args.trials if point == "after_ack"
+                              else 0 if point in PAUSED and not variant.needs_server
                               else args.other_trials)
                     if repetition < wanted:
                         cells.append((variant, key, point, repetition))
@@ -276,7 +307,7 @@ def run_one(harness: Harness, folder: Path, identity: dict, variant: Variant,
     """One trial in its own world (its folder) against the shared supplier
     and Temporal server, judged."""
     world = build_world(folder / "world", supplier.url, identity["trial"])
-    trial_kind = paused_trial if point == PAUSED else one_trial
+    trial_kind = paused_trial if point in PAUSED else one_trial
     found = trial_kind(variant, key, point, world, supplier.db, harness, server)
     return judge({**identity, **found})
 
@@ -309,6 +340,8 @@ def run(args) -> tuple[dict, list[dict], dict]:
                "held": sum(t["holds"] for t in trials),
                "fix_duplicates": sum(t.get("duplicates", 0) for t in trials
                                      if t["key"] == "action"),
+               "window_late_messages": sum(t.get("late_messages", 0) for t in trials
+                                           if t["kill_point"] == "paused_before_mail"),
                "record_wait_s": RECORD_WAIT_S}
     versions = {package: installed(package) for package in PACKAGES}
     return summary, trials, {"versions": versions}
@@ -325,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: %(default)s)")
     parser.add_argument("--frameworks", default=None, metavar="NAME,...",
                         help="only these frameworks (default: all of them)")
+    parser.add_argument("--points", default=None, metavar="NAME,...",
+                        help="only these kill points (default: all of them)")
     return experiment.main(argv, parser=parser, evidence_id=EVIDENCE_ID,
                            script=__file__, run=run)
 

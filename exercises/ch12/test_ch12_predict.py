@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("dbos")  # the frameworks are an extra: crashcourse[frameworks]
+pytest.importorskip("dbos")  # the frameworks are the package's extra 'frameworks'
 
 from crashcourse.lab.harness import Harness  # noqa: E402
 from crashcourse.services import mail  # noqa: E402

@@ -16,7 +16,7 @@ import pytest
 
 from tests.checkpoints import script
 
-pytest.importorskip("langgraph")  # the frameworks are an extra: crashcourse[frameworks]
+pytest.importorskip("langgraph")  # the frameworks are the package's extra 'frameworks'
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch12_frameworks.py"
@@ -82,3 +82,20 @@ def test_a_duplicate_under_the_fix_fails_the_trial(quick):
     finding = {k: v for k, v in quick["none"].items() if k not in ("role", "holds")}
     assert judge(finding)["holds"] is True  # counted, whatever it duplicated
     assert judge({**finding, "resumed_returncode": 1})["holds"] is False
+
+
+def test_the_late_mail_window_is_measured_not_judged_as_the_fix():
+    """``paused_before_mail``: the provider takes no key, so a mail admitted
+    before the freeze may leave after the thaw; the trial holds when it ran
+    and (action key) the supplier has one order, whatever the messages."""
+    judge = script("ch12_frameworks").judge
+    ran = {"trial": "t", "key": "action", "kill_point": "paused_before_mail",
+           "returncode": 0, "paused_alive_while_replaced": True,
+           "orders_before_thaw": 1, "resumed_returncode": 0,
+           "orders_at_service": 1, "messages_at_provider": 2, "late_messages": 1}
+    assert judge(ran) | {} == {**ran, "role": "window", "holds": True}
+    assert judge({**ran, "orders_at_service": 2})["holds"] is False
+    assert judge({**ran, "paused_alive_while_replaced": False})["holds"] is False
+    assert judge({**ran, "key": "none", "orders_at_service": 2})["holds"] is True
+    before = {**ran, "kill_point": "paused_before_request"}
+    assert judge(before)["role"] == "fix" and judge(before)["holds"] is False

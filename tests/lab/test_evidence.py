@@ -106,3 +106,34 @@ def test_attempt_does_not_hide_a_bug():
 
     with pytest.raises(KeyError):
         evidence.attempt({"case": "x"}, run)
+
+
+def test_sources_used_follows_imports_lazy_ones_and_modules_named_in_strings(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "from crashcourse.lab import evidence\n"
+        "def later():\n"
+        "    from crashcourse.services import mail\n"
+        "COMMAND = ['-m', 'crashcourse.workers.frameworks']\n")
+    used = evidence.sources_used(script)
+    assert used[0] == "script/probe.py"
+    assert "crashcourse/lab/evidence.py" in used
+    assert "crashcourse/lab/harness.py" in used  # evidence.py imports it
+    assert "crashcourse/services/mail.py" in used  # imported inside a function
+    assert "crashcourse/workers/frameworks/temporal_agent.py" in used  # a package named
+    assert "crashcourse/figures/scaling.py" not in used  # nothing here reaches it
+
+
+def test_drifted_names_a_used_source_whose_hash_differs_and_no_other(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text("from crashcourse.services import mail\n")
+    document = {"manifest": evidence.manifest(script)}
+    assert evidence.drifted(document, script) == []
+    hashes = document["manifest"]["sources_sha256"]
+    hashes["crashcourse/services/mail.py"] = "0" * 64
+    hashes["crashcourse/figures/scaling.py"] = "0" * 64  # not used: no drift
+    assert evidence.drifted(document, script) == ["crashcourse/services/mail.py"]
+    del hashes["crashcourse/services/mail.py"]  # not recorded at all: drift too
+    assert evidence.drifted(document, script) == ["crashcourse/services/mail.py"]
+    script.write_text("from crashcourse.services import mail  # edited\n")
+    assert "script/probe.py" in evidence.drifted(document, script)

@@ -11,10 +11,12 @@ leaves no file at all, so the next run is not refused by a half-written one.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import platform
+import re
 import sqlite3
 import sys
 import time
@@ -169,3 +171,72 @@ def new_run_path(directory: str | Path, stem: str) -> Path:
         n += 1
         candidate = directory / f"{base}-{n}.json"
     return candidate
+
+
+MODULE_NAME = re.compile(r"crashcourse(?:\.[A-Za-z_]\w*)+")
+
+
+def _module_files(name: str) -> list[Path]:
+    """The files importing ``name`` (crashcourse.x.y) runs: each package's
+    ``__init__.py`` on the way and the module itself; a package named whole
+    (a string such as ``"crashcourse.workers.frameworks"``, whose modules a
+    checkpoint runs with ``-m``) brings every module under it."""
+    parts = name.split(".")[1:]
+    found = [PACKAGE_DIR / "__init__.py"]
+    here = PACKAGE_DIR
+    for part in parts:
+        here = here / part
+        if (here / "__init__.py").is_file():
+            found.append(here / "__init__.py")
+        elif here.with_suffix(".py").is_file():
+            found.append(here.with_suffix(".py"))
+            return found
+        else:
+            return found  # a name inside a module (from x import NAME)
+    return found + sorted(here.rglob("*.py"))
+
+
+def sources_used(script: str | Path) -> list[str]:
+    """The manifest keys (``source_hashes``) of what ``script`` runs: itself,
+    and every crashcourse module it reaches by an import anywhere in a file
+    (a lazy one inside a function too) or by a string naming a module (a
+    child started with ``-m``), followed through each module reached."""
+    script = Path(script)
+    todo, seen = [script], set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        inside = path.resolve().is_relative_to(PACKAGE_DIR)
+        where = path.resolve().relative_to(PACKAGE_DIR).parent.parts if inside else ()
+        package = ["crashcourse", *where] if inside else None
+        names = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level and package is not None:
+                    up = package[:len(package) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                names += [f"{base}.{alias.name}" for alias in node.names] + [base]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names += MODULE_NAME.findall(node.value)
+        for name in names:
+            if name.startswith("crashcourse."):
+                todo += [f for f in _module_files(name) if f not in seen]
+    keys = [f"script/{script.name}"]
+    keys += sorted(f"crashcourse/{p.resolve().relative_to(PACKAGE_DIR).as_posix()}"
+                   for p in seen if p != script)
+    return keys
+
+
+def drifted(document: dict, script: str | Path) -> list[str]:
+    """Each source ``script`` runs whose hash in the evidence's manifest is
+    not the tree's (or is not recorded): empty when the evidence was measured
+    on the code in the tree, as far as what it ran."""
+    recorded = document["manifest"]["sources_sha256"]
+    now = source_hashes(script)
+    return [key for key in sources_used(script) if recorded.get(key) != now.get(key)]

@@ -12,6 +12,7 @@ framework keeps its record of a tool call, read by the parent from the
 framework's own database, is ``records``.
 
 These modules import their framework: nothing in the runtime imports them,
-and they run only where ``pip install crashcourse[frameworks]`` put the
-frameworks (the book's lock pins them).
+and they run only where the package's ``frameworks`` extra put the
+frameworks (``pip install "/path/to/clone[frameworks]"``; the book's lock
+pins them).
 """
