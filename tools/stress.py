@@ -246,7 +246,21 @@ def sweep(token: str, grace: float | None = None) -> list[str]:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    # SIGKILL is delivered, not done: wait (bounded) until each is gone or a
+    # zombie, so "left nothing behind" is true when this returns.
+    deadline = time.monotonic() + 10.0
+    while any(alive(pid) for pid in left) and time.monotonic() < deadline:
+        time.sleep(0.05)
     return named
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs: not gone, not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def stop_group(process: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
