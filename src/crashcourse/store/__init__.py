@@ -260,7 +260,13 @@ def _rw_uri(path) -> str:
 def _open_server(url: str, require: tuple[str, ...]):
     """A PostgreSQL store through the adapter; with ``require``, its tables
     must exist, else ``StoreMissing`` and nothing is created (chapter 10)."""
-    from crashcourse.store import postgres as pgstore
+    try:
+        from crashcourse.store import postgres as pgstore
+    except ModuleNotFoundError as missing:  # the optional part, not installed
+        raise ModuleNotFoundError(
+            f"a postgresql:// store needs {missing.name}: install the package with"
+            " its postgres extra (pip install \"/path/to/clone[postgres]\")",
+            name=missing.name) from None
 
     conn = pgstore.connect_url(url)
     try:
