@@ -173,3 +173,13 @@ def check_number(name: str, text: object, low: float, high: float, *,
         raise ValueError(f"{name} must be a number in {bound}{low:g}, {high:g}]"
                          f" in ASCII digits, got {text!r}")
     return value
+
+
+def whole_number(text: str) -> int:
+    """A command line's whole number, spelled in ASCII digits only: ``int``
+    also takes ``+4000``, ``4_000`` and other scripts' digits, and a count a
+    person did not type exactly is refused, not paid (chapter 00)."""
+    if not (isinstance(text, str) and text.isascii() and text.isdigit()
+            and len(text) <= 19):
+        raise ValueError(f"must be a whole number in ASCII digits, got {text!r}")
+    return int(text)

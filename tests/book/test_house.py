@@ -113,3 +113,82 @@ def test_the_package_has_few_doors_and_each_says_what_is_behind_it():
     for package in (p for p in entries if p.is_dir()):
         doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
         assert doc and len(doc.split()) >= 8, f"{package.name}: say what it holds"
+
+
+# The floors, lowest first: a module imports only from rooms on floors below
+# its own (CONTRIBUTING, "Where things live"). A room is a subpackage or a
+# top-level module; the running example (lab.example) is a room of its own,
+# under the workers that build their worlds with it and the lab that runs them.
+FLOORS = {
+    "crashcourse": 0, "validate": 0, "boundary": 0, "waiting": 0,
+    "store": 1,
+    "effects": 2, "control": 2,
+    "services": 3, "workflow": 3,
+    "claims": 4,
+    "journal": 5,
+    "adapters": 6, "example": 6,
+    "workers": 7,
+    "lab": 8, "powerloss": 8, "figures": 8,
+    "killtest": 9, "book": 9,
+}
+
+
+def room(module: str) -> str | None:
+    """The room a dotted module name lives in, or None outside the package."""
+    parts = module.split(".")
+    if parts[0] != "crashcourse":
+        return None
+    if parts[1:3] == ["lab", "example"]:
+        return "example"
+    return parts[1] if len(parts) > 1 else "crashcourse"
+
+
+def imports_between_rooms() -> set[tuple[str, str, str]]:
+    """(room, imported room, file) for every import in the package, lazy ones
+    (inside a function) included; ``from crashcourse import x`` counts as x."""
+    found = set()
+    for path in MODULES:
+        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        here = room(name.removesuffix(".__init__"))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+                if node.module in ("crashcourse", "crashcourse.lab"):
+                    names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for imported in filter(None, map(room, names)):
+                if imported != here:
+                    found.add((here, imported, str(path.relative_to(PACKAGE))))
+    return found
+
+
+def test_every_room_has_a_floor():
+    rooms = {room(".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts)
+                  .removesuffix(".__init__")) for p in MODULES}
+    assert rooms - set(FLOORS) == set(), "give each new room a floor in FLOORS"
+
+
+def test_imports_run_one_way_down_the_floors():
+    """No room leans on one at its own floor or above: no cycle between
+    subpackages (the old lab <-> workers), and the runtime below never reaches
+    the programs, the harness or the book's kit above it."""
+    upward = sorted((f"{path}: {here} (floor {FLOORS.get(here)}) imports {there}"
+                     f" (floor {FLOORS.get(there)})")
+                    for here, there, path in imports_between_rooms()
+                    if FLOORS.get(there, 99) >= FLOORS.get(here, -1))
+    assert upward == []
+
+
+def test_the_floor_check_sees_an_import_that_runs_up(tmp_path, monkeypatch):
+    """Its negative control: a store module importing a worker is found."""
+    fake = tmp_path / "crashcourse"
+    (fake / "store").mkdir(parents=True)
+    (fake / "store" / "__init__.py").write_text(
+        "def f():\n    from crashcourse.workers import options\n")
+    monkeypatch.setattr(__import__(__name__, fromlist=["x"]), "PACKAGE", fake)
+    monkeypatch.setattr(__import__(__name__, fromlist=["x"]), "MODULES",
+                        [fake / "store" / "__init__.py"])
+    assert imports_between_rooms() == {("store", "workers", "store/__init__.py")}

@@ -50,7 +50,7 @@ from typing import TextIO
 
 from crashcourse.lab import evidence
 from crashcourse.lab.harness import DEFAULT_TIMEOUT, Harness
-from crashcourse.workers.options import BAD_INPUT, argument_parser, whole_number
+from crashcourse.validate import BAD_INPUT, argument_parser, whole_number
 
 TIMEOUT = DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
 MAX_TRIALS = 10_000  # trials (or repetitions) in one run; more is a typo

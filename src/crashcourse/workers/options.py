@@ -28,7 +28,12 @@ import sys
 from types import SimpleNamespace
 
 from crashcourse.store import StoreMissing, opened
-from crashcourse.validate import BAD_INPUT, argument_parser, check_text
+from crashcourse.validate import (  # noqa: F401 -- whole_number: the workers' door
+    BAD_INPUT,
+    argument_parser,
+    check_text,
+    whole_number,
+)
 
 REQUIRED = object()  # an option with this default must be given
 IO_ERROR = 74  # ... for a file the machine would not open or write (EX_IOERR)
@@ -190,16 +195,6 @@ def check_installed(*stores: tuple[str, tuple[str, ...]], record: bool = True
     for path, tables in stores:
         with opened(path, require=tables, record=record):
             pass
-
-
-def whole_number(text: str) -> int:
-    """A command line's whole number, spelled in ASCII digits only: ``int``
-    also takes ``+4000``, ``4_000`` and other scripts' digits, and a count a
-    person did not type exactly is refused, not paid (chapter 00)."""
-    if not (isinstance(text, str) and text.isascii() and text.isdigit()
-            and len(text) <= 19):
-        raise ValueError(f"must be a whole number in ASCII digits, got {text!r}")
-    return int(text)
 
 
 def full_parser(description: str, options: tuple[Option, ...],
