@@ -58,10 +58,11 @@ def cancel_and_settle(
     orders REVOKED, both or neither; the supplier refuses every request of an
     earlier generation for ``work_id``; every order that was SENDING or
     UNKNOWN is CONFIRMED with the supplier's receipt or REVOKED, whichever is
-    true, and stays so whenever the held POST arrives. Nothing is sent. If
-    the supplier's fence is not confirmed, raise ``orders.ResponseLost`` and
-    leave every order that may be outside uncertain. The order of the steps
-    is the exercise.
+    true, and stays so whenever the held POST arrives. Nothing is sent. The
+    cancel never waits on the supplier: if its fence is not confirmed, the
+    cancel stays committed; raise ``orders.ResponseLost`` and leave every
+    order that may be outside uncertain. The order of the steps is the
+    exercise.
 
     Return ``{"generation": int, "revoked": int,
     "looked_up": {operation_key: answer}}``, ``answer`` as ``orders.lookup``

@@ -14,6 +14,7 @@ import http.client
 import http.server
 import json
 import sqlite3
+import sys
 import threading
 from contextlib import contextmanager
 from urllib.parse import urlsplit
@@ -54,11 +55,15 @@ def no_shortcut(monkeypatch):
     """The runtime's own settlement would make the exercise one call. Its
     functions' code is swapped out (not only their names in ``orders``), so a
     reference taken under another name, or the workers that call them, fail
-    the same way."""
-    for name in SHORTCUTS:
-        function = getattr(orders, name)
+    the same way; a reloaded ``orders`` (fresh functions) is an error."""
+    functions = {name: getattr(orders, name) for name in SHORTCUTS}
+    for function in functions.values():
         monkeypatch.setattr(function, "__code__", unavailable.__code__)
         monkeypatch.setattr(function, "__defaults__", None)
+    yield
+    assert sys.modules[orders.__name__] is orders, "orders was imported afresh"
+    assert all(getattr(orders, name) is function
+               for name, function in functions.items()), "orders was reloaded"
 
 
 @pytest.fixture
