@@ -1,6 +1,23 @@
-"""Grades exercise 06.1 (cancel_delayed.py) against a real supplier process."""
+"""Grades exercise 06.1 (cancel_delayed.py) against a real supplier process.
 
+Every verdict is read from durable rows: the shop's ``work`` and ``orders``,
+the supplier's ``orders``, ``fences`` and ``requests``; your report is only
+checked against them. Some tests put a relay (a small HTTP server in this
+process) between your code and the supplier. It forwards each of your
+requests in turn, and it holds the POST of an order the paused holder had
+already let out (SENDING): that POST is on its way, and goes on to the
+supplier only when the test says so, just before one of your requests or
+after your settlement returned (events, no sleeps; every wait is bounded).
+"""
+
+import http.client
+import http.server
+import json
 import sqlite3
+import sys
+import threading
+from contextlib import contextmanager
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -13,8 +30,11 @@ from crashcourse.store import connect, opened, sql_list
 
 SENT = orders.Proposal("flour-25kg", 6, 2150)
 UNSENT = orders.Proposal("rye-10kg", 2, 1800)
-NEVER_ARRIVED = orders.Proposal("salt-5kg", 1, 400)
+IN_FLIGHT = orders.Proposal("salt-5kg", 1, 400)
 ANSWER_LOST = orders.Proposal("yeast-1kg", 3, 650)
+FORWARDED = ("Content-Type", "Idempotency-Key", "X-Work-Id", "X-Generation")
+BOUND_S = 60.0  # every wait for the relay or the holder: never reached when all works
+SHORTCUTS = ("settle_cancelled", "settle_all_cancelled")
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +44,30 @@ def supplier(tmp_path_factory):
         yield running
 
 
+def unavailable(*args, **kwargs):
+    raise AssertionError("exercise 06.1: write the settlement yourself;"
+                         " orders.settle_cancelled and settle_all_cancelled"
+                         " are the runtime's answer, unavailable here")
+
+
 @pytest.fixture
-def mod(answer):
+def no_shortcut(monkeypatch):
+    """The runtime's own settlement would make the exercise one call. Its
+    functions' code is swapped out (not only their names in ``orders``), so a
+    reference taken under another name, or the workers that call them, fail
+    the same way; a reloaded ``orders`` (fresh functions) is an error."""
+    functions = {name: getattr(orders, name) for name in SHORTCUTS}
+    for function in functions.values():
+        monkeypatch.setattr(function, "__code__", unavailable.__code__)
+        monkeypatch.setattr(function, "__defaults__", None)
+    yield
+    assert sys.modules[orders.__name__] is orders, "orders was imported afresh"
+    assert all(getattr(orders, name) is function
+               for name, function in functions.items()), "orders was reloaded"
+
+
+@pytest.fixture
+def mod(answer, no_shortcut):
     return answer("ch06", "cancel_delayed")
 
 
@@ -38,21 +80,22 @@ def signed_off(conn, claim, proposal):
 def holding_four_orders(conn, origin, supplier):
     """A claimed request: one order accepted by the supplier but not yet
     recorded (SENDING), one accepted whose answer was lost (UNKNOWN), one
-    admitted that never arrived (SENDING), one signed off and never sent."""
+    admitted whose POST has not reached the supplier (SENDING: it may still
+    arrive), one signed off and never sent."""
     orders.install(conn)
     claims.enqueue(conn, origin, "counter", "Restock flour")
     claim = claims.claim(conn, "worker-a", ttl=60)
-    sent, answer_lost, lost, unsent = (
+    sent, answer_lost, in_flight, unsent = (
         signed_off(conn, claim, p)
-        for p in (SENT, ANSWER_LOST, NEVER_ARRIVED, UNSENT))
-    for operation_key in (sent, answer_lost, lost):
+        for p in (SENT, ANSWER_LOST, IN_FLIGHT, UNSENT))
+    for operation_key in (sent, answer_lost, in_flight):
         orders.admit(conn, claim, operation_key, wait_s=5)
     for operation_key, proposal in ((sent, SENT), (answer_lost, ANSWER_LOST)):
         status, _ = orders.post(supplier.url, operation_key, claim, proposal, 5)
         assert status == 201
     orders.record(conn, answer_lost, orders.UNKNOWN)  # the reply never came
-    return claim, {"sent": sent, "answer_lost": answer_lost, "lost": lost,
-                   "unsent": unsent}
+    return claim, {"sent": sent, "answer_lost": answer_lost,
+                   "in_flight": in_flight, "unsent": unsent}
 
 
 @pytest.fixture
@@ -68,16 +111,204 @@ def status_of(conn, operation_key):
         {"operation_key": operation_key}).fetchone()
 
 
-def posts(supplier):
+def at_the_supplier(supplier, work_id):
+    """The supplier's rows for ``work_id``: {operation_key: receipt}, and its
+    fence (None if it has none)."""
+    with opened(supplier.db) as conn:
+        placed = {row["operation_key"]: row["receipt"] for row in conn.execute(
+            "SELECT operation_key, receipt FROM orders WHERE work_id = :w",
+            {"w": work_id})}
+        fenced = conn.execute("SELECT generation FROM fences WHERE work_id = :w",
+                              {"w": work_id}).fetchone()
+    return placed, None if fenced is None else fenced[0]
+
+
+def posts(supplier, work_id):
     with opened(supplier.db) as conn:
         return conn.execute(
-            "SELECT count(*) FROM requests WHERE method = 'POST'").fetchone()[0]
+            "SELECT count(*) FROM requests WHERE method = 'POST'"
+            " AND work_id = :w", {"w": work_id}).fetchone()[0]
 
 
-def test_the_delayed_completion_is_refused(mod, shop, supplier):
+def last_request(supplier) -> int:
+    """The supplier's last logged request: a mark in its ``requests`` table."""
+    with opened(supplier.db) as conn:
+        return conn.execute("SELECT coalesce(max(seq), 0) FROM requests").fetchone()[0]
+
+
+def placed_since(supplier, work_id, mark) -> list:
+    """Orders of ``work_id`` the supplier accepted after ``mark``."""
+    with opened(supplier.db) as conn:
+        return [tuple(row) for row in conn.execute(
+            "SELECT operation_key, generation, answer FROM requests"
+            " WHERE method = 'POST' AND work_id = :w AND seq > :mark"
+            " AND answer IN (200, 201)", {"w": work_id, "mark": mark})]
+
+
+def cancelled_here(conn, claim):
+    """The cancel as the shop's rows hold it: CANCELLED, under a generation
+    no claim holds (the one after the holder's); that generation."""
+    row = claims.work_row(conn, claim.id)
+    assert (row["status"], row["generation"]) == (claims.CANCELLED,
+                                                  claim.generation + 1)
+    return row["generation"]
+
+
+def shop_agrees_with_the_supplier(conn, supplier, claim, ops):
+    """The shop's rows say what the supplier's rows say: the work cancelled
+    and the supplier fenced at the cancel's generation; an order the supplier
+    holds is CONFIRMED with its receipt; one it does not hold is REVOKED.
+    Nothing is left uncertain: the supplier answered."""
+    generation = cancelled_here(conn, claim)
+    placed, fenced = at_the_supplier(supplier, claim.id)
+    assert fenced is not None and fenced >= generation, (
+        f"the supplier's fence is {fenced}, the cancel's generation {generation}")
+    for label, operation_key in ops.items():
+        row = status_of(conn, operation_key)
+        if operation_key in placed:
+            assert (row["status"], row["receipt"]) == (
+                orders.CONFIRMED, placed[operation_key]), label
+        else:
+            assert row["status"] == orders.REVOKED, (label, row["status"])
+
+
+class Relay(http.server.ThreadingHTTPServer):
+    """Between your code and the supplier. It forwards your requests one at a
+    time, in your order, and counts them. The holder's POST of ``held`` it
+    holds: ``arrived`` is set once it is in, and it goes on to the supplier
+    only at ``deliver()``, which returns once the supplier has decided it.
+    ``deliver_before=N`` delivers it just before forwarding your N-th request;
+    ``refuse_fence=status`` answers every fence itself (503: the supplier
+    busy or down; 404: a supplier without fences), unforwarded."""
+
+    daemon_threads = True
+
+    def __init__(self, supplier, held=None, deliver_before=0, refuse_fence=None):
+        super().__init__(("127.0.0.1", 0), RelayHandler)
+        self.target = urlsplit(supplier.url)
+        self.held, self.deliver_before = held, deliver_before
+        self.refuse_fence = refuse_fence
+        self.count, self.lock = 0, threading.Lock()
+        self.arrived, self.release, self.landed = (threading.Event() for _ in "abc")
+        self.held_answer = None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def deliver(self) -> bool:
+        """Let the held POST go on; whether the supplier decided it in time."""
+        if not self.arrived.is_set():
+            return False
+        self.release.set()
+        return self.landed.wait(BOUND_S)
+
+    def forward(self, handler, body):
+        upstream = http.client.HTTPConnection(self.target.hostname,
+                                              self.target.port, timeout=BOUND_S)
+        try:
+            upstream.request(handler.command, handler.path, body=body or None,
+                             headers={name: handler.headers[name] for name in FORWARDED
+                                      if handler.headers[name] is not None})
+            response = upstream.getresponse()
+            return response.status, response.read()
+        finally:
+            upstream.close()
+
+    def hold(self, handler, body):
+        """The holder's POST: in, held until ``deliver``, then decided."""
+        self.arrived.set()
+        try:
+            if not self.release.wait(BOUND_S):  # nothing decided: ask again
+                return 503, b'{"error": "held past the bound"}'
+            self.held_answer = self.forward(handler, body)
+            return self.held_answer
+        finally:
+            self.landed.set()
+
+    def pass_on(self, handler, body):
+        """One of your requests, after the held POST if it is its turn."""
+        with self.lock:
+            self.count += 1
+            if self.count == self.deliver_before:
+                self.deliver()
+            if handler.path.endswith("/fence") and self.refuse_fence:
+                return self.refuse_fence, b'{"error": "unavailable"}'
+            return self.forward(handler, body)
+
+
+class RelayHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.relay()
+
+    def do_POST(self):
+        self.relay()
+
+    def relay(self):
+        server = self.server
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        holding = (self.command == "POST" and server.held is not None
+                   and self.headers.get("Idempotency-Key") == server.held
+                   and not server.arrived.is_set())
+        status, answer = (server.hold if holding else server.pass_on)(self, body)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+
+@contextmanager
+def relay(supplier, **options):
+    server = Relay(supplier, **options)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=BOUND_S)
+
+
+@contextmanager
+def holder_posting(between, claim, ops):
+    """The paused holder's POST of the order it admitted, sent now through
+    ``between`` and held there; yields once it is in. On the way out it is
+    delivered if it has not been, and the holder's thread is joined."""
+    answers = []
+
+    def post():
+        try:
+            answers.append(orders.post(between.url, ops["in_flight"], claim,
+                                       IN_FLIGHT, BOUND_S)[0])
+        except orders.ResponseLost:
+            answers.append(None)
+
+    holder = threading.Thread(target=post, daemon=True)
+    holder.start()
+    try:
+        assert between.arrived.wait(BOUND_S), "the holder's POST never left"
+        yield answers
+    finally:
+        between.deliver()
+        holder.join(BOUND_S)
+    assert not holder.is_alive(), "the holder's POST never came back"
+
+
+def test_the_cancel_is_durable_here_and_at_the_supplier(mod, shop, supplier):
+    """The work row's generation moved on (the report's number is not taken
+    on trust), the supplier's fence is at it, and the holder's delayed
+    completion is refused."""
     conn, claim, _ = shop
     report = mod.cancel_and_settle(conn, claim.id, supplier.url)
-    assert report["generation"] == claim.generation + 1
+    generation = cancelled_here(conn, claim)
+    assert report["generation"] == generation
+    fenced = at_the_supplier(supplier, claim.id)[1]
+    assert fenced is not None and fenced >= generation
     with pytest.raises(fence.StaleClaim):
         fence.finish(conn, claim, "DONE", "the delayed result")
     assert claims.work_row(conn, claim.id)["status"] == claims.CANCELLED
@@ -85,25 +316,102 @@ def test_the_delayed_completion_is_refused(mod, shop, supplier):
 
 def test_unsent_revoked_sent_discovered_nothing_resent(mod, shop, supplier):
     conn, claim, ops = shop
-    before = posts(supplier)
+    before = posts(supplier, claim.id)
     report = mod.cancel_and_settle(conn, claim.id, supplier.url)
     assert report["revoked"] == 1
     assert status_of(conn, ops["unsent"])["status"] == orders.REVOKED
+    placed, _ = at_the_supplier(supplier, claim.id)
     for found in ("sent", "answer_lost"):  # SENDING and UNKNOWN alike
         row = status_of(conn, ops[found])
-        assert row["status"] == orders.CONFIRMED and row["receipt"].startswith("R-")
+        assert (row["status"], row["receipt"]) == (orders.CONFIRMED,
+                                                   placed[ops[found]])
     assert report["looked_up"] == {ops["sent"]: orders.CONFIRMED,
                                    ops["answer_lost"]: orders.CONFIRMED,
-                                   ops["lost"]: orders.NOT_FOUND}
-    assert posts(supplier) == before
+                                   ops["in_flight"]: orders.NOT_FOUND}
+    assert posts(supplier, claim.id) == before
 
 
-def test_an_order_the_supplier_never_saw_stays_uncertain(mod, shop, supplier):
-    conn, claim, ops = shop
-    mod.cancel_and_settle(conn, claim.id, supplier.url)
-    assert status_of(conn, ops["lost"])["status"] in orders.UNCERTAIN
-    with pytest.raises(PermissionError):
-        orders.send(conn, claim, ops["lost"], supplier.url)
+def settled_with_the_post_held(mod, path, origin, supplier, deliver_before=0):
+    """Your settlement through the relay, the holder's POST held in it and
+    delivered just before your ``deliver_before``-th request, or (0, or past
+    your last) after you returned. The orders of the supplier accepted after
+    your settlement returned, and the shop's verdicts agreeing with its rows."""
+    with opened(path) as conn:
+        claim, ops = holding_four_orders(conn, origin, supplier)
+        with relay(supplier, held=ops["in_flight"],
+                   deliver_before=deliver_before) as between, \
+                holder_posting(between, claim, ops):
+            mod.cancel_and_settle(conn, claim.id, between.url)
+            mark = last_request(supplier)  # the settlement has returned
+            assert between.deliver(), "the supplier never decided the held POST"
+        late = placed_since(supplier, claim.id, mark)
+        shop_agrees_with_the_supplier(conn, supplier, claim, ops)
+        return late
+
+
+def test_a_post_held_until_after_the_settlement_never_lands(mod, tmp_path,
+                                                            supplier):
+    """The holder's POST of its admitted order is on its way while you
+    settle, and reaches the supplier only after your settlement returned. It
+    must be refused: no order lands for work you have settled, and the order
+    you found missing is REVOKED (the two databases agree)."""
+    late = settled_with_the_post_held(mod, tmp_path / "shop.db",
+                                      f"phone:{tmp_path.name}", supplier)
+    assert late == [], "an order landed after the settlement"
+
+
+def requests_of(mod, folder, supplier) -> int:
+    """How many requests your settlement sends the supplier."""
+    with opened(folder / "probe-requests.db") as conn:
+        claim, _ = holding_four_orders(conn, f"phone:{folder.name}-requests",
+                                       supplier)
+        with relay(supplier) as counting:
+            mod.cancel_and_settle(conn, claim.id, counting.url)
+        return counting.count
+
+
+def test_the_held_post_arriving_before_any_of_your_requests_is_told_truly(
+        mod, tmp_path, supplier):
+    """The holder's held POST reaches the supplier just before each request
+    your settlement sends, in turn (after the last: the test above). Before
+    the fence it is placed, and the shop must say CONFIRMED with its
+    receipt; after the fence it is refused, and the shop must say REVOKED.
+    Either way the two databases agree, whatever order you asked in."""
+    count = requests_of(mod, tmp_path, supplier)
+    assert count >= 2  # the fence, and at least one lookup
+    for before in range(1, count + 1):
+        late = settled_with_the_post_held(
+            mod, tmp_path / f"before-{before}.db",
+            f"phone:{tmp_path.name}-before-{before}", supplier, before)
+        assert late == [], before
+
+
+@pytest.mark.parametrize("refused", [503, 404])
+def test_without_a_confirmed_fence_nothing_is_revoked(mod, tmp_path, supplier,
+                                                      refused):
+    """The supplier does not confirm the fence (503: down or busy; 404: a
+    supplier that has no fence). Your cancel still commits here, but nothing
+    at the supplier has changed, so a NOT_FOUND proves nothing: raise
+    ``orders.ResponseLost`` and leave the orders that may be outside
+    uncertain. The held POST then arrives, and is placed."""
+    with opened(tmp_path / "shop.db") as conn:
+        claim, ops = holding_four_orders(conn, f"phone:{tmp_path.name}", supplier)
+        with relay(supplier, held=ops["in_flight"], refuse_fence=refused) as down, \
+                holder_posting(down, claim, ops):
+            with pytest.raises(orders.ResponseLost):
+                mod.cancel_and_settle(conn, claim.id, down.url)
+            assert down.deliver(), "the supplier never decided the held POST"
+        cancelled_here(conn, claim)
+        assert status_of(conn, ops["unsent"])["status"] == orders.REVOKED
+        placed, fenced = at_the_supplier(supplier, claim.id)
+        assert fenced == claim.generation  # never fenced: the relay refused it
+        assert ops["in_flight"] in placed  # so the held POST was placed
+        assert status_of(conn, ops["in_flight"])["status"] in orders.UNCERTAIN
+        for found in ("sent", "answer_lost"):  # uncertain still, or found: true
+            row = status_of(conn, ops[found])
+            assert row["status"] in orders.UNCERTAIN or (
+                row["status"], row["receipt"]) == (orders.CONFIRMED,
+                                                   placed[ops[found]])
 
 
 @pytest.mark.parametrize("table", ["work", "orders"])
@@ -144,7 +452,7 @@ def cancel_with_the_holder_at(mod, path, origin, supplier, boundary) -> dict:
     its signed-off order from another connection (it may be refused)."""
     with opened(path) as conn:
         claim, ops = holding_four_orders(conn, origin, supplier)
-        ran = {"count": 0, "admitted": None}
+        ran = {"count": 0, "admitted": None, "unsent_key": ops["unsent"]}
 
         def before(sql: str) -> None:
             ran["count"] += 1
@@ -176,16 +484,30 @@ def test_the_holder_letting_an_order_out_at_any_statement_is_looked_up(
     """The holder, still thinking, admits its signed-off order (SENDING: its
     request is on its way) just before each statement of your cancel in turn.
     Admitted before the cancel committed, the order may be at the supplier:
-    it must be among the orders you looked up. Admitted after, it is refused,
-    and the order is revoked. Either way nothing is left uncertain unasked."""
+    it must be among the orders you looked up (after the fence: NOT_FOUND,
+    so REVOKED). Admitted after, it is refused, and the order is revoked.
+    Either way nothing is left uncertain."""
     count = statements_of(mod, tmp_path, supplier)
     assert count >= 3
     for boundary in range(1, count + 1):
         ran = cancel_with_the_holder_at(mod, tmp_path / f"at-{boundary}.db",
                                         f"phone:{tmp_path.name}-{boundary}",
                                         supplier, boundary)
-        assert ran["uncertain"] <= set(ran["report"]["looked_up"]), boundary
+        assert ran["uncertain"] == set(), boundary
+        assert ran["unsent"] == orders.REVOKED, boundary
         if ran["admitted"]:
-            assert ran["unsent"] in orders.UNCERTAIN, boundary
-        else:
-            assert ran["unsent"] == orders.REVOKED, boundary
+            assert ran["unsent_key"] in ran["report"]["looked_up"], boundary
+
+
+def test_the_report_says_what_the_rows_say(mod, shop, supplier):
+    """``looked_up`` names every order that was uncertain, with what the
+    supplier answered: the shop's rows hold the same verdicts."""
+    conn, claim, ops = shop
+    report = mod.cancel_and_settle(conn, claim.id, supplier.url)
+    verdict = {orders.CONFIRMED: orders.CONFIRMED, orders.NOT_FOUND: orders.REVOKED}
+    assert set(report["looked_up"]) == {ops["sent"], ops["answer_lost"],
+                                        ops["in_flight"]}
+    for operation_key, answer in report["looked_up"].items():
+        assert status_of(conn, operation_key)["status"] == verdict[answer]
+    assert report["generation"] == claims.work_row(conn, claim.id)["generation"]
+    assert json.dumps(report)  # plain data: a caller may store it

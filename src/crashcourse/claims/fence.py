@@ -235,7 +235,15 @@ def cancel_locked(conn: sqlite3.Connection, work_id: str, now: float) -> int:
 
 
 def cancel(conn: sqlite3.Connection, work_id: str, now: float | None = None) -> int:
-    """Operator cancel: every earlier claim goes stale at once (chapter 06)."""
+    """Operator cancel, in a transaction of its own; the cancel's generation.
+
+    What holds from its commit on: an earlier claim is stale at its NEXT
+    fenced write, which is refused. A write already under way is not
+    reached: a holder paused inside a fenced write holds the lock this
+    cancel needs, so the cancel waits for it (on SQLite it gives up after
+    the busy timeout), and that write is judged at its own commit, before
+    the cancel's (``lease_held_at_commit``). Nothing outside this database
+    hears of it: ``orders.settle_cancelled`` fences the supplier (chapter 06)."""
     with immediate(conn):
         return cancel_locked(conn, work_id, store.now(conn, now))
 

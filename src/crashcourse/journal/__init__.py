@@ -303,9 +303,9 @@ def wait_out(conn: sqlite3.Connection, task: str, *, timeout: float = 60.0,
 def cancel_task(conn: sqlite3.Connection, task: str,
                 now: float | None = None) -> int:
     """Cancel the task's work (queued first if it never was): no claim is
-    granted on it again, and every earlier claim is stale at once
-    (``fence.cancel``); the new generation, which nobody holds (chapter 09's
-    unwind)."""
+    granted on it again, and every earlier claim is stale at its next fenced
+    write (``fence.cancel``; a holder paused inside a write is judged at its
+    own commit); the new generation, which nobody holds (chapter 09's unwind)."""
     claims.enqueue(conn, task_origin(task), session=task,
                    prompt=f"run the stored plan {task}", role=ROLE)
     return fence.cancel(conn, task_work_id(task), now)

@@ -8,23 +8,9 @@ reads as ready to go. Caught by
 """
 
 
-def cancel_and_settle(
-    conn: sqlite3.Connection, work_id: str, supplier_url: str
-) -> dict:
-    """Cancel and revoke in one transaction, then only ask about what went out."""
-    generation = fence.cancel(conn, work_id)  # the cancel, committed
-    with immediate(conn):  # then the orders that never left
+def cancel_here(conn: sqlite3.Connection, work_id: str) -> tuple[int, int]:
+    """The cancel committed, then the orders that never left."""
+    generation = fence.cancel(conn, work_id)
+    with immediate(conn):
         revoked = orders.revoke_unsent(conn, work_id)
-    uncertain = conn.execute(
-        "SELECT operation_key FROM orders"
-        " WHERE work_id = :work_id"
-        # a request may have reached the supplier: ask, never resend
-        f" AND status IN {sql_list(orders.UNCERTAIN)}"
-        " ORDER BY rowid",
-        {"work_id": work_id},
-    ).fetchall()
-    looked_up = {
-        row["operation_key"]: orders.lookup(conn, row["operation_key"], supplier_url)
-        for row in uncertain
-    }
-    return {"generation": generation, "revoked": revoked, "looked_up": looked_up}
+    return generation, revoked

@@ -8,26 +8,8 @@ recorded. ``orders.UNCERTAIN`` names both statuses. Caught by
 """
 
 
-from crashcourse.store import immediate
-
-
-def cancel_and_settle(
-    conn: sqlite3.Connection, work_id: str, supplier_url: str
-) -> dict:
-    """Cancel and revoke in one transaction, then only ask about what went out."""
-    with immediate(conn):
-        generation = fence.cancel_locked(conn, work_id, clock())
-        revoked = orders.revoke_unsent(conn, work_id)
-    uncertain = conn.execute(
-        "SELECT operation_key FROM orders"
-        " WHERE work_id = :work_id"
-        # a request may have reached the supplier: ask, never resend
-        f" AND status = '{orders.SENDING}'"
-        " ORDER BY rowid",
-        {"work_id": work_id},
-    ).fetchall()
-    looked_up = {
-        row["operation_key"]: orders.lookup(conn, row["operation_key"], supplier_url)
-        for row in uncertain
-    }
-    return {"generation": generation, "revoked": revoked, "looked_up": looked_up}
+def uncertain_orders(conn: sqlite3.Connection, work_id: str) -> list[str]:
+    """The orders still SENDING, and no others."""
+    return [row["operation_key"] for row in conn.execute(
+        f"SELECT operation_key FROM orders WHERE work_id = :work_id"
+        f" AND status = '{orders.SENDING}' ORDER BY rowid", {"work_id": work_id})]
