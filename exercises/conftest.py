@@ -293,13 +293,15 @@ def unchanged_file():
 # --- sealed answers: a prediction is the reader's, not a run or a copy -----
 
 # What an answer may not do while sealed: read the reference answers, or run
-# the experiment it is asked to predict (start a process, open a database).
+# the experiment it is asked to predict (start a process or a thread, open a
+# database, open a file under the session's temporary folders, where the
+# experiments run and what they measured is kept).
 SEALED_EVENTS = {
     "experiment": ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
                    "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
-                   "sqlite3.connect"),
+                   "sqlite3.connect", "_thread.start_new_thread"),
 }
-_seal: dict = {"rules": (), "exempt": (), "seen": []}
+_seal: dict = {"rules": (), "exempt": (), "seen": [], "outcomes": ()}
 
 
 def _under_solutions(path) -> Path | None:
@@ -313,15 +315,37 @@ def _under_solutions(path) -> Path | None:
     return resolved if resolved.is_relative_to(ROOT / "solutions") else None
 
 
+def _under(path, roots) -> Path | None:
+    """``path`` resolved, if it lies under one of ``roots``."""
+    if not roots or not isinstance(path, str | bytes | os.PathLike):
+        return None  # a file descriptor
+    try:
+        resolved = Path(os.fsdecode(path)).resolve()
+    except (OSError, ValueError):
+        return None
+    return resolved if any(resolved.is_relative_to(r) for r in roots) else None
+
+
+def _exempt(found: Path) -> bool:
+    """The graded module itself (and its compiled copy) may be read."""
+    return found in _seal["exempt"] or (
+        found.parent.name == "__pycache__"
+        and found.parent.parent in {p.parent for p in _seal["exempt"]})
+
+
 def _audit(event: str, args: tuple) -> None:
     rules = _seal["rules"]
     if not rules:
         return
+    if event == "open" and "experiment" in rules:
+        found = _under(args[0], _seal["outcomes"])
+        if found is not None and not _exempt(found):
+            _seal["seen"].append(f"opened {found}")
+            raise PermissionError(f"{found}: a prediction reads no experiment's "
+                                  "files")
     if event == "open" and "solutions" in rules:
         found = _under_solutions(args[0])
-        if found is not None and found not in _seal["exempt"] and not (
-                found.parent.name == "__pycache__"
-                and found.parent.parent in {p.parent for p in _seal["exempt"]}):
+        if found is not None and not _exempt(found):
             _seal["seen"].append(f"opened {found.relative_to(ROOT)}")
             raise PermissionError(f"{found.relative_to(ROOT)}: the reference "
                                   "answers are not an answer")
@@ -350,26 +374,59 @@ def seal(rules: tuple[str, ...], exempt: tuple[Path, ...] = ()):
         assert not seen, f"the answer, sealed ({', '.join(rules)}): {seen[0]}"
 
 
+PLAIN = (dict, list, tuple, set, frozenset, str, int, float, bool, type(None))
+
+
+def recorded(value):
+    """``value`` copied as it is now, plain data only: what a sealed call
+    returned is recorded when it returns, and nothing the answer does later
+    (mutating what it returned, an object that computes itself when compared)
+    changes it."""
+    kind = type(value)
+    assert kind in PLAIN, (
+        f"a prediction is plain data (dict, list, tuple, set, str, int, float,"
+        f" bool, None), recorded when made: not a {kind.__qualname__}")
+    if kind is dict:
+        return {recorded(k): recorded(v) for k, v in value.items()}
+    if kind in (list, tuple, set, frozenset):
+        return kind(recorded(item) for item in value)
+    return value
+
+
+@pytest.fixture(scope="session")
+def outcome_folders(tmp_path_factory, worker_id) -> tuple[Path, ...]:
+    """Where this session's experiments run and keep what they measured: its
+    temporary folder (all xdist workers'), and the measured-once folder."""
+    base = tmp_path_factory.getbasetemp()
+    folders = [(base if worker_id == "master" else base.parent).resolve()]
+    if given := os.environ.get(MEASURED_ONCE_ENV):
+        folders.append(Path(given).resolve())
+    return tuple(folders)
+
+
 @pytest.fixture
-def sealed(tree, request):
+def sealed(tree, request, outcome_folders):
     """``sealed(chapter, module, *rules)``: the answer module loaded, and each
     of its functions called, with ``rules`` in force; a test using it fails if
     the answer broke one, whatever it did with the refusal. Rules:
     ``"solutions"``: open no file under ``solutions/`` (but the graded module
     itself, when the reference is graded); ``"experiment"``: start no process
-    and open no database (a prediction is made, not measured)."""
+    or thread, open no database and no file under the session's temporary
+    folders (a prediction is made, not measured). What each call returns is
+    ``recorded`` (copied, plain data) as it returns: a test calls the answer
+    BEFORE it runs the experiment, and compares the record with the outcome."""
     import types
 
     load = request.getfixturevalue("answer")
     stubs = tree == "stubs" or request.config.getoption("--stubs-must-fail")
-    directory = None if stubs else Path({"solutions": ROOT / "solutions"}.get(
-        tree, tree))
+    directory = request.getfixturevalue("pristine_stubs") if stubs else Path(
+        {"solutions": ROOT / "solutions"}.get(tree, tree))
+    _seal["outcomes"] = outcome_folders
 
     def sealed_module(chapter, module, *rules, lifted=None):
         """``lifted``: {function name: the rules not in force for it} (a
         function that is to read a file, say)."""
-        own = () if directory is None else (
-            (directory / chapter / f"{module}.py").resolve(),)
+        own = ((directory / chapter / f"{module}.py").resolve(),)
         everything = tuple(dict.fromkeys(("solutions", *rules)))
         with seal(everything, exempt=own):  # its module-level code too
             loaded = load(chapter, module)
@@ -382,7 +439,7 @@ def sealed(tree, request):
 
                 def call(*args, _value=value, _rules=kept, **kwargs):
                     with seal(_rules):
-                        return _value(*args, **kwargs)
+                        return recorded(_value(*args, **kwargs))
                 setattr(wrapped, name, call)
             elif not name.startswith("__"):
                 setattr(wrapped, name, value)

@@ -1,9 +1,12 @@
 """Grades exercise 03.1 (replay_first.py): each preview is compared with the
 service's real answer, asked afterwards."""
 
+import os
 import re
 import sqlite3
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -265,6 +268,110 @@ def test_history_and_authority_come_from_one_snapshot(preview, db, monkeypatch,
             f" after it; the preview said {said!r}: history and authority came"
             " from two snapshots")
     assert service_says(db, "k1") == (after if watch.committed else before)
+
+
+class CommitBetweenTheCopies:
+    """A preview that copies the service's files itself (the main file, then
+    its -wal, or the other way round) reads two files a writer changes apart.
+    As the answer opens the second of the two, having read the first, a rival
+    commits ONE transaction and checkpoints the log into the main file
+    (TRUNCATE), as any other process's last close may. The copy then holds
+    the main file of one moment and the log of another: torn. SQLite's own
+    reads (a read transaction, the backup API) open no file through Python,
+    and never meet the rival. Seen through Python's audit hook on ``open``:
+    no sleep, the rival runs inside the answer's second open."""
+
+    active = None  # the one watch in force (an audit hook cannot be removed)
+
+    def __init__(self, db, change):
+        self.db = Path(db).resolve()
+        self.files = {self.db, Path(f"{self.db}-wal")}
+        self.change, self.opened = change, set()
+        self.fired = self.committed = self.checkpointed = False
+        self.fault = None
+
+    @staticmethod
+    def audit(event, args):
+        watch = CommitBetweenTheCopies.active
+        if watch is None or event != "open" or watch.fired:
+            return
+        if not isinstance(args[0], str | bytes | os.PathLike):
+            return  # a file descriptor
+        try:
+            path = Path(os.fsdecode(args[0])).resolve()
+        except (OSError, ValueError):
+            return
+        if path in watch.files and path not in watch.opened:
+            watch.opened.add(path)
+            if len(watch.opened) == 2:  # the first file read, the second not
+                watch.fired = True
+                CommitBetweenTheCopies.active = None  # the rival's own opens
+                try:
+                    watch.rival_commits()
+                except Exception as fault:  # the verdict says so
+                    watch.fault, watch.committed = fault, None
+                finally:
+                    CommitBetweenTheCopies.active = watch
+
+    def rival_commits(self):
+        rival = sqlite3.connect(self.db, isolation_level=None, timeout=0)
+        try:
+            try:
+                rival.executescript(f"BEGIN IMMEDIATE; {self.change} COMMIT;")
+            except sqlite3.OperationalError as busy:
+                if "locked" not in str(busy):
+                    raise
+                return  # the answer holds the write lock: the file stays as it was
+            self.committed = True
+            busy, _, _ = rival.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            self.checkpointed = busy == 0  # a reader's snapshot holds the log
+        finally:
+            rival.close()
+
+    def __enter__(self):
+        CommitBetweenTheCopies.active = self
+        return self
+
+    def __exit__(self, *exc):
+        CommitBetweenTheCopies.active = None
+
+
+sys.addaudithook(CommitBetweenTheCopies.audit)
+
+
+def test_a_copy_of_the_files_is_taken_in_one_moment(preview, db, tmp_path):
+    """The approval and an earlier payment (another key, another order) are
+    committed but still in the log: another process holds the file open. Then
+    a payment under k1 and a new policy commit together while the preview
+    reads the file. Its answer must be the file's before (``would_commit``)
+    or after (``already_committed``): a main file and a log copied a commit
+    apart say ``refused: not_approved`` (main file first) or
+    ``refused: policy_changed`` (log first), a state the file was never in."""
+    path = tmp_path / "held.db"
+    payments.install(path)
+    with opened(path) as held:
+        held.execute("SELECT count(*) FROM payments").fetchall()  # holds it open
+        payments.approve(path, ORDER, AMOUNT, CURRENCY)  # in the log, not the file
+        with opened(path) as conn, immediate(conn):
+            conn.execute("INSERT INTO payments (key, order_id, amount_cents, currency)"
+                         " VALUES ('k9', 'PO-3002', 5000, 'USD')")
+        assert service_says_of_a_copy(path) == "would_commit"
+        change = ("INSERT INTO payments (key, order_id, amount_cents, currency)"
+                  " VALUES ('k1', 'PO-3001', 4000, 'USD');"
+                  "INSERT INTO service_policy (id, version) VALUES (1, 2)"
+                  " ON CONFLICT (id) DO UPDATE SET version = 2;")
+        with CommitBetweenTheCopies(path, change) as watch:
+            said = preview.unwatched(path, "k1", ORDER, AMOUNT, CURRENCY)
+    assert watch.committed is not None, f"the rival's commit failed: {watch.fault!r}"
+    if not watch.committed:  # no rival turn (no copy, or a write lock held)
+        assert said == "would_commit"
+    else:
+        assert said in ("would_commit", "already_committed"), (
+            f"the file said 'would_commit' before the rival's commit and"
+            f" 'already_committed' after it; the preview said {said!r}: its"
+            " copy took the main file and its log a commit apart")
+    assert service_says(path, "k1") == (
+        "already_committed" if watch.committed else "would_commit")
 
 
 @st.composite

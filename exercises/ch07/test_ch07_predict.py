@@ -24,8 +24,14 @@ TIDY = make_plan("tidy", [
 ])
 
 
-def test_predictions_on_paper(answer):
-    predict = answer("ch07", "predict").predict
+@pytest.fixture
+def predict(sealed):
+    """The answer, sealed (exercises' conftest): a prediction is made from the
+    plan alone, recorded as it returns, before any worker runs."""
+    return sealed("ch07", "predict", "solutions", "experiment").predict
+
+
+def test_predictions_on_paper(predict):
     assert predict(32, "after_intent", PLAN) == {
         "confirmed": 31, "in_doubt": 1, "not_started": N - 32,
         "irreversible_not_started": LAST_TWO}
@@ -43,8 +49,7 @@ def test_predictions_on_paper(answer):
         "irreversible_not_started": ()}
 
 
-def test_the_plan_decides_which_steps_are_irreversible(answer):
-    predict = answer("ch07", "predict").predict
+def test_the_plan_decides_which_steps_are_irreversible(predict):
     assert predict(2, "before_intent", TIDY) == {
         "confirmed": 0, "in_doubt": 1, "not_started": 4,
         "irreversible_not_started": (2, 5)}
@@ -54,8 +59,7 @@ def test_the_plan_decides_which_steps_are_irreversible(answer):
 
 
 @pytest.mark.parametrize("boundary", journal.PHASES)
-def test_every_step_is_counted_once(answer, boundary):
-    predict = answer("ch07", "predict").predict
+def test_every_step_is_counted_once(predict, boundary):
     for k in range(1, len(TIDY.steps) + 1):
         said = predict(k, boundary, TIDY)
         counts = (said["confirmed"], said["in_doubt"], said["not_started"])
@@ -80,13 +84,13 @@ def killed_at(tmp_path, plan, k, boundary):
 @pytest.mark.parametrize("k, boundary", [(12, "after_action"),
                                          (LAST_TWO[0], "before_intent"),
                                          (7, "after_outcome")])
-def test_prediction_matches_a_real_kill(answer, tmp_path, k, boundary):
-    expected = answer("ch07", "predict").predict(k, boundary, PLAN)
+def test_prediction_matches_a_real_kill(predict, tmp_path, k, boundary):
+    expected = predict(k, boundary, PLAN)  # recorded before the kill
     assert expected == killed_at(tmp_path, PLAN, k, boundary)
 
 
 @pytest.mark.parametrize("k, boundary", [(2, "after_outcome"), (2, "after_intent")])
-def test_prediction_matches_a_real_kill_on_an_unordered_plan(answer, tmp_path, k,
+def test_prediction_matches_a_real_kill_on_an_unordered_plan(predict, tmp_path, k,
                                                              boundary):
-    expected = answer("ch07", "predict").predict(k, boundary, TIDY)
+    expected = predict(k, boundary, TIDY)  # recorded before the kill
     assert expected == killed_at(tmp_path, TIDY, k, boundary)

@@ -37,8 +37,16 @@ STEP_DONE = {step: [(R, R, f"attempt {step}"), (R, R, f"outcome {step}")]
 FINISH = (R, "applied", "every step done")
 
 
-def test_a_kill_before_the_first_call(answer):
-    said = answer("ch08", "predict").predict("before_remote:reserve", KEYS)
+@pytest.fixture
+def predict(sealed):
+    """The answer, sealed (exercises' conftest): a prediction is made from the
+    boundary and the keys alone, recorded as it returns, before any worker
+    runs."""
+    return sealed("ch08", "predict", "solutions", "experiment").predict
+
+
+def test_a_kill_before_the_first_call(predict):
+    said = predict("before_remote:reserve", KEYS)
     assert said == {
         "winner": {"exit_code": 0, "transitions": moves(
             3, *STEP_DONE["reserve"], *STEP_DONE["charge"], *STEP_DONE["mail"],
@@ -47,15 +55,15 @@ def test_a_kill_before_the_first_call(answer):
         "service_ops": {"key-of-reserve": 1, "key-of-charge": 1, "key-of-mail": 1}}
 
 
-def test_a_kill_after_the_last_call(answer):
-    said = answer("ch08", "predict").predict("after_remote:mail", KEYS)
+def test_a_kill_after_the_last_call(predict):
+    said = predict("after_remote:mail", KEYS)
     assert said["winner"]["transitions"] == moves(7, (R, R, "outcome mail"), FINISH)
     assert said["loser"] == LOSER and said["final_state"] == "applied"
     assert said["service_ops"] == {key: 1 for key in KEYS.values()}
 
 
-def test_a_kill_before_anything_was_written(answer):
-    said = answer("ch08", "predict").predict("after_read", KEYS)
+def test_a_kill_before_anything_was_written(predict):
+    said = predict("after_read", KEYS)
     assert said["winner"]["transitions"] == moves(
         1, ("pending", R, "run"), *STEP_DONE["reserve"], *STEP_DONE["charge"],
         *STEP_DONE["mail"], FINISH)
@@ -63,10 +71,10 @@ def test_a_kill_before_anything_was_written(answer):
 
 
 @pytest.mark.parametrize("boundary", ["before_remote:charge", "after_remote:charge"])
-def test_without_an_approval_the_winner_waits(answer, boundary):
+def test_without_an_approval_the_winner_waits(predict, boundary):
     """After the call or before it, the probe finds no payment: a charge the
     payment service refused left nothing to find."""
-    said = answer("ch08", "predict").predict(boundary, KEYS, approved=False)
+    said = predict(boundary, KEYS, approved=False)
     assert said == {
         "winner": {"exit_code": 0, "transitions": moves(
             5, (R, R, "attempt charge"), (R, W, "outcome charge"))},
@@ -74,8 +82,8 @@ def test_without_an_approval_the_winner_waits(answer, boundary):
         "service_ops": {"key-of-reserve": 1, "key-of-charge": 0, "key-of-mail": 0}}
 
 
-def test_without_an_approval_a_reservation_already_made_is_kept(answer):
-    said = answer("ch08", "predict").predict("after_remote:reserve", KEYS,
+def test_without_an_approval_a_reservation_already_made_is_kept(predict):
+    said = predict("after_remote:reserve", KEYS,
                                              approved=False)
     assert said["winner"]["transitions"] == moves(
         3, (R, R, "outcome reserve"), (R, R, "attempt charge"),
@@ -89,10 +97,10 @@ def test_without_an_approval_a_reservation_already_made_is_kept(answer):
     ("before_remote:mail", KEYS, False),  # the charge waits: mail never begins
     ("after_remote:reserve", {"reserve": "k", "charge": "k"}, True),  # no mail key
 ], ids=["unknown-step", "unknown-boundary", "unreachable", "missing-key"])
-def test_a_boundary_that_cannot_be_predicted_is_refused(answer, boundary, keys,
+def test_a_boundary_that_cannot_be_predicted_is_refused(predict, boundary, keys,
                                                         approved):
     with pytest.raises(ValueError):
-        answer("ch08", "predict").predict(boundary, keys, approved=approved)
+        predict(boundary, keys, approved=approved)
 
 
 REACHABLE = [(boundary, True) for boundary in BOUNDARIES] + [
@@ -101,10 +109,10 @@ REACHABLE = [(boundary, True) for boundary in BOUNDARIES] + [
 
 @pytest.mark.parametrize(("boundary", "approved"), REACHABLE,
                          ids=[f"{b}{'' if a else '-unapproved'}" for b, a in REACHABLE])
-def test_every_reachable_boundary_has_a_prediction(answer, boundary, approved):
+def test_every_reachable_boundary_has_a_prediction(predict, boundary, approved):
     """Every boundary the worker reaches (without the approval, all but the
     mail's) has one outcome to predict: a refusal is for what cannot happen."""
-    found = answer("ch08", "predict").predict(boundary, KEYS, approved=approved)
+    found = predict(boundary, KEYS, approved=approved)
     assert set(found) == {"winner", "loser", "final_state", "service_ops"}
     assert found["loser"] == LOSER
     assert set(found["service_ops"]) == set(KEYS.values())
@@ -112,10 +120,16 @@ def test_every_reachable_boundary_has_a_prediction(answer, boundary, approved):
         "every effect happens at most once: the services dedupe by key")
 
 
-def race_after_a_kill(directory, boundary: str, approved: bool) -> dict:
+def keys_of(built: dict) -> dict[str, str]:
+    """The operation keys the workflow's row holds from its creation on."""
+    with opened(built["paths"]["workflow"]) as conn:
+        seen = workflow.read(conn, built["workflow_id"])
+    return {choice["step"]: choice["operation_key"] for choice in seen["choices"]}
+
+
+def race_after_a_kill(directory, built: dict, boundary: str) -> dict:
     """Kill a worker at ``boundary``, race two recovery workers, and read what
     they did back, in the prediction's shape."""
-    built = build_world(str(directory), approved=approved)
     where, workflow_id = built["paths"], built["workflow_id"]
     with Harness() as harness, start_supplier(harness, where["supplier"]) as sup:
 
@@ -143,7 +157,7 @@ def race_after_a_kill(directory, boundary: str, approved: bool) -> dict:
         seen = workflow.read(conn, workflow_id)
         written = [h for h in workflow.history(conn, workflow_id)
                    if h["version"] > after]
-    keys = {choice["step"]: choice["operation_key"] for choice in seen["choices"]}
+    keys = keys_of(built)
     writers = {h["who"] for h in written}
     assert len(writers) == 1, f"one recovery worker makes every move: {writers}"
     [winner], [loser] = writers, set(RACERS) - writers
@@ -172,8 +186,12 @@ def race_after_a_kill(directory, boundary: str, approved: bool) -> dict:
     ("after_remote:charge", False),
 ], ids=["after_read", "after_remote:reserve", "before_remote:charge",
         "after_remote:charge", "before_remote:mail", "after_remote:charge-unapproved"])
-def test_the_prediction_matches_the_real_race(answer, tmp_path, boundary, approved):
-    predict = answer("ch08", "predict").predict
-    predict(boundary, KEYS, approved=approved)  # an answer that cannot, fails here
-    ran = race_after_a_kill(tmp_path, boundary, approved)
-    assert predict(boundary, ran["keys"], approved=approved) == ran["observed"]
+def test_the_prediction_matches_the_real_race(predict, tmp_path, boundary, approved):
+    """The prediction is made once, for the workflow's own keys, and recorded
+    before any worker starts: nothing the race shows can change it."""
+    built = build_world(str(tmp_path), approved=approved)
+    keys = keys_of(built)
+    predicted = predict(boundary, keys, approved=approved)
+    ran = race_after_a_kill(tmp_path, built, boundary)
+    assert ran["keys"] == keys
+    assert predicted == ran["observed"]

@@ -59,16 +59,24 @@ def measured(tmp_path_factory, measured_once) -> dict[str, dict[str, int]]:
     return measured_once("ch12-predict", kill_each_cell)
 
 
-def test_the_prediction_names_every_cell(answer):
-    guess = answer("ch12", "predict").predicted()
+@pytest.fixture
+def predicted(sealed):
+    """The answer, sealed (exercises' conftest): a prediction is made, not
+    read from the kills' stored counts, and recorded as it returns, before
+    this test asks for the kills."""
+    return sealed("ch12", "predict", "solutions", "experiment").predicted
+
+
+def test_the_prediction_names_every_cell(predicted):
+    guess = predicted()
     assert sorted(guess) == sorted(CELLS)
     for counts in guess.values():
         assert sorted(counts) == sorted(COUNTS)
         assert all(type(n) is int and n >= 0 for n in counts.values())
 
 
-def test_the_prediction_matches_the_kills(answer, request):
-    guess = answer("ch12", "predict").predicted()  # a stub fails before any kill
+def test_the_prediction_matches_the_kills(predicted, request):
+    guess = predicted()  # recorded first; a stub fails before any kill
     counted = request.getfixturevalue("measured")
     wrong = {cell: {"predicted": guess.get(cell), "measured": counted[cell]}
              for cell in CELLS if guess.get(cell) != counted[cell]}

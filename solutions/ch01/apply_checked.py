@@ -45,42 +45,72 @@ def apply_checked(
 ) -> tuple[str, Any]:
     """Commit ``mutate(conn)``'s writes at most once per ``key``; keep its answer."""
     check_text("operation key", key)  # ValueError before anything is written
-    offered = canonical(payload)  # one spelling per value: sorted keys
-    refusal = None
-    with immediate(conn):
-        # Claim first; the primary key says whether this call won the claim.
-        claimed = conn.execute(
-            "INSERT INTO requests (key, payload) VALUES (:key, :payload)"
-            " ON CONFLICT (key) DO NOTHING",
-            {"key": key, "payload": offered},
-        ).rowcount
-        if not claimed:
-            row = conn.execute(
-                "SELECT payload, result, refusal FROM requests WHERE key = :key",
-                {"key": key},
-            ).fetchone()
-            if row["payload"] != offered:
-                raise EffectConflict(key, json.loads(row["payload"]), payload)
-            if row["refusal"] is not None:  # the answer this key was given
-                raise Refused(row["refusal"])
-            return "already_applied", json.loads(row["result"])
-        conn.execute("SAVEPOINT mutation")  # what mutate writes can be undone alone
-        try:
-            result = mutate(conn)
-        except Refused as refused:
-            conn.execute("ROLLBACK TO mutation")  # its writes go, the claim stays
-            conn.execute("RELEASE mutation")
-            refusal = str(refused.reason)
-            conn.execute(
-                "UPDATE requests SET refusal = :refusal WHERE key = :key",
-                {"key": key, "refusal": refusal},
-            )
-        else:  # any other exception rolls the whole transaction back
-            conn.execute("RELEASE mutation")
-            conn.execute(
-                "UPDATE requests SET result = :result WHERE key = :key",
-                {"key": key, "result": canonical(result)},
-            )
+    offered = spelled(payload)
+    with transaction(conn):  # the claim, the writes and the answer: one commit
+        if not claim(conn, key, offered):
+            return replayed(conn, key, offered, payload)
+        result, refusal = mutated(conn, key, mutate)
     if refusal is not None:
         raise Refused(refusal)  # committed first: the refusal is on record
     return "applied", result
+
+
+def spelled(payload: Any) -> str:
+    """One spelling per value (canonical JSON, sorted keys)."""
+    return canonical(payload)
+
+
+def transaction(conn: sqlite3.Connection):
+    """The call's one transaction, the write lock taken at its BEGIN."""
+    return immediate(conn)
+
+
+def claim(conn: sqlite3.Connection, key: str, offered: str) -> bool:
+    """Claim ``key`` first; the primary key says whether this call won it."""
+    return conn.execute(
+        "INSERT INTO requests (key, payload) VALUES (:key, :payload)"
+        " ON CONFLICT (key) DO NOTHING",
+        {"key": key, "payload": offered},
+    ).rowcount == 1
+
+
+def replayed(conn: sqlite3.Connection, key: str, offered: str,
+             payload: Any) -> tuple[str, Any]:
+    """The answer ``key`` was given: a conflict, its refusal, or its result."""
+    row = conn.execute(
+        "SELECT payload, result, refusal FROM requests WHERE key = :key",
+        {"key": key},
+    ).fetchone()
+    if row["payload"] != offered:
+        raise EffectConflict(key, json.loads(row["payload"]), payload)
+    if row["refusal"] is not None:
+        raise Refused(row["refusal"])
+    return "already_applied", json.loads(row["result"])
+
+
+def mutated(conn: sqlite3.Connection, key: str,
+            mutate: Callable[[sqlite3.Connection], Any]) -> tuple[Any, str | None]:
+    """(result, None), or (None, reason) with the refused writes undone and
+    the claim kept; either is recorded on the key's row. Any other exception
+    rolls the whole transaction back."""
+    conn.execute("SAVEPOINT mutation")  # what mutate writes can be undone alone
+    try:
+        result = mutate(conn)
+    except Refused as refused:
+        conn.execute("ROLLBACK TO mutation")  # its writes go, the claim stays
+        conn.execute("RELEASE mutation")
+        record(conn, key, refusal=str(refused.reason))
+        return None, str(refused.reason)
+    conn.execute("RELEASE mutation")
+    record(conn, key, result=result)
+    return result, None
+
+
+def record(conn: sqlite3.Connection, key: str, *, result: Any = None,
+           refusal: str | None = None) -> None:
+    """Write the key's answer on its row: a result, or a refusal."""
+    conn.execute(
+        "UPDATE requests SET result = :result, refusal = :refusal WHERE key = :key",
+        {"key": key, "result": None if refusal else canonical(result),
+         "refusal": refusal},
+    )

@@ -49,11 +49,21 @@ def place_order_once(
         ).rowcount
         if inserted:
             return "placed"
-        row = conn.execute(
-            "SELECT sku, quantity FROM supplier_orders WHERE key = :key",
-            {"key": key},
-        ).fetchone()
-    recorded = {"sku": row[0], "quantity": row[1]}
-    if recorded != offered:
-        raise EffectConflict(key, recorded, offered)
+        row = recorded(conn, key)
+    return answered(key, row, offered)
+
+
+def recorded(conn: sqlite3.Connection, key: str):
+    """The order recorded under ``key``, or None."""
+    return conn.execute(
+        "SELECT sku, quantity FROM supplier_orders WHERE key = :key",
+        {"key": key},
+    ).fetchone()
+
+
+def answered(key: str, row, offered: dict) -> str:
+    """A replay of the same order, or a conflict carrying both, as values."""
+    found = {"sku": row[0], "quantity": row[1]}
+    if found != offered:
+        raise EffectConflict(key, found, offered)
     return "already_placed"

@@ -30,14 +30,30 @@ def reserve(
 ) -> bool:
     """Check the holder, sum what is reserved, insert: all in one transaction."""
     check_amount(amount_cents)  # bad input raises before the write lock is taken
-    with fence.fenced(conn, claim, "reserve"):
-        reserved = conn.execute(
-            "SELECT coalesce(sum(amount_cents), 0) FROM reservations").fetchone()[0]
-        if reserved + amount_cents > ceiling_cents:
+    with guarded(conn, claim):
+        if reserved_total(conn, claim) + amount_cents > ceiling_cents:
             return False
-        conn.execute(
-            "INSERT INTO reservations (operation_key, work_id, session, amount_cents)"
-            " VALUES (:operation_key, :work_id, :session, :amount)",
-            {"operation_key": operation_key, "work_id": claim.id,
-             "session": claim.session, "amount": amount_cents})
+        record(conn, claim, operation_key, amount_cents)
     return True
+
+
+def guarded(conn: sqlite3.Connection, claim: Claim):
+    """One write transaction, the write lock taken first, that raises
+    ``StaleClaim`` unless ``claim`` still holds its work, on the store's clock."""
+    return fence.fenced(conn, claim, "reserve")
+
+
+def reserved_total(conn: sqlite3.Connection, claim: Claim) -> int:
+    """What every session of every worker has reserved: the account's total."""
+    return conn.execute(
+        "SELECT coalesce(sum(amount_cents), 0) FROM reservations").fetchone()[0]
+
+
+def record(conn: sqlite3.Connection, claim: Claim, operation_key: str,
+           amount_cents: int) -> None:
+    """The reservation's row, under the claim's work and session."""
+    conn.execute(
+        "INSERT INTO reservations (operation_key, work_id, session, amount_cents)"
+        " VALUES (:operation_key, :work_id, :session, :amount)",
+        {"operation_key": operation_key, "work_id": claim.id,
+         "session": claim.session, "amount": amount_cents})

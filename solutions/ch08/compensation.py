@@ -67,29 +67,48 @@ def compensation_plan(conn: sqlite3.Connection, workflow_id: str,
     if state not in (workflow.CANCELLED, workflow.FAILED):
         raise ValueError(f"workflow {workflow_id!r} is {state}: no compensation")
     at = store.now(conn, now)
-    steps = workflow_steps.progress(conn, workflow_id)
+    steps = listed(workflow_steps.progress(conn, workflow_id))
     doubt = {s["step"]: fate_in_doubt(s, at) for s in steps
              if s["status"] == IN_DOUBT}
     answers = check_probed(probed, set(doubt),
                            {name for name, fate in doubt.items() if fate is None})
-    plan = []
-    for step in steps:
-        name, key = step["step"], step["operation_key"]
-        if doubt.get(name) is not None:
-            action, status = doubt[name]  # the rows say, whatever a probe does
-        elif step["status"] == DONE or answers.get(name, False):
-            action, status = UNDO[name]
-        elif name in doubt and name not in FENCED:
-            action, status = WAIT  # "not found" is "not yet": it may still land
-        else:
-            action, status = NOTHING
-        undo_key = None
-        if action == "released":
-            undo_key = operation_key(workflow_id, name, "release", {"order": key})
-        plan.append({"step": name, "operation_key": key, "action": action,
-                     "status": status, "compensation_key": undo_key,
-                     "note": NOTES[action]})
-    return plan
+    return [entry(workflow_id, step, *settled(step, doubt, answers))
+            for step in steps]
+
+
+def listed(steps: list[dict]) -> list[dict]:
+    """Every step of the plan, attempted or not: the person reads the plan,
+    and a step missing from it reads as forgotten."""
+    return steps
+
+
+def settled(step: dict, doubt: dict, answers: dict) -> tuple[str, str]:
+    """(action, status) for one step: the rows' fate of a step in doubt,
+    whatever a probe says; an effect done or found, its undo; an unfenced
+    call not found, wait ("not found" is "not yet"); else nothing to undo."""
+    name = step["step"]
+    if doubt.get(name) is not None:
+        return doubt[name]
+    if step["status"] == DONE or answers.get(name, False):
+        return UNDO[name]
+    if name in doubt and name not in FENCED:
+        return WAIT
+    return NOTHING
+
+
+def release_key(workflow_id: str, step: str, order_key: str) -> str:
+    """The release's own operation key: a second effect, its own key."""
+    return operation_key(workflow_id, step, "release", {"order": order_key})
+
+
+def entry(workflow_id: str, step: dict, action: str, status: str) -> dict:
+    """One step's line of the plan."""
+    key = step["operation_key"]
+    undo_key = (release_key(workflow_id, step["step"], key)
+                if action == "released" else None)
+    return {"step": step["step"], "operation_key": key, "action": action,
+            "status": status, "compensation_key": undo_key,
+            "note": NOTES[action]}
 
 
 def fate_in_doubt(step: dict, at: float) -> tuple | None:

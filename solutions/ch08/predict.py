@@ -42,8 +42,7 @@ def predict(boundary: str, keys: dict, *, approved: bool = True) -> dict:
         where, step = boundary.split(":")
         at = STEPS.index(step)
         version, left = 2 + 2 * at, list(reached[at:])
-        happened = where == "after_remote" and (approved or step != "charge")
-        if happened:  # the probe finds the effect: one outcome settles it
+        if happened(where, step, approved):  # one outcome settles it
             write(RUNNING, RUNNING, f"outcome {step}")
             left.pop(0)
     for step in left:
@@ -56,11 +55,24 @@ def predict(boundary: str, keys: dict, *, approved: bool = True) -> dict:
         write(RUNNING, APPLIED, "every step done")
     return {
         "winner": {"exit_code": EXIT["finished"], "transitions": transitions},
-        "loser": {"exit_code": EXIT["refused"], "refused": STALE_VERSION,
-                  "transitions": []},
+        "loser": loser(),
         "final_state": APPLIED if approved else WAITING,
         # unapproved, only the reservation happened: a refused charge is no
         # payment, and the mail is never reached
         "service_ops": {keys[step]: int(approved or step == "reserve")
                         for step in STEPS},
     }
+
+
+def happened(where: str, step: str, approved: bool) -> bool:
+    """Whether the winner's probe finds the effect of the step the kill
+    interrupted: after the call it is there, unless the payment service
+    refused the charge for want of an approval; before it, it is not."""
+    return where == "after_remote" and (approved or step != "charge")
+
+
+def loser() -> dict:
+    """The loser holds the version the winner moved: its first write is
+    refused as stale, and it exits 3, having written nothing."""
+    return {"exit_code": EXIT["refused"], "refused": STALE_VERSION,
+            "transitions": []}

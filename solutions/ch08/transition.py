@@ -118,31 +118,57 @@ def transition(conn: sqlite3.Connection, delivery_id: str, *, expected_state: st
             raise ValueError(f"{name} must be one of {STATES}, got {state!r}")
     check_count("expected_version", expected_version)
     check_text("who", who)
-    with immediate(conn):  # the write lock first: nobody moves it under us
+    with transaction(conn):  # the write lock first: nobody moves it under us
         found = read(conn, delivery_id)
         current = {"state": found["state"], "version": found["version"]}
         if (expected_state, to_state) not in MOVES:
             raise TransitionRefused(ILLEGAL_MOVE, current)
-        moved = conn.execute(
-            "UPDATE deliveries SET state = :to_state, version = version + 1"
-            " WHERE id = :id"
-            "   AND state = :expected_state"  # as the caller saw it ...
-            "   AND version = :expected_version",  # ... and nobody moved it since
-            {"id": delivery_id, "to_state": to_state,
-             "expected_state": expected_state,
-             "expected_version": expected_version}).rowcount
-        if moved != 1:
+        version = compare_and_set(conn, delivery_id, expected_state,
+                                  expected_version, to_state)
+        if version is None:
             raise TransitionRefused(STALE_VERSION, current)
-        waiting = conn.execute(  # under the same write lock: no request slips in
-            "SELECT 1 FROM cancel_requests WHERE delivery_id = :id",
-            {"id": delivery_id}).fetchone()
-        if waiting and (expected_state, to_state) in FORWARD:
+        if stopped(conn, delivery_id, expected_state, to_state):
             raise TransitionRefused(CANCEL_REQUESTED, current)  # rolls back
-        conn.execute(
-            "INSERT INTO delivery_history (delivery_id, version, from_state,"
-            " to_state, who, at) VALUES (:id, :version, :from_state, :to_state,"
-            " :who, :at)",
-            {"id": delivery_id, "version": expected_version + 1,
-             "from_state": expected_state, "to_state": to_state, "who": who,
-             "at": clock()})
-    return expected_version + 1
+        write_history(conn, delivery_id, version, expected_state, to_state, who)
+    return version
+
+
+def transaction(conn: sqlite3.Connection):
+    """The move's one write transaction, the write lock taken at its BEGIN."""
+    return immediate(conn)
+
+
+def compare_and_set(conn: sqlite3.Connection, delivery_id: str,
+                    expected_state: str, expected_version: int,
+                    to_state: str) -> int | None:
+    """The new version, or None when the row is not as the caller saw it."""
+    moved = conn.execute(
+        "UPDATE deliveries SET state = :to_state, version = version + 1"
+        " WHERE id = :id"
+        "   AND state = :expected_state"  # as the caller saw it ...
+        "   AND version = :expected_version",  # ... and nobody moved it since
+        {"id": delivery_id, "to_state": to_state,
+         "expected_state": expected_state,
+         "expected_version": expected_version}).rowcount
+    return expected_version + 1 if moved == 1 else None
+
+
+def stopped(conn: sqlite3.Connection, delivery_id: str, from_state: str,
+            to_state: str) -> bool:
+    """A forward move of a delivery with a cancel request waiting, read
+    under the move's write lock: no request slips in."""
+    waiting = conn.execute(
+        "SELECT 1 FROM cancel_requests WHERE delivery_id = :id",
+        {"id": delivery_id}).fetchone()
+    return bool(waiting) and (from_state, to_state) in FORWARD
+
+
+def write_history(conn: sqlite3.Connection, delivery_id: str, version: int,
+                  from_state: str, to_state: str, who: str) -> None:
+    """The move's history row: who made ``version``, from what to what."""
+    conn.execute(
+        "INSERT INTO delivery_history (delivery_id, version, from_state,"
+        " to_state, who, at) VALUES (:id, :version, :from_state, :to_state,"
+        " :who, :at)",
+        {"id": delivery_id, "version": version, "from_state": from_state,
+         "to_state": to_state, "who": who, "at": clock()})

@@ -55,8 +55,13 @@ def set_switch(conn: sqlite3.Connection, job: str, state: str, who: str,
             "INSERT INTO job_switch (job, state, who, reason, at)"
             " VALUES (:job, :state, :who, :reason, :at)",
             {"job": job, "state": state, "who": who, "reason": reason,
-             "at": clock(now)},
+             "at": stamp(now)},
         ).lastrowid
+
+
+def stamp(now: float | None) -> float:
+    """The instant a decision is recorded at: the one given, else the clock's."""
+    return clock(now)
 
 
 def _newest(conn: sqlite3.Connection, job: str):
@@ -75,7 +80,11 @@ def may_run(conn: sqlite3.Connection, job: str) -> bool:
     check_text("job", job)
     made = conn.execute("SELECT 1 FROM sqlite_master"
                         " WHERE type = 'table' AND name = 'job_switch'").fetchone()
-    newest = _newest(conn, job) if made else None
+    return allows(_newest(conn, job) if made else None)
+
+
+def allows(newest) -> bool:
+    """A decision that says running; none at all says nothing: stay stopped."""
     return newest is not None and newest["state"] == RUNNING
 
 
@@ -91,11 +100,17 @@ def start_run(conn: sqlite3.Connection, job: str, scheduler: str,
     install(conn)
     with immediate(conn):
         newest = _newest(conn, job)
-        if newest is None or newest["state"] != RUNNING:
+        if not allows(newest):
             return None  # stopped, or nobody has looked: stay stopped
-        return conn.execute(
-            "INSERT INTO job_runs (job, scheduler, allowed_by, started_at)"
-            " VALUES (:job, :scheduler, :allowed_by, :at)",
-            {"job": job, "scheduler": scheduler, "allowed_by": newest["seq"],
-             "at": clock(now)},
-        ).lastrowid
+        return record_run(conn, job, scheduler, newest, now)
+
+
+def record_run(conn: sqlite3.Connection, job: str, scheduler: str,
+               newest, now: float | None) -> int:
+    """The run's row, naming the decision that allowed it; its id."""
+    return conn.execute(
+        "INSERT INTO job_runs (job, scheduler, allowed_by, started_at)"
+        " VALUES (:job, :scheduler, :allowed_by, :at)",
+        {"job": job, "scheduler": scheduler, "allowed_by": newest["seq"],
+         "at": clock(now)},
+    ).lastrowid

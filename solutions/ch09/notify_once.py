@@ -78,9 +78,9 @@ def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
         return {"notification": ALREADY, "message_id": row["message_id"]}
     # A pending row: the last run died after its intent. Ask the provider by
     # key whether it ACCEPTED the notice (queued counts), before sending.
-    found, seen = mail.probe_sent(mail_path, key) if row else (False, {})
+    found, message_id = probe(mail_path, key, recipient) if row else (False, None)
     if found:
-        settled, message_id = PROBED, seen["message_id"]
+        settled = PROBED
     else:
         accepted = mail.submit(
             mail_path, recipient, f"payment sent: {order}",
@@ -94,3 +94,10 @@ def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
             " WHERE task = :task",
             {"task": task, "message_id": message_id, "settled": settled})
     return {"notification": settled, "message_id": message_id}
+
+
+def probe(mail_path: str, key: str, recipient: str) -> tuple[bool, int | None]:
+    """Whether the provider accepted the notice under ``key`` (queued counts,
+    whatever the recipient), and the provider's id for it."""
+    found, seen = mail.probe_sent(mail_path, key)
+    return found, seen["message_id"] if found else None

@@ -8,7 +8,12 @@ graded as the solution with those definitions replaced: the graded module is
 the solution's text followed by the wrong answer's, so each later definition
 rebinds the name and the solution's other functions call the wrong one. Every
 name a wrong answer defines must exist in the solution (a renamed function
-would otherwise change nothing and pass for a mistake). The exercise's tests
+would otherwise change nothing and pass for a mistake). The references are
+written in small functions so that a mistake overrides one of them; a wrong
+answer that changes what a solution's function gives, not how, wraps it:
+``def judged(approval, action, policy, _reference=judged)`` binds the
+solution's own ``judged`` (a default is evaluated as the ``def`` runs, before
+the name is rebound). The exercise's tests
 must then FAIL (exit 1: tests ran and at least one failed, not a crash of the
 harness). An exercise without a recorded wrong answer is a grader nobody has
 tried to fool.

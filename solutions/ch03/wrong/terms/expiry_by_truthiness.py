@@ -7,16 +7,5 @@ column may hold) never expires, where the service refuses it. Caught by
 """
 
 
-def every_reason(approval, action, now, policy) -> tuple[str, ...]:
-    """Every reason ``approval`` does not authorize ``action``, in order."""
-    if approval is None or (approval["amount_cents"], approval["currency"]) != (
-        action["amount_cents"], action["currency"]
-    ):
-        return ("not_approved",)
-    expires = approval["expires_unix"]
-    checks = (
-        (bool(approval["revoked"]), "approval_revoked"),
-        (bool(expires) and now >= expires, "approval_expired"),
-        (approval["policy_version"] != policy, "policy_changed"),
-    )
-    return tuple(reason for failed, reason in checks if failed)
+def expired(expires, now):
+    return bool(expires) and now >= expires  # 0.0 never expires

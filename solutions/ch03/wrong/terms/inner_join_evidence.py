@@ -10,15 +10,8 @@ payment that was made. Caught by
 """
 
 
-def explain(path, key):
-    """What a committed payment was allowed under, read from the service."""
-    with opened(path) as conn:
-        row = conn.execute(
-            "SELECT p.order_id, p.amount_cents, p.currency,"
-            "       e.policy_version, e.expires_unix"
-            " FROM payments AS p"
-            " JOIN payment_evidence AS e USING (key)"
-            " WHERE p.key = :key",
-            {"key": key},
-        ).fetchone()
-    return dict(row) if row else None
+EVIDENCE = (
+    "SELECT p.order_id, p.amount_cents, p.currency,"
+    "       e.policy_version, e.expires_unix"
+    " FROM payments AS p JOIN payment_evidence AS e USING (key)"  # inner
+    " WHERE p.key = :key")

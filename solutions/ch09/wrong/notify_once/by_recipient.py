@@ -1,56 +1,11 @@
-"""WRONG ANSWER to exercise 09.2 (chapter 09): the probe asks by recipient.
-
-The mistake: a pending row is found and the provider is asked "has the
-supplier been sent a message?", not "is there a message under THIS notice's
-key?". With one invoice it passes. Once the supplier holds the notice for an
-earlier invoice, the probe for the next one finds that message, records it
-as this notice (PROBED), and the second invoice's notice never goes out. The
-key names one notice; a recipient names many. Caught by
-``test_a_second_invoice_gets_its_own_notice``.
+"""WRONG ANSWER to exercise 09.2: the probe asks "has the supplier been sent a
+message?", not "is there one under THIS notice's key?". Once the supplier
+holds the notice for an earlier invoice, the next one's probe finds it and
+the second notice never goes out: a key names one notice, a recipient many.
+Caught by ``test_a_second_invoice_gets_its_own_notice``.
 """
 
 
-def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
-                    order: str, amount: int, currency: str, *,
-                    recipient: str = SUPPLIER,
-                    credential: str | None = None) -> dict:
-    """Tell the supplier that ``task`` paid ``order`` (one live notifier)."""
-    check_text("task", task)
-    check_text("order", order)
-    check_amount(amount)
-    check_currency(currency)
-    if "@" not in str(recipient):
-        raise ValueError(f"not an address: {recipient!r}")
-    if paying.load_checkpoint(state, task) is None:
-        raise ValueError(f"task {task!r} is not paid: there is nothing to notify")
-    install(state)
-    key = notice_key(task, order, recipient)
-    where = {"task": task, "key": key, "recipient": recipient}
-    with immediate(state):  # the intent, before anything leaves the process
-        row = state.execute("SELECT state, message_id FROM supplier_notices"
-                            " WHERE task = :task", where).fetchone()
-        if row is None:
-            state.execute(
-                "INSERT INTO supplier_notices (task, operation_key, recipient, state)"
-                f" VALUES (:task, :key, :recipient, '{PENDING}')", where)
-    if row is not None and row["state"] == NOTIFIED:
-        return {"notification": ALREADY, "message_id": row["message_id"]}
-    # A pending row: the last run died after its intent. Ask the provider by
-    # key whether it ACCEPTED the notice (queued counts), before sending.
-    theirs = [m for m in mail.messages(mail_path)
-              if m["recipient"] == recipient] if row else []
-    if theirs:  # the supplier has our mail
-        settled, message_id = PROBED, theirs[-1]["message_id"]
-    else:
-        accepted = mail.submit(
-            mail_path, recipient, f"payment sent: {order}",
-            f"{order}: {amount} cents {currency} paid ({task})",
-            {mail.KEY_HEADER: key}, credential=credential)
-        settled, message_id = SENT, accepted["message_id"]
-    with immediate(state):
-        state.execute(
-            f"UPDATE supplier_notices SET state = '{NOTIFIED}',"
-            " message_id = :message_id, settled_by = :settled"
-            " WHERE task = :task",
-            {"task": task, "message_id": message_id, "settled": settled})
-    return {"notification": settled, "message_id": message_id}
+def probe(mail_path, key, recipient):
+    theirs = [m for m in mail.messages(mail_path) if m["recipient"] == recipient]
+    return bool(theirs), theirs[-1]["message_id"] if theirs else None
