@@ -111,8 +111,8 @@ stress: $(STAMP)
 # One line per exercise, under it one line per failing test (its name and
 # what went wrong: exercises/conftest.py); EX=name grades one exercise.
 # DETAIL=1 adds pytest's own report of each failure (traceback, Hypothesis's
-# falsifying example and explanation) above those lines.
-GRADE_FLAGS = -q $(if $(DETAIL),--tb=short,--tb=no) -rN -p no:cacheprovider \
+# falsifying example and explanation, warnings) above those lines.
+GRADE_FLAGS = -q $(if $(DETAIL),--tb=short,--tb=no --disable-warnings) -rN -p no:cacheprovider \
   --exercise-summary
 EXERCISE_TESTS = exercises/ch$(CH)$(if $(EX),/test_ch$(CH)_$(EX).py)
 exercise: $(STAMP)

@@ -131,6 +131,7 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 REASON_WIDTH = 200
+STUB_RAISED = re.compile(r"NotImplementedError: (exercise \d\d\.\d+\b[^|\n]*)")
 EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
 
 
@@ -153,8 +154,9 @@ def why_it_failed(report) -> str:
         raised = next((line for line in lines[1:] if EXCEPTION_LINE.match(line)), "")
         first = first.removesuffix("Traceback (most recent call last):") + raised
     kind, _, said = first.partition(": ")
-    if kind == "NotImplementedError":
-        first = f"not written yet ({said})"
+    stub = STUB_RAISED.search(text)  # a stub's, even in a child's stderr
+    if stub:
+        first = f"not written yet ({stub.group(1).strip()})"
     elif kind == "AssertionError" and said:
         first = said  # the grader's own words
         # pytest's rewritten assert (``assert [True, True] == [False, True]``)

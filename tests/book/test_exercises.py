@@ -91,6 +91,12 @@ def make_exercise_flags(detail: bool = False) -> list[str]:
     return flags.split()
 
 
+def failing_count(output: str) -> int:
+    """How many tests fail, from the grade's lines per exercise."""
+    return sum(int(total) - int(passed) for passed, total in re.findall(
+        r"^ch\d\d_\w+: (\d+) of (\d+) tests pass", output, re.M))
+
+
 def one_line_per_failure(output: str) -> list[str]:
     """The lines under the grade's "your exercises" heading that name a
     failing test: two spaces, FAILED, the test in words, a colon, why."""
@@ -103,9 +109,9 @@ def test_the_untouched_stubs_grade_as_not_yet(tmp_path):
     mine = grade(folder, *make_exercise_flags())
     assert mine.returncode == 1
     assert "(not yet)" in mine.stdout and "(solved)" not in mine.stdout
-    failed = int(re.search(r"(\d+) failed", mine.stdout).group(1))
+    failed = failing_count(mine.stdout)
     reasons = one_line_per_failure(mine.stdout)
-    assert len(reasons) == failed  # one line each, and nothing else about them
+    assert len(reasons) == failed > 0  # one line each, and nothing else about them
     assert all("not written yet (exercise 01." in line for line in reasons), reasons
     assert "Traceback" not in mine.stdout and "Falsifying" not in mine.stdout
     assert len(mine.stdout.splitlines()) < failed + 15, mine.stdout
@@ -127,7 +133,7 @@ def test_a_wrong_answer_gets_one_line_per_failing_test_and_detail_on_request(
                   "_apply_checked.py")
     assert brief.returncode == 1
     reasons = one_line_per_failure(brief.stdout)
-    failed = int(re.search(r"(\d+) failed", brief.stdout).group(1))
+    failed = failing_count(brief.stdout)
     assert len(reasons) == failed >= 1
     assert any(line.startswith("  FAILED a refusal is kept and a replay hears it: ")
                for line in reasons), reasons
