@@ -216,26 +216,43 @@ def state_grid(
     """A table of coloured cells, ``cells[(row, column)] = colour key``: decision
     tables, journal state per step. Missing cells stay blank; ``labels`` writes
     a word in a cell (give wide cells room with ``cell_width``, in inches).
-    Column names stand upright only where they do not fit."""
+    Words and column names wider than a cell wrap at their spaces; column
+    names stand upright only where a word of one still does not fit. At most
+    FIT_INCHES wide, so every word is legible on the website."""
     from matplotlib.patches import Rectangle
 
-    width = min(FIT_INCHES, max(4.0, cell_width * len(columns) + 2))
+    # room for the row names (a character of TEXT: about 0.65 of its size)
+    names = max(map(len, rows), default=0) * 0.65 * TEXT / 72
+    width = min(FIT_INCHES, max(4.0, cell_width * len(columns) + max(2.0, names + 0.5)))
     fig, ax = new_figure(width, 0.35 * len(rows) + 1.2)
     for (row, column), key in cells.items():
         ax.add_patch(Rectangle((columns.index(column), rows.index(row)), 1, 1,
                                facecolor=COLOURS.get(key, key), edgecolor="white"))
-    for (row, column), word in (labels or {}).items():
-        ax.text(columns.index(column) + 0.5, rows.index(row) + 0.5, word,
-                ha="center", va="center", fontsize=TEXT, color="white")
     # a title wider than the figure wraps (a title's character: 0.6 of 12 pt)
     title = "\n".join(textwrap.wrap(title, int(width * 72 / (0.6 * 12)))) or title
     ax.set(xlim=(0, len(columns)), ylim=(len(rows), 0), title=title)
-    # a character of TEXT is about 0.65 of its size wide (72 points an inch)
-    narrow = (max(map(len, columns), default=0) * 0.65 * TEXT / 72
-              > (width - 2) / max(1, len(columns)))
-    ax.set_xticks([i + 0.5 for i in range(len(columns))], columns,
-                  rotation=90 if narrow else 0, fontsize=TEXT)
     ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=TEXT)
+    ax.set_xticks([i + 0.5 for i in range(len(columns))], columns, fontsize=TEXT)
+    fig.tight_layout()
+    # Words wider than a cell wrap at their spaces; a column name with a word
+    # still too wide stands upright. Measured on the laid-out axes.
+    fig.draw_without_rendering()
+    cell_px = ax.get_window_extent().width / max(1, len(columns))
+    # characters a cell holds, a few pixels apart (a character of TEXT is
+    # about 0.65 of its size wide)
+    fits = max(1, int((cell_px - 4) / (0.65 * TEXT * fig.dpi / 72)))
+
+    def wrapped(word: str) -> str:
+        return "\n".join(textwrap.wrap(word, fits, break_long_words=False)) or word
+
+    for (row, column), word in (labels or {}).items():
+        ax.text(columns.index(column) + 0.5, rows.index(row) + 0.5, wrapped(word),
+                ha="center", va="center", fontsize=TEXT, color="white",
+                linespacing=1.0)
+    upright = any(len(part) > fits for name in columns for part in name.split())
+    ax.set_xticks([i + 0.5 for i in range(len(columns))],
+                  columns if upright else [wrapped(name) for name in columns],
+                  rotation=90 if upright else 0, fontsize=TEXT)
     fig.tight_layout()
     return fig
 
