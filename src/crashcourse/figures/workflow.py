@@ -125,7 +125,7 @@ def version_timeline(panels: Mapping[str, tuple[Sequence, Sequence]],
 
     height = len(panels) * (0.55 * len(lanes) + 0.7) + 0.5
     fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False, dpi=DPI,
-                             figsize=(7.5, height))
+                             figsize=(FIT_INCHES, height))
     plt.close(fig)
     for ax, (subtitle, (made, marks)) in zip(axes[:, 0], panels.items(), strict=True):
         for lane, version, label, colour in made:
@@ -135,8 +135,13 @@ def version_timeline(panels: Mapping[str, tuple[Sequence, Sequence]],
                     fontsize=TEXT, color="white")
         for lane, at, label in marks:
             ax.plot([at], [lanes.index(lane)], marker="v", color="black")
+            # two marks in one lane: the first's label ends at its mark, the
+            # next one's starts at its own, so they never cover each other
+            mine = sorted(x for other, x, _ in marks if other == lane)
+            side = "center" if len(mine) == 1 else (
+                "right" if mine.index(at) % 2 == 0 else "left")
             ax.annotate(label, (at, lanes.index(lane) - 0.42), fontsize=TEXT,
-                        ha="center")
+                        ha=side)
         ax.set_yticks(range(len(lanes)), lanes, fontsize=TEXT)
         ax.set_ylim(len(lanes) - 0.5, -0.8)  # the first lane on top
         ax.set_title(subtitle, fontsize=TEXT)
