@@ -29,7 +29,7 @@ help:
 	@echo "make test | make nbval   the runtime tests alone | the notebooks alone"
 	@echo "make notebooks [CHAPTERS='00 01']  rebuild .ipynb from .md and execute"
 	@echo "make checkpoints [CHAPTERS='06 07']  each checkpoint in full mode; evidence in artifacts/runs/"
-	@echo "make exercise CH=01 [EX=apply_checked]   grade your answers in exercises/ch01"
+	@echo "make exercise CH=01 [EX=apply_checked] [DETAIL=1]   grade your answers in exercises/ch01"
 	@echo "make solution CH=01 [EX=apply_checked]   grade the reference answers"
 	@echo "make stress [REPEATS=2] [STRESS_FLAGS='--no-notebooks']  quick checkpoints and"
 	@echo "                  notebooks beside CPU hogs, a twin and a PostgreSQL killer (issue 36)"
@@ -108,8 +108,12 @@ STRESS_FLAGS ?=
 stress: $(STAMP)
 	$(PY) tools/stress.py --repeats $(REPEATS) $(STRESS_FLAGS)
 
-# One line per failing test and one per exercise; EX=name grades one exercise.
-GRADE_FLAGS = -q --tb=line -rN -p no:cacheprovider --exercise-summary
+# One line per exercise, under it one line per failing test (its name and
+# what went wrong: exercises/conftest.py); EX=name grades one exercise.
+# DETAIL=1 adds pytest's own report of each failure (traceback, Hypothesis's
+# falsifying example and explanation, warnings) above those lines.
+GRADE_FLAGS = -q $(if $(DETAIL),--tb=short,--tb=no --disable-warnings) -rN -p no:cacheprovider \
+  --exercise-summary
 EXERCISE_TESTS = exercises/ch$(CH)$(if $(EX),/test_ch$(CH)_$(EX).py)
 exercise: $(STAMP)
 	@test -n "$(CH)" || { echo "usage: make exercise CH=01 [EX=apply_checked]"; exit 2; }

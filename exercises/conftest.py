@@ -38,6 +38,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -81,10 +82,12 @@ def pytest_configure(config):
     recorded wrong answer's folder): Hypothesis skips its *explain* phase,
     which re-runs a failing test hundreds of times to say which arguments did
     not matter. It runs only after a test has failed, so no verdict changes;
-    the failing example is still shrunk and shown. ``make exercise`` keeps it."""
+    the failing example is still shrunk and shown. So does ``make exercise``,
+    whose one line per failure (``--tb=no``) would not show the explanation;
+    ``make exercise DETAIL=1`` keeps it."""
     answers = os.environ.get("CRASHCOURSE_ANSWERS", "exercises")
     if not (config.getoption("--grade-both") or config.getoption("--stubs-must-fail")
-            or answers not in CHOICES):
+            or answers not in CHOICES or config.getoption("tbstyle") == "no"):
         return
     try:
         from hypothesis import Phase, settings
@@ -96,7 +99,8 @@ def pytest_configure(config):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """One line per exercise (test file), for ``make exercise``."""
+    """One line per exercise (test file), for ``make exercise``, each followed
+    by one line per failing test (``why_it_failed``)."""
     if not config.getoption("--exercise-summary"):
         return
     tally: dict[str, list[int]] = {}
@@ -109,11 +113,62 @@ def pytest_terminal_summary(terminalreporter, config):
             counts[0] += outcome == "passed"
             counts[1] += 1
     terminalreporter.section("your exercises")
+    failing: dict[str, list[str]] = {}
+    for outcome in ("failed", "error"):
+        for report in terminalreporter.stats.get(outcome, []):
+            failing.setdefault(report.nodeid.split("::")[0], []).append(
+                why_it_failed(report))
     for path, (passed, total) in sorted(tally.items()):
         name = Path(path).stem.removeprefix("test_")
         verdict = "solved" if passed == total else "not yet"
         terminalreporter.write_line(
             f"{name}: {passed} of {total} tests pass ({verdict})")
+        for line in failing.get(path, []):
+            terminalreporter.write_line(f"  {line}")
+    if failing and config.getoption("tbstyle") == "no":
+        terminalreporter.write_line(
+            "pytest's own report of each failure: make exercise CH=NN DETAIL=1")
+
+
+REASON_WIDTH = 200
+STUB_RAISED = re.compile(r"NotImplementedError: (exercise \d\d\.\d+\b[^|\n]*)")
+EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b")
+
+
+def why_it_failed(report) -> str:
+    """One line for a failing test, for ``make exercise``: the test's name in
+    words, then what went wrong (the assertion's own message, the stub's
+    NotImplementedError, the exception), where it was raised."""
+    test, _, case = report.nodeid.split("::")[-1].partition("[")
+    where = ("set-up of " if report.when == "setup" else "") + test.removeprefix(
+        "test_").replace("_", " ") + (f" [{case}" if case else "")
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is None:  # a plain string (a skip reason, a collection error)
+        text, place = str(report.longrepr), ""
+    else:
+        text, place = crash.message, f" ({Path(crash.path).name}:{crash.lineno})"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else "failed"
+    if first.endswith("Traceback (most recent call last):"):
+        # a child process's traceback in the message: its last words
+        raised = next((line for line in lines[1:] if EXCEPTION_LINE.match(line)), "")
+        first = first.removesuffix("Traceback (most recent call last):") + raised
+    kind, _, said = first.partition(": ")
+    stub = STUB_RAISED.search(text)  # a stub's, even in a child's stderr
+    if stub:
+        first = f"not written yet ({stub.group(1).strip()})"
+    elif kind == "AssertionError" and said:
+        first = said  # the grader's own words
+        # pytest's rewritten assert (``assert [True, True] == [False, True]``)
+        # says what was compared: keep it on the same line
+        first += next((f" / {line}" for line in lines[1:3]
+                       if line.startswith("assert ")), "")
+    elif first.startswith("AssertionError"):
+        first = next((line for line in lines[1:] if line.startswith("assert ")),
+                     "an assertion failed")
+    if len(first) > REASON_WIDTH:
+        first = first[:REASON_WIDTH - 3] + "..."
+    return f"FAILED {where}: {first}{place}"
 
 
 def pytest_generate_tests(metafunc):

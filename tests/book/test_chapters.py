@@ -63,6 +63,20 @@ def test_chapter_has_a_figure(md):
     assert "image/png" in kinds
 
 
+SETUP_LINES = 40  # a longer setup cell is folded: a reader sees its outputs first
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_a_long_setup_cell_is_folded(md):
+    """A chapter's first code cell (its imports and helpers) longer than
+    SETUP_LINES is shown folded, ``:tags: [hide-input]``, as on the website."""
+    built = json.loads(md.with_suffix(".ipynb").read_text())
+    setup = next(cell for cell in built["cells"] if cell["cell_type"] == "code")
+    lines = len("".join(setup["source"]).splitlines())
+    folded = "hide-input" in setup.get("metadata", {}).get("tags", [])
+    assert folded or lines <= SETUP_LINES, f"{lines} lines, not folded"
+
+
 @pytest.fixture
 def pair(tmp_path):
     """A copy of chapter 00's pair to tamper with."""

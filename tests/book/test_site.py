@@ -6,7 +6,9 @@ stops (one per pytest worker, each with its own Chromium). A page passes when
 its title shows, every image has loaded, the console stayed quiet, nothing was
 fetched from off the machine or came back an error, every local link (and its
 #fragment) resolves, each chapter shows all of its code cells, outputs and
-figures, and the body does not scroll sideways on the phone. Every code and
+figures (none scaled so far down at the desktop width that its smallest words
+drop below the figure module's LEGIBLE_PX, tests/figures/test_legible.py),
+and the body does not scroll sideways on the phone. Every code and
 output block of every page fits its box: at the desktop width its text is no
 wider than the block (long lines wrap), and at both widths the block is no
 wider than the article; on the phone a block may scroll inside itself. A
@@ -200,7 +202,30 @@ def visit(contexts, site_url):
 
 
 IMAGES_LOADED = """imgs => imgs.map(img => ({src: img.getAttribute('src'),
-    ok: img.complete && img.naturalWidth > 0}))"""
+    ok: img.complete && img.naturalWidth > 0, drawn: img.naturalWidth,
+    shown: img.getBoundingClientRect().width}))"""
+# How crashcourse.figures draws (read from its source: this test runs in
+# .venv-site, without the runtime): its smallest words are TEXT points at DPI,
+# and tests/figures/test_legible.py holds every word at least LEGIBLE_PX tall
+# for a figure shown at its own size, or scaled down to SHOWN_PX.
+FIGURES = (ROOT / "src" / "crashcourse" / "figures" / "__init__.py").read_text()
+DRAWN = {name: float(re.search(rf"^{name} = (\d+)\b", FIGURES, re.M).group(1))
+         for name in ("DPI", "SHOWN_PX", "LEGIBLE_PX", "TEXT")}
+# The least a page may scale a figure down: its TEXT-point words still
+# LEGIBLE_PX tall (11 px of 11.1 at 80 dpi: 0.99).
+LEAST_SCALE = DRAWN["LEGIBLE_PX"] / (DRAWN["TEXT"] * DRAWN["DPI"] / 72)
+
+
+def scaled_down(images: list[dict]) -> list[str]:
+    """The figures whose smallest words the page shows under LEGIBLE_PX:
+    scaled below LEAST_SCALE of their size. And any the page shows narrower
+    than the figure module assumes (its own width, at most SHOWN_PX)."""
+    return [f"{i['src']}: drawn {i['drawn']} px wide, shown at {i['shown']:.0f} px"
+            for i in images
+            if i["shown"] < LEAST_SCALE * i["drawn"]
+            or i["shown"] < min(i["drawn"], DRAWN["SHOWN_PX"]) - 1]
+
+
 SHOWN = "els => els.filter(el => el.offsetWidth > 0 && el.offsetHeight > 0).length"
 
 
@@ -218,6 +243,8 @@ def test_page_at_desktop_width(path, visit, link_status):
     assert [i["src"] for i in images if not i["ok"]] == []
     if "code" in expected:  # a chapter: every cell, output and figure is there
         assert len(images) == expected["images"]
+        # no figure shrunk so far that its smallest words fall under LEGIBLE_PX
+        assert scaled_down(images) == []
         cells = page.locator("article .cell_input")
         assert cells.count() == expected["code"]
         assert cells.evaluate_all(SHOWN) == expected["code"]

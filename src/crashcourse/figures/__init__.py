@@ -9,7 +9,20 @@ drawing it a second time at the end of the cell.)
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
+
+# What a reader sees: the website shows a figure at most SHOWN_PX wide (the
+# article's content box at a 1280 px window; a wider PNG is scaled down), and
+# every word in a figure is at least LEGIBLE_PX tall there, the book's
+# smallest body text being 14 px (tests/figures/test_legible.py; the site's
+# browser test checks SHOWN_PX). At DPI, TEXT points are 11.1 px: a figure at
+# most FIT_INCHES wide shows them at that size.
+DPI = 80
+SHOWN_PX = 688
+LEGIBLE_PX = 11
+TEXT = 10  # points: every label, tick, legend and number
+FIT_INCHES = SHOWN_PX / DPI
 
 # One colour per meaning, the same in every chapter.
 COLOURS = {
@@ -25,7 +38,7 @@ def new_figure(width: float = 7.0, height: float = 3.0):
     """A figure and its axes, already closed so pyplot will not show it twice."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(width, height), dpi=80)
+    fig, ax = plt.subplots(figsize=(width, height), dpi=DPI)
     plt.close(fig)
     return fig, ax
 
@@ -64,21 +77,21 @@ def grouped_bars(
                 if y > limit[0]:
                     bar.set_color(COLOURS["bad"])
         if whole:  # a count of 0 is a number, not a missing bar
-            ax.bar_label(bars, fontsize=7, padding=2)
+            ax.bar_label(bars, fontsize=TEXT, padding=2)
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(categories))],
-                  categories, rotation=20, ha="right", fontsize=8)
+                  categories, rotation=20, ha="right", fontsize=TEXT)
     if whole:
         count_ticks(ax.yaxis)
         ax.margins(y=0.12)
     ax.set(ylabel=ylabel, title=title)
     if limit is None:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=TEXT)
     else:  # beside the axes: the bars above the line would be under it
         handles, _ = ax.get_legend_handles_labels()
         ax.axhline(limit[0], color="black", linestyle="--", linewidth=1)
         handles += [_entry(limit[1], "black", "", "--"),
                     _entry(f"above {limit[1]}", "bad")]
-        ax.legend(handles=handles, fontsize=8, loc="upper left",
+        ax.legend(handles=handles, fontsize=TEXT, loc="upper left",
                   bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
@@ -106,15 +119,15 @@ def kill_and_end(
                                  (j + 0.2, at_end[case], end_colour)):
             if value is None:
                 ax.text(x, 0.05, "no kill", ha="center", va="bottom",
-                        fontsize=8, color="dimgray")
+                        rotation=90, fontsize=TEXT, color="dimgray")
                 continue
             ax.bar(x, value, width=0.38, color=COLOURS[colour])
             ax.annotate(f"{value:g}", (x, value), xytext=(0, 7),
-                        textcoords="offset points", ha="center", fontsize=8)
+                        textcoords="offset points", ha="center", fontsize=TEXT)
     ax.axhline(line, color="black", linestyle="--", linewidth=1)
     ax.set_ylim(0, top)
     count_ticks(ax.yaxis)
-    ax.set_xticks(range(len(cases)), cases, rotation=20, ha="right", fontsize=8)
+    ax.set_xticks(range(len(cases)), cases, rotation=20, ha="right", fontsize=TEXT)
     ax.set(ylabel=ylabel, title=title)
     entries = [_entry("at the kill", "idle"), _entry("at the end", "info"),
                _entry("at the end, above the line", "bad"),
@@ -129,7 +142,7 @@ def kill_and_end(
         right.set(ylim=(0, top * per), ylabel=label,
                   yticks=[per * n for n in range(int(top) + 1)])
         entries.append(_entry(f"{label} (right axis)", "black", "D"))
-    ax.legend(handles=entries, fontsize=7, ncol=3, loc="upper left")
+    ax.legend(handles=entries, fontsize=TEXT, ncol=3, loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -163,9 +176,9 @@ def timeline(
         y = names.index(lane)
         ax.plot([at], [y], marker="v", color="black")
         labels.append(ax.annotate(label, (at, y + 0.25), xytext=(0, 3),
-                                  textcoords="offset points", fontsize=8,
+                                  textcoords="offset points", fontsize=TEXT,
                                   ha="center", va="bottom"))
-    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=TEXT)
     ax.set(ylim=(-0.7, len(names) - 0.3), xlabel=xlabel, title=title)
     fig.tight_layout()
     _keep_apart(fig, ax, labels)
@@ -203,22 +216,43 @@ def state_grid(
     """A table of coloured cells, ``cells[(row, column)] = colour key``: decision
     tables, journal state per step. Missing cells stay blank; ``labels`` writes
     a word in a cell (give wide cells room with ``cell_width``, in inches).
-    Column names stand upright only where they do not fit."""
+    Words and column names wider than a cell wrap at their spaces; column
+    names stand upright only where a word of one still does not fit. At most
+    FIT_INCHES wide, so every word is legible on the website."""
     from matplotlib.patches import Rectangle
 
-    width = max(4.0, cell_width * len(columns) + 2)
+    # room for the row names (a character of TEXT: about 0.65 of its size)
+    names = max(map(len, rows), default=0) * 0.65 * TEXT / 72
+    width = min(FIT_INCHES, max(4.0, cell_width * len(columns) + max(2.0, names + 0.5)))
     fig, ax = new_figure(width, 0.35 * len(rows) + 1.2)
     for (row, column), key in cells.items():
         ax.add_patch(Rectangle((columns.index(column), rows.index(row)), 1, 1,
                                facecolor=COLOURS.get(key, key), edgecolor="white"))
-    for (row, column), word in (labels or {}).items():
-        ax.text(columns.index(column) + 0.5, rows.index(row) + 0.5, word,
-                ha="center", va="center", fontsize=8, color="white")
+    # a title wider than the figure wraps (a title's character: 0.6 of 12 pt)
+    title = "\n".join(textwrap.wrap(title, int(width * 72 / (0.6 * 12)))) or title
     ax.set(xlim=(0, len(columns)), ylim=(len(rows), 0), title=title)
-    narrow = max(map(len, columns), default=0) * 0.07 > (width - 2) / len(columns)
-    ax.set_xticks([i + 0.5 for i in range(len(columns))], columns,
-                  rotation=90 if narrow else 0, fontsize=7)
-    ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=8)
+    ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=TEXT)
+    ax.set_xticks([i + 0.5 for i in range(len(columns))], columns, fontsize=TEXT)
+    fig.tight_layout()
+    # Words wider than a cell wrap at their spaces; a column name with a word
+    # still too wide stands upright. Measured on the laid-out axes.
+    fig.draw_without_rendering()
+    cell_px = ax.get_window_extent().width / max(1, len(columns))
+    # characters a cell holds, a few pixels apart (a character of TEXT is
+    # about 0.65 of its size wide)
+    fits = max(1, int((cell_px - 4) / (0.65 * TEXT * fig.dpi / 72)))
+
+    def wrapped(word: str) -> str:
+        return "\n".join(textwrap.wrap(word, fits, break_long_words=False)) or word
+
+    for (row, column), word in (labels or {}).items():
+        ax.text(columns.index(column) + 0.5, rows.index(row) + 0.5, wrapped(word),
+                ha="center", va="center", fontsize=TEXT, color="white",
+                linespacing=1.0)
+    upright = any(len(part) > fits for name in columns for part in name.split())
+    ax.set_xticks([i + 0.5 for i in range(len(columns))],
+                  columns if upright else [wrapped(name) for name in columns],
+                  rotation=90 if upright else 0, fontsize=TEXT)
     fig.tight_layout()
     return fig
 
@@ -239,14 +273,14 @@ def kill_map(
     fig, ax = new_figure(8.5, 0.24 * len(rows) + 1.3)
     for y, (group, trial) in enumerate(rows):
         if trial is None:
-            ax.text(span[0], y + 0.2, group, fontsize=8, weight="bold")
+            ax.text(span[0], y + 0.2, group, fontsize=TEXT, weight="bold")
             continue
         held = groups[group][trial]
         ax.plot(span, [y, y], color=COLOURS["idle"], linewidth=0.8)
         if not held:
             ax.axhspan(y - 0.5, y + 0.5, color=COLOURS["bad"], alpha=0.15)
         ax.annotate("held" if held else "FAILED", (1.01, y), va="center",
-                    xycoords=("axes fraction", "data"), fontsize=8,
+                    xycoords=("axes fraction", "data"), fontsize=TEXT,
                     color=COLOURS["ok" if held else "bad"], weight="bold")
     marker = {s: "XDos^"[i % 5] for i, s in enumerate(states)}
     seen: dict[tuple, int] = {}
@@ -255,13 +289,13 @@ def kill_map(
         nth = seen[(y, x)] = seen.get((y, x), -1) + 1  # a second kill, just below
         ax.plot([x], [y + 0.3 * nth], marker=marker[state], linestyle="",
                 color=COLOURS.get(states[state], states[state]), markersize=6)
-    ax.set_yticks(range(len(rows)), [t or "" for _, t in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [t or "" for _, t in rows], fontsize=TEXT)
     ax.tick_params(axis="y", length=0)
     ax.set(ylim=(len(rows) - 0.4, -0.6), xlim=(span[0] - 1, span[1] + 1),
            xlabel=xlabel, title=title)
     count_ticks(ax.xaxis)
     ax.legend(handles=[_entry(s, c, marker[s]) for s, c in states.items()],
-              fontsize=7, ncol=len(states), loc="upper center",
+              fontsize=TEXT, ncol=len(states), loc="upper center",
               bbox_to_anchor=(0.5, -0.16))
     fig.tight_layout()
     return fig

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crashcourse.figures import COLOURS, count_ticks, new_figure, timeline
+from crashcourse.figures import COLOURS, TEXT, count_ticks, new_figure, timeline
 
 LEASE, TAKER, SUPPLIER = ("host a: generation 1's lease", "host b: generation 2",
                           "the supplier")
@@ -68,11 +68,11 @@ def claims_per_host(per_worker: Mapping[str, int],
         host = worker.split("-")[0]
         bars = ax.bar([x], [per_worker[worker]], color=colour[host],
                       label=f"host {host}")
-        ax.bar_label(bars, fontsize=7, padding=2)
+        ax.bar_label(bars, fontsize=TEXT, padding=2)
     handles, labels = ax.get_legend_handles_labels()
     shown = dict(zip(labels, handles, strict=True))  # one legend entry per host
-    ax.legend(shown.values(), shown.keys(), fontsize=8)
-    ax.set_xticks(range(len(workers)), workers, fontsize=8)
+    ax.legend(shown.values(), shown.keys(), fontsize=TEXT)
+    ax.set_xticks(range(len(workers)), workers, fontsize=TEXT)
     count_ticks(ax.yaxis)
     ax.margins(y=0.15)
     ax.set(xlabel="worker", ylabel="turns claimed", title=title)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crashcourse.figures import COLOURS, _entry, count_ticks
+from crashcourse.figures import COLOURS, DPI, TEXT, _entry, count_ticks
 
 KEPT, LOST, CORRUPT = "kept", "lost", "corrupt"
 OUTCOME_COLOURS = {KEPT: COLOURS["ok"], LOST: COLOURS["bad"], CORRUPT: "#212121"}
@@ -32,7 +32,7 @@ def point_outcome(point: Mapping) -> str:
 def _closed_figure(rows: int, width: float, height: float):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(rows, 1, figsize=(width, height), dpi=80, squeeze=False)
+    fig, axes = plt.subplots(rows, 1, figsize=(width, height), dpi=DPI, squeeze=False)
     plt.close(fig)
     return fig, [row[0] for row in axes]
 
@@ -58,19 +58,19 @@ def crash_outcomes(rows: Mapping[str, Sequence[str]],
                 markersize=4, linestyle="")
     ax.set(xlim=(0, widest + 0.5), ylim=(len(labels), -0.2), title=title,
            xlabel="crash point (events of the run before the power goes)")
-    ax.set_yticks([y + 0.4 for y in range(len(labels))], labels, fontsize=8)
+    ax.set_yticks([y + 0.4 for y in range(len(labels))], labels, fontsize=TEXT)
     ax.tick_params(axis="y", length=0)
     count_ticks(ax.xaxis)
     entries = [_entry(f"acknowledged payment {LOST}", OUTCOME_COLOURS[LOST]),
                _entry(CORRUPT, OUTCOME_COLOURS[CORRUPT]),
                _entry(f"every acknowledged payment {KEPT}", OUTCOME_COLOURS[KEPT]),
                _entry("just after a payment returned", "black", "v")]
-    return _legend_below(fig, entries, ncol=4)
+    return _legend_below(fig, entries, ncol=2)
 
 
 def _legend_below(fig, entries, ncol: int):
     """The legend in a band of its own under the axes."""
-    legend = fig.legend(handles=entries, fontsize=7, ncol=ncol, loc="lower center")
+    legend = fig.legend(handles=entries, fontsize=TEXT, ncol=ncol, loc="lower center")
     fig.draw_without_rendering()
     band = legend.get_window_extent().height / fig.bbox.height
     fig.tight_layout(rect=(0, band + 0.01, 1, 1))
@@ -111,7 +111,7 @@ def disk_timeline(panels: Mapping[str, Sequence], title: str = ""):
             marker, colour, size = looks.get(event.kind, ("s", colour, 7))
             ax.plot([x], [y], marker=marker, color=colour, markersize=size,
                     markeredgewidth=2.5 if marker == "|" else 1, linestyle="")
-        ax.set_yticks(range(len(lanes)), lanes, fontsize=8)
+        ax.set_yticks(range(len(lanes)), lanes, fontsize=TEXT)
         ax.set(ylim=(len(lanes) - 0.4, -0.6), xlim=(0, len(events) + 1), title=label)
         count_ticks(ax.xaxis)
     axes[-1].set_xlabel("event, in the order SQLite asked for it")
@@ -122,4 +122,4 @@ def disk_timeline(panels: Mapping[str, Sequence], title: str = ""):
                _entry("file made", "black", "P"), _entry("file removed", "bad", "X"),
                _entry("the payment returned", "black", "", "--")]
     fig.suptitle(title, fontsize=10)
-    return _legend_below(fig, entries, ncol=4)
+    return _legend_below(fig, entries, ncol=2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crashcourse.figures import COLOURS, new_figure
+from crashcourse.figures import COLOURS, TEXT, new_figure
 
 # The order in which series take colours when the caller names none:
 # the first series is the one the chapter is about (the current runtime).
@@ -53,7 +53,7 @@ def cost_against_size(
         ax.plot(xs, ys, marker=_MARKERS[i % len(_MARKERS)], markersize=4,
                 color=colour, label=name)
         ax.annotate(_short(ys[-1]), (xs[-1], ys[-1]), textcoords="offset points",
-                    xytext=(4, 2), fontsize=7, color=colour)
+                    xytext=(4, 2), fontsize=TEXT, color=colour)
     if reference is not None:
         value, label = reference
         top = max(top, value)
@@ -65,7 +65,7 @@ def cost_against_size(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=TEXT, loc="upper left")
     fig.tight_layout()
     return fig
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crashcourse.figures import COLOURS, new_figure
+from crashcourse.figures import COLOURS, DPI, FIT_INCHES, TEXT, new_figure
 
 
 def state_diagram(
@@ -41,7 +41,7 @@ def state_diagram(
             final = x == 2
             nodes[state] = ax.text(
                 x * 1.8, (len(column) - 1) / 2 * 1.2 - i * 1.2,
-                state.replace("_", " "), ha="center", va="center", fontsize=9,
+                state.replace("_", " "), ha="center", va="center", fontsize=TEXT,
                 bbox={"boxstyle": "round,pad=0.5", "ec": "black",
                       "fc": COLOURS["ok" if final else "info"],
                       "alpha": 0.3 + 0.4 * final})
@@ -65,7 +65,7 @@ def state_diagram(
         ax.add_patch(FancyArrowPatch(**ends, arrowstyle="-|>", mutation_scale=12,
                                      color=colour, zorder=4))  # over the boxes
         if count is not None:
-            ax.text(*label_at, str(count), fontsize=8, ha="center", va="center",
+            ax.text(*label_at, str(count), fontsize=TEXT, ha="center", va="center",
                     color=colour, zorder=5,
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "lw": 0})
     ax.set_xlim(-0.8, 2 * 1.8 + 0.9)
@@ -87,7 +87,7 @@ def effects_over_time(
     (``series[label]``: the instants its rows carry), with a dashed vertical
     line at each labelled instant (``(label, at)``): what still happened after
     a stop, and what did not (chapter 09)."""
-    fig, ax = new_figure(9.0, 3.4)
+    fig, ax = new_figure(FIT_INCHES, 3.4)
     top = max((len(times) for times in series.values()), default=0)
     seen = [at for _, at in instants] + [t for ts in series.values() for t in ts]
     first, last = min(seen, default=0.0), max(seen, default=0.0)
@@ -101,13 +101,13 @@ def effects_over_time(
     for label, at in instants:
         ax.axvline(at, color="black", linestyle="--", linewidth=1)
         ax.annotate(label, (at, top * 0.9), xytext=(3, 0), textcoords="offset points",
-                    rotation=90, ha="left", va="top", fontsize=8)
+                    rotation=90, ha="left", va="top", fontsize=TEXT)
     ax.set_xlim(first - 0.02 * (end - first), end)
     ax.set_ylim(0, top * 1.05 + 1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("effects so far")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside
+    ax.legend(fontsize=TEXT, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside
     fig.tight_layout()
     return fig
 
@@ -124,22 +124,27 @@ def version_timeline(panels: Mapping[str, tuple[Sequence, Sequence]],
     import matplotlib.pyplot as plt
 
     height = len(panels) * (0.55 * len(lanes) + 0.7) + 0.5
-    fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False, dpi=80,
-                             figsize=(7.5, height))
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False, dpi=DPI,
+                             figsize=(FIT_INCHES, height))
     plt.close(fig)
     for ax, (subtitle, (made, marks)) in zip(axes[:, 0], panels.items(), strict=True):
         for lane, version, label, colour in made:
             ax.barh(lanes.index(lane), 0.9, left=version - 0.45, height=0.7,
                     color=COLOURS.get(colour, colour))
             ax.text(version, lanes.index(lane), label, ha="center", va="center",
-                    fontsize=6.5, color="white")
+                    fontsize=TEXT, color="white")
         for lane, at, label in marks:
             ax.plot([at], [lanes.index(lane)], marker="v", color="black")
-            ax.annotate(label, (at, lanes.index(lane) - 0.42), fontsize=7,
-                        ha="center")
-        ax.set_yticks(range(len(lanes)), lanes, fontsize=8)
+            # two marks in one lane: the first's label ends at its mark, the
+            # next one's starts at its own, so they never cover each other
+            mine = sorted(x for other, x, _ in marks if other == lane)
+            side = "center" if len(mine) == 1 else (
+                "right" if mine.index(at) % 2 == 0 else "left")
+            ax.annotate(label, (at, lanes.index(lane) - 0.42), fontsize=TEXT,
+                        ha=side)
+        ax.set_yticks(range(len(lanes)), lanes, fontsize=TEXT)
         ax.set_ylim(len(lanes) - 0.5, -0.8)  # the first lane on top
-        ax.set_title(subtitle, fontsize=9)
+        ax.set_title(subtitle, fontsize=TEXT)
     last = max((v for made, _ in panels.values() for _, v, _, _ in made), default=1)
     ax.set_xticks(range(1, last + 1))
     ax.set_xlim(0.3, last + 0.9)
