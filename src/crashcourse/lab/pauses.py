@@ -450,10 +450,12 @@ def load() -> list[float] | None:
         return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line: both workers at the same instants, one evidence file.
-    Exit 0 when the real worker never breaks and the control breaks at least
-    once; 1 otherwise; 2 for bad usage or an existing ``--output``."""
+def main(argv: list[str] | None = None, script: str | Path | None = None) -> int:
+    """The command line: both workers at the same instants, one evidence file
+    (its manifest names ``script``, the program that ran it: this module, or
+    the bench that starts it). Exit 0 when the real worker never breaks and
+    the control breaks at least once; 1 otherwise; 2 for bad usage or an
+    existing ``--output``."""
     from crashcourse.lab import evidence
 
     parser = argument_parser("pause campaigns (issue 29)")
@@ -486,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
                "real_holds": real_holds, "control_caught": control_caught,
                "span_s": done["span_s"], "seed": seed,
                "load_before": before, "load_after": load(), "cpus": os.cpu_count()}
-    script = Path(__file__)
+    script = Path(script or __file__)
     evidence.record(args.output, "crashcourse.pause_campaign/1", script, summary,
                     [*real["results"], *control["results"]],
                     argv=[script.name, *(sys.argv[1:] if argv is None else argv)],
