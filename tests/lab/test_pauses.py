@@ -57,6 +57,9 @@ def check_trial(trial):
     """Each verdict is what its rows say: recount it from the effects kept."""
     if trial["paused"]:  # frozen after the instant it was due, never before
         assert trial["at_s"] >= trial["planned_s"]
+        holder = trial["holder_at_freeze"]
+        if holder and holder["status"] == "RUNNING":  # its lease was waited out
+            assert trial["lease_wait_s"] >= 0
     effects = trial["effects"]
     for kind, keys in effects.items():
         assert trial["twice"][kind] == sorted({k for k in keys if keys.count(k) > 1})

@@ -282,7 +282,7 @@ def trial(number: int, mode: str, module: str, template: str, task: str,
         doubt = [d for d in doubt if row and d["generation"] == row["generation"]]
         seen["holder_at_freeze"] = row and {k: row[k] for k in ("status", "generation")}
         seen["in_doubt_at_freeze"] = doubt
-        if row and row["status"] == "running":  # it holds a lease: wait it out
+        if row and row["status"] == claims.RUNNING:  # it holds a lease: wait it out
             waited = time.monotonic()
             wait_until(lambda: lease_ran_out(directory, task, row["generation"]),
                        ttl + 10, what="the frozen holder's lease run out")
@@ -353,7 +353,7 @@ def finished(directory: str, task: str) -> bool:
 
 def lease_free(directory: str, task: str) -> bool:
     row = holder(directory, task)
-    return row is None or row["status"] != "running" or lease_ran_out(
+    return row is None or row["status"] != claims.RUNNING or lease_ran_out(
         directory, task, row["generation"])
 
 
