@@ -24,29 +24,50 @@ def run(*flags: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_the_real_worker_never_breaks_and_the_control_does(tmp_path):
+def campaign(tmp_path, mode: str, trials: int) -> tuple[dict, int]:
     output = tmp_path / "pauses.json"
-    done = run("--trials", "5", "--seed", str(SEED), "--output", str(output))
+    done = run("--trials", str(trials), "--seed", str(SEED), "--mode", mode,
+               "--output", str(output))
+    assert done.returncode in (0, 1), done.stderr[-2000:]
     evidence = json.loads(output.read_text())
-    summary, trials = evidence["summary"], evidence["trials"]
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert summary["real_holds"] and summary["control_caught"]
-    for mode in pauses.MODES:
-        assert summary["real"][mode]["breaks"] == 0
-        assert summary["real"][mode]["trials"] == 5
-    assert sum(summary["control"][m]["breaks"] for m in pauses.MODES) >= 1
-    # the seeded draw, over the measured life, the SAME instants for both
-    parameters = evidence["parameters"]
+    check_evidence(evidence, mode.split(","), trials)
+    return evidence["summary"], done.returncode
+
+
+def test_a_cancel_holds_in_the_real_worker_and_the_control_is_caught(tmp_path):
+    # 10 instants: the control breaks whenever it was frozen between its claim
+    # and its last effect (8 of 20 in the committed evidence; 0.6 ** 10 < 1 %)
+    summary, returncode = campaign(tmp_path, "cancel", 10)
+    assert summary["real"]["cancel"]["breaks"] == 0
+    assert summary["control"]["cancel"]["breaks"] >= 1
+    assert summary["real_holds"] and summary["control_caught"] and returncode == 0
+
+
+def test_a_takeover_and_a_revocation_hold_in_the_real_worker(tmp_path):
+    summary, returncode = campaign(tmp_path, "takeover,revoke", 2)
+    assert summary["real"]["takeover"]["breaks"] == 0
+    assert summary["real"]["revoke"]["breaks"] == 0
+    assert summary["real_holds"]
+    assert returncode == (0 if summary["control_caught"] else 1)
+
+
+def check_evidence(evidence: dict, modes: list[str], trials: int) -> None:
+    """The seeded draw over the measured life, the same instants for both
+    workers, and each trial's verdict recounted from its rows."""
+    summary, parameters = evidence["summary"], evidence["parameters"]
+    assert parameters["modes"] == modes
     assert parameters["span_s"] == max(parameters["uninterrupted_s"]) > 0
     seeded = random.Random(SEED)
-    drawn = [round(seeded.random() * parameters["span_s"], 6) for _ in range(5)]
+    drawn = [round(seeded.random() * parameters["span_s"], 6)
+             for _ in range(trials)]
     assert parameters["instants_s"] == drawn
     for worker in (pauses.REAL, pauses.CONTROL):
-        for mode in pauses.MODES:
-            mine = [t for t in trials if t["worker"] == worker and t["mode"] == mode]
+        for mode in modes:
+            mine = [t for t in evidence["trials"]
+                    if t["worker"] == worker and t["mode"] == mode]
             assert [round(t["planned_s"], 4) for t in mine] == [round(x, 4)
                                                                 for x in drawn]
-    for trial in trials:
+    for trial in evidence["trials"]:
         check_trial(trial)
     assert evidence["manifest"]["sources_sha256"]
     assert "script/pauses.py" in evidence["sources_used"]
@@ -63,7 +84,7 @@ def check_trial(trial):
     effects = trial["effects"]
     for kind, keys in effects.items():
         assert trial["twice"][kind] == sorted({k for k in keys if keys.count(k) > 1})
-    if trial["mode"] == "cancel":
+    if trial["mode"] in pauses.STOPS and trial["paused"]:
         assert trial["work_status"] == "CANCELLED"  # the cancel's row stands
         if not trial["after_cancel_by_stamp"]:
             for kind, keys in effects.items():
@@ -122,7 +143,8 @@ def test_a_trial_that_fails_leaves_no_process_behind(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("flags", [("--trials", "0"), ("--trials", "nan"),
                                    ("--seed", "-1"), ("--ttl", "0.1"),
-                                   ("--wait", "0.6"), ("--mode", "sometimes")])
+                                   ("--wait", "0.6"), ("--mode", "sometimes"),
+                                   ("--mode", "cancel,cancel"), ("--mode", "")])
 def test_bad_options_are_refused_before_anything_runs(tmp_path, flags):
     output = tmp_path / "never.json"
     done = run("--output", str(output), *flags, timeout=60)

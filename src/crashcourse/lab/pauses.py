@@ -1,7 +1,7 @@
 """Pause campaigns: SIGSTOP a real worker at any instant of its life (issue 29).
 
     python -m crashcourse.lab.pauses --output FILE [--trials N] [--seed S]
-        [--mode takeover|cancel|both] [--ttl S] [--wait S]
+        [--mode all|takeover,cancel,revoke] [--ttl S] [--wait S]
 
 The book's mechanisms were shown against a worker killed or frozen at a NAMED
 boundary. Here chapter 07's journal worker (``crashcourse.workers.
@@ -18,7 +18,10 @@ frozen:
   both run to their end;
 - ``cancel`` (chapter 09's stop): a person cancels the task
   (``journal.cancel_task``), a replacement is started (it must do nothing),
-  and the frozen one is thawed.
+  and the frozen one is thawed;
+- ``revoke`` (chapter 09's kill switch): the same, in a world whose drive and
+  mail provider are guarded by a credential broker; the person revokes the
+  frozen holder's credentials (``broker.revoke_holder``) and cancels.
 
 Every wait is bounded. A cancel that cannot commit because the frozen holder
 holds the journal's write lock is recorded (``stop_blocked_s``): the holder
@@ -58,7 +61,7 @@ from pathlib import Path
 
 from crashcourse import claims, journal
 from crashcourse.journal.plan import Plan, Step, order_plan, save_plan
-from crashcourse.services import drive, mail
+from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
 from crashcourse.validate import argument_parser, check_number
 from crashcourse.waiting import wait_until
@@ -66,11 +69,12 @@ from crashcourse.waiting import wait_until
 SRC = str(Path(__file__).resolve().parents[2])  # the folder holding crashcourse/
 REAL = "crashcourse.workers.journal_worker"
 CONTROL = "crashcourse.workers.unfenced_journal_worker"
-MODES = ("takeover", "cancel")
+MODES = ("takeover", "cancel", "revoke")
+STOPS = ("cancel", "revoke")  # the modes in which a person stops the work
 TTL_S, WAIT_S = 0.6, 0.15  # a short lease: every trial waits one out
 SPANS = 3  # uninterrupted runs measured; the life is the longest
 RUN_TIMEOUT_S = 60.0  # any one process's bound, frozen time excluded
-FILES = ("journal", "drive", "mail")
+FILES = ("journal", "drive", "mail", "broker")
 READ_MS = 1000  # the harness's own reads while a worker is frozen
 
 
@@ -91,13 +95,18 @@ def pause_plan(renames: int = 3, mails: int = 4) -> Plan:
     return order_plan("pause_restock", steps)
 
 
-def build(directory: str, plan: Plan) -> str:
-    """A fresh world (the scans, an empty provider, the plan): the task id."""
+def build(directory: str, plan: Plan, guarded: bool = False) -> str:
+    """A fresh world (the scans, an empty provider, the plan; ``guarded``: a
+    credential broker both services ask): the task id."""
     from crashcourse.lab.example import scan_files
 
     where = paths(directory)
-    drive.install(where["drive"], scan_files())
-    mail.install(where["mail"])
+    fence_at = None
+    if guarded:
+        broker.install(where["broker"])
+        fence_at = where["broker"]
+    drive.install(where["drive"], scan_files(), broker=fence_at)
+    mail.install(where["mail"], broker=fence_at)
     with opened(where["journal"]) as conn:
         task = save_plan(conn, plan)
         journal.install(conn)
@@ -111,7 +120,8 @@ def paths(directory: str) -> dict[str, str]:
 def copy_world(template: str, directory: str) -> None:
     os.makedirs(directory, exist_ok=True)
     for name, path in paths(template).items():
-        shutil.copyfile(path, paths(directory)[name])
+        if os.path.exists(path):  # the broker only in a guarded world
+            shutil.copyfile(path, paths(directory)[name])
 
 
 class Process:
@@ -121,6 +131,8 @@ class Process:
                  ttl: float, wait: float):
         args = [sys.executable, "-S", "-m", module, "--dir", directory, "--task",
                 task, "--ttl", str(ttl), "--wait", str(wait), "--owner", owner]
+        if os.path.exists(paths(directory)["broker"]):  # it asks for a credential
+            args += ["--broker", paths(directory)["broker"]]
         env = {**os.environ, "PYTHONPATH": SRC}
         self.log = open(os.path.join(directory, f"{owner}.log"), "wb")  # noqa: SIM115
         self.started = time.monotonic()
@@ -233,8 +245,14 @@ def lease_ran_out(directory: str, task: str, generation: int) -> bool:
         return journal.lease_over(conn, task, generation)[0]
 
 
-def cancel(directory: str, task: str, timeout_ms: int) -> float:
-    """The person's cancel (chapter 09); the instant (monotonic) it committed."""
+def cancel(directory: str, task: str, timeout_ms: int, revoke: bool = False
+           ) -> float:
+    """The person's stop (chapter 09): with ``revoke`` the frozen holder's
+    credentials first (the kill switch), then the cancel; the instant
+    (monotonic) it committed."""
+    if revoke:
+        broker.revoke_holder(paths(directory)["broker"], "holder-a", "person",
+                             wait_ms=timeout_ms)
     with opened(paths(directory)["journal"], busy_timeout_ms=timeout_ms) as conn:
         journal.cancel_task(conn, task)
     return time.monotonic()
@@ -288,8 +306,8 @@ def trial(number: int, mode: str, module: str, template: str, task: str,
                        ttl + 10, what="the frozen holder's lease run out")
             seen["lease_wait_s"] = round(time.monotonic() - waited, 4)
         cancelled_at = None
-        if mode == "cancel":
-            cancelled_at, blocked = stop(directory, task, a)
+        if mode in STOPS:
+            cancelled_at, blocked = stop(directory, task, a, mode == "revoke")
             seen["stop_blocked_s"] = blocked
             seen["cancelled_at_unix"] = time.time()
             # what the (maybe thawed) holder had in doubt when the cancel
@@ -329,20 +347,26 @@ def trial(number: int, mode: str, module: str, template: str, task: str,
             process.end()
 
 
-def stop(directory: str, task: str, frozen: Process) -> tuple[float, float | None]:
-    """Cancel; if the frozen holder holds the journal's write lock the cancel
-    waits 1 s and fails: then thaw it (what the person must do) and cancel
-    again. The instant it committed and how long it could not (None: at once)."""
+def stop(directory: str, task: str, frozen: Process, revoke: bool = False
+         ) -> tuple[float, float | None]:
+    """Stop (``cancel``); if the frozen holder holds the journal's write lock,
+    or the broker's (inside a guarded write), the stop waits 1 s and fails:
+    then thaw it (what the person must do) and stop again. The instant it
+    committed and how long it could not (None: at once)."""
     from sqlite3 import OperationalError
 
     began = time.monotonic()
     try:
-        return cancel(directory, task, 1000), None
-    except OperationalError as locked:
-        if "locked" not in str(locked):
+        return cancel(directory, task, 1000, revoke), None
+    except (OperationalError, broker.RevocationBlocked) as locked:
+        if "locked" not in str(locked) and not isinstance(
+                locked, broker.RevocationBlocked):
             raise
     frozen.thaw()
-    at = cancel(directory, task, int(RUN_TIMEOUT_S * 1000))
+    try:
+        at = cancel(directory, task, int(RUN_TIMEOUT_S * 1000), revoke)
+    except ValueError:  # revoked the first time, the cancel was the one locked
+        at = cancel(directory, task, int(RUN_TIMEOUT_S * 1000))
     return at, round(at - began, 4)
 
 
@@ -401,14 +425,19 @@ def campaign(trials: int, seed: int, modes: tuple[str, ...],
     folder = tempfile.mkdtemp(prefix="crashcourse-pauses-")
     try:
         template = os.path.join(folder, "template")
+        guarded = os.path.join(folder, "guarded")  # the revoke mode's world
         os.makedirs(template)
+        os.makedirs(guarded)
         task = build(template, pause_plan())
+        if build(guarded, pause_plan(), guarded=True) != task:
+            raise AssertionError("one plan, one task id in both worlds")
         spans = measure_life(REAL, template, task, folder, ttl, wait)
         span = max(spans)
         drawn = instants(trials, seed, span)
         runs = {}
         for name, module in (("real", REAL), ("control", CONTROL)):
-            results = [trial(n, mode, module, template, task,
+            results = [trial(n, mode, module,
+                             guarded if mode == "revoke" else template, task,
                              os.path.join(folder, name), at, ttl, wait)
                        for mode in modes for n, at in enumerate(drawn, start=1)]
             runs[name] = {"worker": module, "results": results,
@@ -462,7 +491,8 @@ def main(argv: list[str] | None = None, script: str | Path | None = None) -> int
     parser.add_argument("--output", required=True)
     parser.add_argument("--trials", default="12")
     parser.add_argument("--seed", default="2026")
-    parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
+    parser.add_argument("--mode", default="all",
+                        help=f"all, or some of {', '.join(MODES)}, by commas")
     parser.add_argument("--ttl", default=str(TTL_S))
     parser.add_argument("--wait", default=str(WAIT_S))
     args = parser.parse_args(argv)
@@ -473,12 +503,14 @@ def main(argv: list[str] | None = None, script: str | Path | None = None) -> int
         wait = check_number("--wait", args.wait, 0.01, ttl, low_open=True)
         if wait >= ttl:
             raise ValueError("--wait must be below --ttl")
+        modes = MODES if args.mode == "all" else tuple(args.mode.split(","))
+        if not modes or not set(modes) <= set(MODES) or len(set(modes)) < len(modes):
+            raise ValueError(f"--mode must be all or some of {MODES}, by commas")
     except ValueError as bad:
         print(f"pauses: {bad}", file=sys.stderr)
         return 2
     if evidence.refused_output(args.output):
         return 2
-    modes = MODES if args.mode == "both" else (args.mode,)
     before = load()
     done = campaign(trials, seed, modes, ttl, wait)
     real, control = done["real"], done["control"]
