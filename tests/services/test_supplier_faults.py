@@ -187,3 +187,51 @@ def first_line(caller: socket.socket) -> str:
         return data.split(b"\r\n", 1)[0].decode()
     except OSError as lost:
         return type(lost).__name__
+
+
+HOLDER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("SELECT count(*) FROM orders").fetchone()
+print("open", flush=True)
+time.sleep(120)  # until the test kills it: its close never checkpoints
+"""
+
+
+def test_a_store_whose_wal_was_deleted_after_a_kill_is_refused(tmp_path):
+    """An order acknowledged (201) lives in the ``-wal`` until a checkpoint.
+    A reader keeps the log from being checkpointed (as a second request's
+    connection would); supplier and reader are SIGKILLed, and the ``-wal``
+    deleted. Before the check, the restarted supplier served the older,
+    consistent file: the order gone, its replay a new order (a second
+    receipt). Now it is refused: exit 2, one line, nothing served."""
+    import json
+    import urllib.request
+
+    db = tmp_path / "s.db"
+    with Harness() as harness:
+        with start_supplier(harness, db) as running:
+            holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)],
+                                      stdout=subprocess.PIPE, text=True)
+            try:
+                assert holder.stdout.readline().strip() == "open"
+                request = urllib.request.Request(
+                    f"{running.url}/orders", method="POST",
+                    data=json.dumps({"sku": "flour-25kg", "quantity": 6,
+                                     "unit_cents": 2150}).encode(),
+                    headers={"Content-Type": "application/json",
+                             "Idempotency-Key": "k-1", "X-Work-Id": "w",
+                             "X-Generation": "1"})
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    assert answer.status == 201
+                os.kill(running.worker.pid, signal.SIGKILL)
+            finally:
+                holder.kill()
+                holder.wait(timeout=30)
+    assert Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()
+    Path(f"{db}-wal").unlink()  # the fault
+    before = db.read_bytes()
+    one_line(serve("--db", str(db), "--ready", str(tmp_path / "r")),
+             BAD_INPUT, "without its -wal")
+    assert db.read_bytes() == before
+    assert not (tmp_path / "r").exists()
