@@ -909,3 +909,31 @@ def test_an_admission_of_work_the_file_never_queued_is_refused_as_stale(world):
         journal.admit(conn, foreign, task, PLAN.steps[0], 1.0)
     assert [(r["action"], r["reason"]) for r in table_rows(conn, "refusals", "seq")
             ] == [("admit step 1", "no such work")]
+
+
+@sqlite_only
+def test_a_replacement_beside_a_holder_paused_holding_the_lock_says_held(world):
+    """Issue 35: a holder frozen (SIGSTOP) inside its intent's write
+    transaction keeps SQLite's one write lock; a replacement started once its
+    lease is over waited out the busy timeout and exited 74, "the machine
+    refused: database is locked". It is not the machine: another holder has
+    the journal, so it is the documented "held" (4), one JSON line, nothing
+    written. Thawed, the frozen holder's write does not commit (its lease
+    ended: the fence's check at commit)."""
+    with Harness() as harness:
+        first = start(world, harness, "fenced:intent", "first")
+        first.wait_for_boundary()
+        first.freeze()  # inside the transaction, holding the write lock
+        first.release()  # read once it runs again
+        before = (rows(world), table_rows(world["conn"], "claims", "generation"))
+        journal.wait_out(world["conn"], world["task"])
+        second = start(world, harness, owner="second").finish()
+        after = (rows(world), table_rows(world["conn"], "claims", "generation"))
+        first.thaw()
+        ended = first.finish()
+    assert second.returncode == HELD, second.stderr
+    assert "Traceback" not in second.stderr and second.stderr == ""
+    assert "held" in json.loads(second.stdout)
+    assert after == before  # the replacement wrote nothing
+    assert ended.returncode == STALE, ended.stderr
+    assert rows(world) == before[0]  # nor did the thawed holder

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TextIO
 
 from crashcourse.lab import evidence
-from crashcourse.lab.harness import DEFAULT_TIMEOUT, Harness
+from crashcourse.lab.harness import DEFAULT_TIMEOUT, Harness, terminate_unwinds
 from crashcourse.validate import BAD_INPUT, argument_parser, whole_number
 
 TIMEOUT = DEFAULT_TIMEOUT  # seconds, for a boundary, an exit or a row
@@ -178,6 +178,12 @@ def run_trials(
     prints one line per finished trial (``Progress``)."""
     trials = list(trials)
     shown = Progress(len(trials)) if progress else None
+    # With ``jobs`` > 1 every Harness is made in a pool thread, where no
+    # signal handler can be set: without this, SIGTERM killed the run at
+    # once and left every trial's folder behind (issue 35). Now it raises in
+    # this thread; the trials running finish, the rest never start, and the
+    # folders go with the ``with`` blocks.
+    terminate_unwinds()
     with tempfile.TemporaryDirectory(prefix="trials-", dir=where) as root:
 
         def one(number: int, trial: Trial) -> dict:

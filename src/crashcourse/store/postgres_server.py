@@ -9,6 +9,14 @@ fresh temporary folder and starts ``postgres`` as a child of this process,
 listening on TCP so a worker on another host (``crashcourse.lab.hosts``) reaches
 it. ``stop`` shuts it down and removes the folder, leaving no process behind.
 
+A run killed by SIGKILL runs no clean-up: its server stops (it is told to
+when its parent dies) but its folder, a cluster of about 1,140 files, stays
+in the temporary directory. Each folder ``start`` makes carries a marker,
+``MARKER``, naming the process that made it (pid and start time); the next
+``start`` removes every folder whose marker names a process that is gone and
+whose server is not running, and says so on stderr, one line each. A folder
+without our marker, or one whose maker still runs, is left alone (issue 35).
+
 PostgreSQL refuses to run as root. Run by root, the server runs as the
 unprivileged system user ``SERVER_USER``, created once with ``useradd``.
 
@@ -20,6 +28,7 @@ talking to the server is ``crashcourse.store.postgres``'s job.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import secrets
 import shutil
@@ -42,6 +51,8 @@ SERVER_USER = "crashcourse-pg"
 SETTINGS = {"fsync": "off", "max_connections": "100", "shared_buffers": "32MB"}
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a child gets when its parent dies
 _STARTED: dict[int, subprocess.Popen] = {}  # servers this process started, by pid
+PREFIX = "crashcourse-pg-"  # every folder ``start`` makes, in the temp directory
+MARKER = "crashcourse-owner.json"  # in it: {"pid", "started"} of its maker
 
 
 class ServerUnavailable(RuntimeError):
@@ -128,8 +139,11 @@ def start(*, listen: tuple[str, ...] = ("127.0.0.1",), timeout: float = 30.0,
                                 f"(pip) or postgresql (apt), or set {URL_ENV}")
     began, user = time.monotonic(), _server_user()
     bin_dir = reachable(bin_dir) if user is not None else bin_dir
-    folder = Path(tempfile.mkdtemp(prefix="crashcourse-pg-"))
+    remove_leftovers()
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX))
     try:
+        (folder / MARKER).write_text(json.dumps(
+            {"pid": os.getpid(), "started": _started(os.getpid())}))
         if user is not None:
             shutil.chown(folder, user, user)
         password = secrets.token_urlsafe(18)
@@ -155,6 +169,58 @@ def start(*, listen: tuple[str, ...] = ("127.0.0.1",), timeout: float = 30.0,
                              capture_output=True, text=True).stdout.split()[2]
     url = f"postgresql://postgres:{password}@{listen[0]}:{port}/postgres"
     return Server(url, version, process.pid, str(folder), time.monotonic() - began)
+
+
+def _started(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc's field 22), or
+    None if it is gone: a pid alone may since name another process."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _running(pid: object) -> bool:
+    return isinstance(pid, int) and pid > 0 and _started(pid) is not None
+
+
+def remove_leftovers(where: str | None = None) -> list[str]:
+    """Remove the folders ``start`` made (``PREFIX``, with our ``MARKER``) in
+    ``where`` (the temporary directory) whose maker is gone and whose server
+    is not running: what a killed run left. Says so on stderr, one line each;
+    the folders removed. Anything else there is left alone (issue 35)."""
+    import sys
+
+    where = where or tempfile.gettempdir()
+    removed = []
+    try:
+        names = sorted(os.listdir(where))
+    except OSError:
+        return removed
+    for name in names:
+        folder = os.path.join(where, name)
+        if not name.startswith(PREFIX) or os.path.islink(folder):
+            continue
+        try:
+            owner = json.loads(Path(folder, MARKER).read_text())
+            maker, started = owner["pid"], owner["started"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not ours, or not yet marked: leave it
+        if _running(maker) and _started(maker) == started:
+            continue  # its maker still runs
+        try:
+            postmaster = int(Path(folder, "data", "postmaster.pid")
+                             .read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            postmaster = None
+        if _running(postmaster):
+            continue  # a server still shutting down (or serving): not yet
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+        print(f"postgres_server: removed {folder}, a PostgreSQL cluster left by"
+              f" a killed run (pid {maker})", file=sys.stderr, flush=True)
+    return removed
 
 
 def _stop_with_parent():

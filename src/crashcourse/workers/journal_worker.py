@@ -32,7 +32,10 @@ it):
 3  refused: a gate failed, a credential was refused (or, with ``--broker``,
    not issued), the person's decision was refused, or the task was
    cancelled (unwound); nothing mailed after it;
-4  held: another holder's lease on the task is live; nothing written;
+4  held: another holder's lease on the task is live, or another holder keeps
+   the journal's write lock past the busy timeout (one paused mid-write,
+   issue 35: not the machine refusing); the transaction that waited wrote
+   nothing;
 5  stale: this run lost the task mid-run (superseded, its lease expired, or
    a step's declared wait no longer fit in it): it sent nothing after the
    refusal, and the step it had not recorded stays in doubt for the next
@@ -63,6 +66,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 
 from crashcourse import claims, control, journal
@@ -284,6 +288,13 @@ def main(argv: list[str] | None = None) -> int:
             return said({"refused": str(refused)}, REFUSED)
         except (journal.TaskHeld, journal.HolderMayStillAct) as held:
             return said({"held": str(held)}, HELD)
+        except sqlite3.OperationalError as busy:
+            if "database is locked" not in str(busy):  # SQLite's, or the adapter's
+                raise  # a full disk, an I/O error: the machine (74)
+            return said({"held": "another process kept the journal's write lock"
+                                 " past the busy timeout (a holder paused"
+                                 " mid-write?); this run's waiting transaction"
+                                 " wrote nothing"}, HELD)
         except PermissionError as stale:  # fence.StaleClaim, orders.LeaseTooShort
             return said({"stale": str(stale)}, STALE)
     return said(done, 0)

@@ -122,7 +122,9 @@ def one_line_errors(main):
     ``PermissionError``s too (a stale claim, a refused credential): they carry
     no errno, say something else, and pass through untouched. A store refused
     when opened (``StoreMissing``, ``StoreDamaged``: not this program's, 0
-    bytes, damaged) is ``BAD_INPUT``, one line, the file untouched."""
+    bytes, damaged) is ``BAD_INPUT``, one line, the file untouched. A
+    PostgreSQL server unreachable or killed mid-run (psycopg's
+    ``OperationalError``) is the machine too: one line, ``IO_ERROR``."""
     import sqlite3  # every worker has loaded it already
 
     def guarded(argv: list[str] | None = None) -> int:
@@ -135,9 +137,26 @@ def one_line_errors(main):
                 raise  # not the machine: the runtime refusing, or a bug
             refuse(f"the machine refused: {type(refused).__name__}: {refused}")
             return IO_ERROR
+        except Exception as refused:
+            if not server_unreachable(refused):
+                raise
+            refuse(f"the machine refused: the PostgreSQL server: {refused}")
+            return IO_ERROR
 
     guarded.__doc__, guarded.__name__ = main.__doc__, main.__name__
     return guarded
+
+
+def server_unreachable(error: BaseException) -> bool:
+    """Whether ``error`` is psycopg's word for a server that cannot be reached
+    or went away mid-run (``OperationalError``: refused, killed, the
+    connection lost; ``InterfaceError``: a connection already closed). A
+    server's refusal of a statement (a syntax error, a broken key) is not:
+    that is a bug, and keeps its traceback. psycopg is looked up, never
+    imported: the core stays stdlib-only (chapter 10, issue 35)."""
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(
+        error, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 def text_options(argv: list[str], required: tuple[str, ...],

@@ -9,7 +9,10 @@ It binds ``--host`` (chapter 10: 0.0.0.0, for the other hosts) on a port the
 OS picks and writes ``{"port": N}`` to the ready file (temp file + rename).
 Every decision is made by ``crashcourse.services.supplier.store`` in its own
 file; this module only speaks HTTP, and every request gets an answer:
-a listen backlog of 128, so a burst waits instead of being reset; exactly
+a listen backlog of ``BACKLOG`` (1,024) connections, so a burst of that
+many callers at once waits instead of being reset (the kernel caps it at
+``net.core.somaxconn``: 4,096 on Linux since 5.4, 128 before; more callers
+than the backlog at one instant may be reset, issue 35); exactly
 ``Content-Length`` bytes read, or a refusal (``supplier.request``), and the
 connection closed after any error; a silent caller dropped after
 ``--timeout`` s; a busy, read-only, truncated or never installed store is 503
@@ -52,9 +55,31 @@ parent killed by SIGKILL never runs its harness's clean-up, and its supplier
 would otherwise serve on under init, holding its port and its file (it then
 stops, says so in one line where anyone still reads it, and exits 0).
 
+A deleted ``-wal`` (issue 35), what SQLite can and cannot detect. An
+acknowledged order is committed into the write-ahead log (``DB-wal``); it
+reaches the file ``DB`` itself only at a checkpoint, done when the last
+connection closes (then ``-wal`` and ``-shm`` are removed) or as the log
+grows. Delete the ``-wal`` before that and the file alone is an older,
+CONSISTENT store: ``integrity_check`` passes, nothing in it records the
+orders that were lost, so SQLite cannot detect the loss, and a replay of a
+lost key would be a new order with a new receipt. What can be refused is
+refused: (1) at start, a ``-shm`` with no ``-wal`` beside it is the trace a
+killed run leaves when its log is then deleted: exit 2, one line, nothing
+served (a close cut short between its two unlinks leaves the same trace, and
+is refused too: only a person can know the log was checkpointed); (2) while
+it serves, a request that opens the store after the log was deleted, while
+another connection still holds the log's index with frames in it, gets
+SQLite's "disk I/O error": 503, nothing decided. What cannot be refused: a
+log deleted between two such openings while the index says it is empty
+(just checkpointed): later commits go to a new log while an open connection
+writes to the old, deleted one, and what that one committed is lost without
+any error; the 2 of 7 bursts that lost acknowledged orders. Do not delete a
+live store's ``-wal``: it is part of the store.
+
 Exit status: 2 bad input (usage, a value out of
 range, a ``--db`` or ``--ready`` that is not a file in a writable folder, a
-``--db`` that is not an undamaged supplier store), 74 an address or a file the
+``--db`` that is not an undamaged supplier store: 0 bytes, another program's,
+damaged, or its ``-wal`` deleted), 74 an address or a file the
 machine refuses (a ``--host`` it cannot bind, a disk that is full). Each is
 one line on stderr.
 """
@@ -95,9 +120,10 @@ from crashcourse.services.supplier.store import (
     release,
 )
 from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, opened
-from crashcourse.validate import BAD_INPUT, argument_parser, check_place
+from crashcourse.validate import BAD_INPUT, argument_parser, check_number, check_place
 
 IO_ERROR = 74  # a place the machine would not bind or write (EX_IOERR)
+BACKLOG = 1024  # connections waiting to be accepted (see the module's text)
 PARENT_CHECK_S = 0.2  # how often the server looks whether its parent is gone
 
 ORDERS, RELEASE = "/orders", "/release"
@@ -109,7 +135,8 @@ IN_FLIGHT = InFlight()  # one process: the keys being decided live in memory
 class Server(ThreadingHTTPServer):
     """A thread per connection and a backlog for a burst (chapter 06)."""
 
-    request_queue_size = 128  # the library's 5 reset callers under ordinary load
+    request_queue_size = BACKLOG  # the library's 5 reset callers under load;
+    # 128 reset 600 callers at once in 7 of 15 runs (issue 35)
     daemon_threads = True
 
 
@@ -279,14 +306,22 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         " one is decided first however slow its sender (issue 36)")
     parser.add_argument("--reject", action="store_true")
     parser.add_argument("--no-fence", action="store_true", help="the mutant")
-    parser.add_argument("--timeout", type=float, default=Handler.timeout,
+    parser.add_argument("--timeout", default=str(Handler.timeout),
                         metavar="SECONDS", help="how long a caller may be silent")
     parser.add_argument("--busy-ms", type=int, default=DEFAULT_BUSY_TIMEOUT_MS,
                         help="how long a request waits for the store's lock")
     parser.add_argument("--host", default="127.0.0.1", help="listen on this address")
     config = parser.parse_args(argv)
-    if not (config.timeout > 0 and config.busy_ms > 0):
+    try:  # inf once passed "positive", and then no request was answered
+        config.timeout = check_number("--timeout", config.timeout, 0, 3600,
+                                      low_open=True)
+    except ValueError as error:
+        parser.error(f"--timeout and --busy-ms must be positive: {error}")
+    if not config.busy_ms > 0:
         parser.error("--timeout and --busy-ms must be positive")
+    if not (config.host.isascii() and config.host.isprintable()):
+        parser.error(f"--host {config.host!r} is not an address (undecodable"
+                     " or non-ASCII bytes)")  # bind's TypeError was a traceback
     if not 0 <= config.hold_first <= 3600:  # NaN and inf fail too
         parser.error("--hold-first must be 0 to 3600 seconds")
     if config.until_next and not config.hold_first > 0:
@@ -300,9 +335,22 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return config
 
 
+def refuse_lost_log(db: str) -> None:
+    """``StoreMissing`` for a store whose write-ahead log was deleted after a
+    run was killed: its ``-shm`` (the log's index) is there, the ``-wal`` is
+    not. See "A deleted -wal" in the module's text (issue 35)."""
+    if (os.path.isfile(db) and os.path.lexists(f"{db}-shm")
+            and not os.path.lexists(f"{db}-wal")):
+        raise StoreMissing(
+            f"{db}-shm is there without its -wal: the write-ahead log, which may"
+            " hold acknowledged orders not yet in the file, was deleted; SQLite"
+            " cannot tell which, so the store is refused, not served")
+
+
 def serve(config: argparse.Namespace) -> None:
     """Install the store, bind, announce the port, serve until killed (chapter 06)."""
     server = Server((config.host, 0), Handler)  # bound first: a bad --host
+    refuse_lost_log(config.db)
     install(config.db)  # leaves no store behind
     Handler.config, Handler.timeout = config, config.timeout
     ready = Path(config.ready)
@@ -333,7 +381,14 @@ def main(argv: list[str] | None = None) -> int:
     config = parse(argv)
     try:
         serve(config)
-    except (sqlite3.DatabaseError, StoreMissing) as error:  # not a supplier's file
+    except StoreMissing as error:  # 0 bytes, another's, damaged: not a supplier's
+        print(f"server.py: error: --db {config.db!r}: {error}", file=sys.stderr)
+        return BAD_INPUT
+    except sqlite3.OperationalError as error:  # full, I/O, locked: the machine's
+        print(f"server.py: error: --db {config.db!r}: the machine refused:"
+              f" {error}", file=sys.stderr)
+        return IO_ERROR
+    except sqlite3.DatabaseError as error:  # not a database: not a supplier's file
         print(f"server.py: error: --db {config.db!r}: {error}", file=sys.stderr)
         return BAD_INPUT
     except OSError as error:

@@ -73,8 +73,13 @@ TABLES = ("orders", "fences", "requests", "releases")  # what an installed file 
 
 
 def install(path: str | Path) -> None:
-    """Create the supplier's tables in its own file (chapter 06)."""
-    with opened(path, record=True) as conn:
+    """Create the supplier's tables in its own file (chapter 06).
+
+    The file is the supplier's OWN store (``store.connect(own=)``, issue 35):
+    made only where no file is; a 0-byte file (a store that vanished: an
+    empty new one would turn every replayed key into a new order) or another
+    service's database is refused with ``StoreMissing``, nothing written."""
+    with opened(path, record=True, own=TABLES) as conn:
         ensure_schema(conn, SCHEMA)
 
 

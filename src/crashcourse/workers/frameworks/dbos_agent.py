@@ -40,6 +40,7 @@ from crashcourse.workers.frameworks.shop import (
     TOOLS,
     ShopTools,
     World,
+    checked_world,
     new_call_id,
     new_key,
     next_turn,
@@ -151,7 +152,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--key", choices=KEYS, required=True)
     parser.add_argument("--tools", choices=TOOL_MODES, default="step",
                         help="each tool a DBOS step (default) or plain code")
-    return parser.parse_args(argv)
+    return checked_world(parser, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

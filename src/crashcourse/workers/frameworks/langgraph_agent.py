@@ -46,6 +46,7 @@ from crashcourse.workers.frameworks.shop import (
     PROMPT,
     ShopTools,
     World,
+    checked_world,
     new_call_id,
     new_key,
     next_turn,
@@ -197,7 +198,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--api", choices=APIS, required=True)
     parser.add_argument("--durability", choices=DURABILITY, required=True)
     parser.add_argument("--key", choices=KEYS, required=True)
-    return parser.parse_args(argv)
+    return checked_world(parser, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from crashcourse.workers.frameworks.shop import (
     TOOLS,
     ShopTools,
     World,
+    checked_world,
     new_call_id,
     new_key,
     next_turn,
@@ -141,7 +142,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--world", required=True, help="the trial's folder")
     parser.add_argument("--tools", choices=TOOL_MODES, required=True)
     parser.add_argument("--key", choices=KEYS, required=True)
-    return parser.parse_args(argv)
+    return checked_world(parser, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -98,6 +98,18 @@ class World:
         return str(self.folder / name)
 
 
+def checked_world(parser, args):
+    """``args``, once its ``--world`` proves to be a built world; else the
+    parser's one line, exit 2, before anything runs: a missing folder or
+    ``world.json`` was a ``FileNotFoundError`` traceback (issue 35)."""
+    try:
+        World(args.world)
+    except (OSError, ValueError, KeyError, TypeError) as bad:
+        parser.error(f"--world {args.world!r} is not a trial's world"
+                     f" ({type(bad).__name__}: {bad})")
+    return args
+
+
 def build_world(folder: str | Path, supplier_url: str, trial: str) -> World:
     """A fresh world: the stock sheet on the drive, an empty mail provider,
     the supplier's address (chapter 12)."""

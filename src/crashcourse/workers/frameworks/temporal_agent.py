@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         TOOLS,
         ShopTools,
         World,
+        checked_world,
         new_call_id,
         new_key,
         next_turn,
@@ -145,7 +146,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--world", required=True, help="the trial's folder")
     parser.add_argument("--server", required=True, help="the Temporal address")
     parser.add_argument("--key", choices=KEYS, required=True)
-    return parser.parse_args(argv)
+    return checked_world(parser, parser.parse_args(argv))
 
 
 if __name__ == "__main__":
