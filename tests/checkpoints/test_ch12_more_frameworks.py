@@ -68,3 +68,51 @@ def test_openai_agents_resumed_from_its_run_state(tmp_path):
     # supplier answers it from its record (one order, two POSTs).
     kept = trials["position"]
     assert len(kept["rows"]["orders"]) == 1 and posts(kept) == 2
+
+
+def test_restate_resumed_by_its_server_replaying_the_journal(tmp_path):
+    pytest.importorskip("restate")
+    from crashcourse.workers.frameworks.restate_server import binary
+
+    try:
+        binary()
+    except FileNotFoundError as missing:  # make venv installs it with npm
+        pytest.skip(str(missing))
+    trials = after_ack("restate", tmp_path)
+    check_control_and_fix(trials)
+    for trial in trials.values():
+        assert trial["resumed_how"] == "served"  # the server had the run
+    # The position key is the workflow's key and the model's call id, which
+    # the journal replays: the retried step sends the same key, and the
+    # supplier answers it from its record (one order, two POSTs).
+    kept = trials["position"]
+    assert len(kept["rows"]["orders"]) == 1 and posts(kept) == 2
+
+
+def test_the_restate_server_listens_on_loopback_and_is_reaped(tmp_path):
+    import os
+
+    import psutil
+
+    from crashcourse.lab.harness import Harness
+    from crashcourse.workers.frameworks.restate_server import (
+        binary,
+        completed_runs,
+        start_server,
+    )
+
+    try:
+        binary()
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    with pytest.raises(RuntimeError, match="the caller failed"):
+        with Harness() as harness:
+            server = start_server(harness, tmp_path / "restate")
+            pid = server.worker.pid
+            listening = {c.laddr.ip for c in psutil.Process(pid).net_connections("tcp")
+                         if c.status == psutil.CONN_LISTEN}
+            assert listening == {"127.0.0.1"}, listening
+            assert completed_runs(server, "no-such-workflow") == []
+            raise RuntimeError("the caller failed")
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped with its group: no such process

@@ -13,11 +13,15 @@ SDK, an ASGI app under hypercorn, HTTP/2 on a loopback port kept in
 in a ``ctx.run`` step (its answer, with the tool call's fresh id, is in the
 server's journal) and each tool call is a ``ctx.run`` step.
 
-The same command starts the run and resumes it, as Restate documents: the
-server keeps the journal and retries an invocation whose service went away;
-the retry replays the journal (a step whose result it holds is not run
-again) on whatever serves the deployment's URI, here the same command
-started again. A workflow runs once per key: submitting it again attaches.
+The same command starts the run and resumes it, as Restate documents:
+"Restate uses an execution log for replay after failures and suspensions"
+and, for a ``ctx.run`` step, "Restate replays the result instead of
+re-executing the operation on retries" (its Python SDK's guide, journaling
+results). The server keeps that log and retries an invocation whose service
+went away, on whatever serves the deployment's URI: here the same command
+started again. A step the service was killed inside has no result in the
+log, so the retry runs it again. A workflow runs once per key: submitting
+it again only attaches.
 
 The position key (``--key position``): the workflow's key and the tool
 call's id from the model's journaled answer.

@@ -169,12 +169,20 @@ def completed_runs(server: RunningServer, key: str,
     if "'" in key or "'" in workflow:
         raise ValueError("a key with a quote")
     rows = query(server, (
-        "SELECT j.index, j.entry_type, j.name FROM sys_journal j"
+        "SELECT j.index, j.entry_type, j.name, j.entry_json FROM sys_journal j"
         " JOIN sys_invocation i ON j.id = i.id"
         f" WHERE i.target_service_name = '{workflow}'"
         f" AND i.target_service_key = '{key}'"
         " ORDER BY j.index"))
-    return [row["name"] for row in rows
-            if "run" in str(row["entry_type"]).lower()
-            and "notification" in str(row["entry_type"]).lower()
-            and row.get("name")]
+    # A step is two entries: the command (with its name and completion id)
+    # and, once its result is in, a notification under the same id.
+    names, done = {}, []
+    for row in rows:
+        entry = json.loads(row.get("entry_json") or "{}")
+        run = entry.get("Command", {}).get("Run")
+        if run is not None:
+            names[run["completion_id"]] = run.get("name") or row.get("name")
+        result = entry.get("Notification", {}).get("Completion", {}).get("Run")
+        if result is not None and "Success" in result.get("result", {}):
+            done.append(names.get(result["completion_id"], "?"))
+    return done
