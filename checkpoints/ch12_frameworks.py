@@ -16,7 +16,11 @@ Cells: framework x mode x key x kill point.
 
   framework, mode   langgraph-prebuilt and langgraph-functional under
                     durability async, sync, exit; dbos (steps); pydantic-ai-dbos
-                    (plain tools, tools as steps); temporal (activities)
+                    (plain tools, tools as steps); temporal (activities);
+                    only when named in --frameworks (until chapter 12's matrix
+                    is measured with them): restate (ctx.run steps, against
+                    its server from npm, one for the whole run) and
+                    openai-agents (resumed from the RunState it saved)
   key               none (a fresh random key per request), position (from the
                     framework's own ids), action (the tools behind
                     ``crashcourse.adapters.EffectTool``)
@@ -47,7 +51,9 @@ Cells: framework x mode x key x kill point.
 Each trial (but the paused one): start the worker, hold it at the boundary,
 SIGKILL its group (-9 verified), then run the same command again: the
 framework's own recovery (LangGraph: the thread invoked with None; DBOS:
-``DBOS.launch()``; Temporal: a new worker on the task queue). Counted from
+``DBOS.launch()``; Temporal: a new worker on the task queue; Restate: the
+server retries the invocation on the service started again; the OpenAI
+Agents SDK: the saved ``RunState`` read back and continued). Counted from
 the services' rows, never from a framework: ``orders_at_service`` (the
 supplier's orders under the trial's work id), ``duplicates`` (orders beyond
 one), the keys those orders carry, the supplier's requests, the messages
@@ -391,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
                         "after_record and (Temporal) paused_before_request "
                         "(default: %(default)s)")
     parser.add_argument("--frameworks", default=None, metavar="NAME,...",
-                        help="only these frameworks (default: all of them)")
+                        help="only these frameworks (default: all but restate and "
+                        "openai-agents, which run only when named)")
     parser.add_argument("--points", default=None, metavar="NAME,...",
                         help="only these kill points (default: all of them)")
     return experiment.main(argv, parser=parser, evidence_id=EVIDENCE_ID,

@@ -16,6 +16,10 @@ the framework's own store shows step 2 done, then kills.
   the tool's result.
 * Temporal: ``ActivityTaskCompleted`` for ``place_order`` in the workflow's
   history on the server.
+* Restate: the completion of ``place_order``'s ``ctx.run`` in the server's
+  journal of the workflow (its SQL introspection, ``sys_journal``).
+* The OpenAI Agents SDK keeps no record: the ``RunState`` the agent saved at
+  its last interruption holds ``place_order``'s output.
 """
 
 from __future__ import annotations
