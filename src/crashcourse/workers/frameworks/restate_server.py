@@ -10,7 +10,8 @@ UI, telemetry off, and the invocation retry policy shortened (a retry every
 100 ms, so a resume does not wait out a growing backoff), as a worker of the
 caller's ``Harness``: its own process group, SIGKILLed and reaped with
 everything else the harness started, also when the caller fails. It returns
-once the admin and ingress endpoints answer (bounded), with their URLs.
+once the admin and ingress endpoints and its SQL introspection answer
+(bounded), with their URLs.
 
 Once installed it runs offline; at start the 1.7 server asks GitHub for
 its latest release (logged as an ``octocrab`` connect error where there is
@@ -140,10 +141,14 @@ def start_server(harness, folder: str | Path,
             raise RuntimeError("the Restate server exited at start: "
                                + worker.collect(5.0).stderr[-500:])
         try:
-            return (request(f"{server.admin}/health", timeout=2.0)[0] == 200
+            if not (request(f"{server.admin}/health", timeout=2.0)[0] == 200
                     and request(f"{server.ingress}/restate/health",
-                                timeout=2.0)[0] == 200)
-        except OSError:
+                                timeout=2.0)[0] == 200):
+                return False
+            # the journal's SQL answers a little later (its partitions placed)
+            query(server, "SELECT id FROM sys_invocation LIMIT 1")
+            return True
+        except (OSError, RuntimeError):
             return False
 
     try:
