@@ -38,8 +38,23 @@ help:
 
 venv: $(STAMP)
 
+# Chapter 12's Restate server: the npm package (its native binary comes in a
+# per-platform package beside it), into .cache/restate, once per version.
+# --ignore-scripts: the package's only install script is a telemetry ping.
+# Without npm the step says so and goes on: the Restate trials then fail to
+# start the server, with the command to run.
+RESTATE_VERSION := 1.7.12
+RESTATE_DIR := .cache/restate
+RESTATE_STAMP := $(RESTATE_DIR)/.installed-$(RESTATE_VERSION)
+$(RESTATE_STAMP):
+	@if command -v npm > /dev/null; then \
+	  timeout 600 npm install --prefix $(RESTATE_DIR) --ignore-scripts --no-audit \
+	    --no-fund --loglevel=error @restatedev/restate-server@$(RESTATE_VERSION) \
+	  && touch $@; \
+	else echo "venv: no npm here, Restate's server not installed (chapter 12)"; fi
+
 # pip's resolver is slow against this machine's local indexes; uv installs the lock in seconds.
-$(STAMP): pyproject.toml requirements-book.txt
+$(STAMP): pyproject.toml requirements-book.txt | $(RESTATE_STAMP)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --isolated --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(VENV)/bin/uv pip install --quiet --python $(PY) -r requirements-book.txt -e .
@@ -216,4 +231,4 @@ site-check: book
 	else echo "verify: SKIPPED the browser test of the site: $(NO_CHROMIUM)"; fi
 
 clean:
-	rm -rf $(VENV) $(LAB_VENV) $(BENCH_VENV) $(SITE_VENV) _build .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LAB_VENV) $(BENCH_VENV) $(SITE_VENV) _build .pytest_cache .ruff_cache $(RESTATE_DIR)

@@ -16,7 +16,11 @@ Cells: framework x mode x key x kill point.
 
   framework, mode   langgraph-prebuilt and langgraph-functional under
                     durability async, sync, exit; dbos (steps); pydantic-ai-dbos
-                    (plain tools, tools as steps); temporal (activities)
+                    (plain tools, tools as steps); temporal (activities);
+                    only when named in --frameworks (until chapter 12's matrix
+                    is measured with them): restate (ctx.run steps, against
+                    its server from npm, one for the whole run) and
+                    openai-agents (resumed from the RunState it saved)
   key               none (a fresh random key per request), position (from the
                     framework's own ids), action (the tools behind
                     ``crashcourse.adapters.EffectTool``)
@@ -47,7 +51,9 @@ Cells: framework x mode x key x kill point.
 Each trial (but the paused one): start the worker, hold it at the boundary,
 SIGKILL its group (-9 verified), then run the same command again: the
 framework's own recovery (LangGraph: the thread invoked with None; DBOS:
-``DBOS.launch()``; Temporal: a new worker on the task queue). Counted from
+``DBOS.launch()``; Temporal: a new worker on the task queue; Restate: the
+server retries the invocation on the service started again; the OpenAI
+Agents SDK: the saved ``RunState`` read back and continued). Counted from
 the services' rows, never from a framework: ``orders_at_service`` (the
 supplier's orders under the trial's work id), ``duplicates`` (orders beyond
 one), the keys those orders carry, the supplier's requests, the messages
@@ -119,10 +125,18 @@ class Variant:
 
     @property
     def needs_server(self) -> bool:
+        """A server the whole run shares (Temporal's, Restate's)."""
+        return self.framework in ("temporal", "restate")
+
+    @property
+    def can_pause(self) -> bool:
+        """The paused kill points: a replacement worker while one is frozen."""
         return self.framework == "temporal"
 
     def command(self, world, key: str, server) -> list[str]:
-        extra = ["--server", server.address] if self.needs_server else []
+        extra = (["--server", server.address] if self.framework == "temporal"
+                 else ["--ingress", server.ingress, "--admin", server.admin]
+                 if self.framework == "restate" else [])
         return ["-m", f"{PACKAGE}.{self.module}", "--world", str(world.folder),
                 *self.flags, *extra, "--key", key]
 
@@ -149,6 +163,18 @@ def variants() -> list[Variant]:
     found.append(Variant("temporal", "activities", "temporal_agent", [],
                          "temporalio", records.temporal_recorded))
     return found
+
+
+def other_variants() -> list[Variant]:
+    """Measured only when named (``--frameworks``), until chapter 12's
+    matrix is run again with them: Restate (handlers whose tool calls are
+    ``ctx.run`` steps, against its server from npm) and the OpenAI Agents
+    SDK (resumed from its saved ``RunState``)."""
+    return [Variant("restate", "ctx.run", "restate_agent", [], "restate-sdk",
+                    records.restate_recorded),
+            Variant("openai-agents", "RunState", "openai_agents_agent", [],
+                    "openai-agents",
+                    lambda world, server: records.openai_agents_recorded(world))]
 
 
 def installed(package: str) -> str | None:
@@ -285,7 +311,9 @@ def plan(args) -> list[tuple[Variant, str, str, int]]:
                   if v.framework == "langgraph-prebuilt" and v.mode.endswith("exit")]
         return [(chosen[0], key, "after_ack", 0) for key in KEYS]
     names = set(args.frameworks.split(",")) if args.frameworks else None
-    chosen = [v for v in variants() if names is None or v.framework in names]
+    chosen = ([v for v in variants()] if names is None
+              else [v for v in (*variants(), *other_variants())
+                    if v.framework in names])
     points = set(args.points.split(",")) if args.points else None
     rounds = max(args.trials, args.other_trials)
     cells = []
@@ -295,7 +323,7 @@ def plan(args) -> list[tuple[Variant, str, str, int]]:
                 for point in (*POINTS, *PAUSED):
                     wanted = (0 if points is not None and point not in points
                               else args.trials if point == "after_ack"
-                              else 0 if point in PAUSED and not variant.needs_server
+                              else 0 if point in PAUSED and not variant.can_pause
                               else args.other_trials)
                     if repetition < wanted:
                         cells.append((variant, key, point, repetition))
@@ -318,11 +346,15 @@ def run(args) -> tuple[dict, list[dict], dict]:
     with tempfile.TemporaryDirectory(prefix="ch12-") as tmp, Harness() as shared:
         root = Path(tmp)
         supplier = start_supplier(shared, root / "supplier.sqlite")
-        server = None
-        if any(variant.needs_server for variant, *_ in cells):
+        servers = {}
+        if any(variant.framework == "temporal" for variant, *_ in cells):
             from crashcourse.workers.frameworks.temporal_server import start_dev_server
 
-            server = start_dev_server(shared, root / "temporal.sqlite")
+            servers["temporal"] = start_dev_server(shared, root / "temporal.sqlite")
+        if any(variant.framework == "restate" for variant, *_ in cells):
+            from crashcourse.workers.frameworks.restate_server import start_server
+
+            servers["restate"] = start_server(shared, root / "restate")
         planned = []
         for n, (variant, key, point, repetition) in enumerate(cells, start=1):
             identity = {"trial": f"t{n:04d}-{rng.getrandbits(24):06x}",
@@ -331,7 +363,8 @@ def run(args) -> tuple[dict, list[dict], dict]:
                         "key": key, "kill_point": point, "repetition": repetition}
             planned.append(experiment.Trial(
                 f"{variant.framework} {variant.mode} key={key} {point}", identity,
-                (identity, variant, key, point, supplier, server)))
+                (identity, variant, key, point, supplier,
+                 servers.get(variant.framework))))
         trials = experiment.run_trials(planned, run_one, where=root)
     summary = {"mode": "quick" if args.quick else "full", "seed": args.seed,
                "trials": len(trials),
@@ -344,6 +377,13 @@ def run(args) -> tuple[dict, list[dict], dict]:
                                            if t["kill_point"] == "paused_before_mail"),
                "record_wait_s": RECORD_WAIT_S}
     versions = {package: installed(package) for package in PACKAGES}
+    for variant in {v.framework: v for v, *_ in cells}.values():
+        if variant.package not in versions:  # Restate's, the Agents SDK's
+            versions[variant.package] = installed(variant.package)
+    if any(variant.framework == "restate" for variant, *_ in cells):
+        from crashcourse.workers.frameworks.restate_server import server_version
+
+        versions["@restatedev/restate-server"] = server_version()
     return summary, trials, {"versions": versions}
 
 
@@ -357,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
                         "after_record and (Temporal) paused_before_request "
                         "(default: %(default)s)")
     parser.add_argument("--frameworks", default=None, metavar="NAME,...",
-                        help="only these frameworks (default: all of them)")
+                        help="only these frameworks (default: all but restate and "
+                        "openai-agents, which run only when named)")
     parser.add_argument("--points", default=None, metavar="NAME,...",
                         help="only these kill points (default: all of them)")
     return experiment.main(argv, parser=parser, evidence_id=EVIDENCE_ID,

@@ -46,6 +46,8 @@ RUN_FIRST = (
     "tests/checkpoints/test_quick.py::*[[]ch06_*",
     "tests/checkpoints/test_quick.py::*[[]ch07_*",
     "tests/checkpoints/test_quick.py::*",
+    # Restate's and the OpenAI Agents SDK's kills (a checkpoint run each)
+    "tests/checkpoints/test_ch12_more_frameworks.py::test_*_resumed_*",
     # chapter 12's real kills, measured once for the session (measured_once):
     # the solutions' run makes them; the wrong answers' runs, later, reuse them
     # (one of those started now would wait for the same lock)

@@ -16,10 +16,15 @@ the framework's own store shows step 2 done, then kills.
   the tool's result.
 * Temporal: ``ActivityTaskCompleted`` for ``place_order`` in the workflow's
   history on the server.
+* Restate: the completion of ``place_order``'s ``ctx.run`` in the server's
+  journal of the workflow (its SQL introspection, ``sys_journal``).
+* The OpenAI Agents SDK keeps no record: the ``RunState`` the agent saved at
+  its last interruption holds ``place_order``'s output.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -98,3 +103,43 @@ def temporal_recorded(world: World, server, tool: str = TOOL) -> bool:
     from crashcourse.workers.frameworks.temporal_server import completed_activities
 
     return tool in completed_activities(server, world.task)
+
+
+def openai_agents_recorded(world: World, tool: str = TOOL) -> bool:
+    """The OpenAI Agents SDK keeps no record of its own: what survives the
+    process is the ``RunState`` the agent saved at its last interruption.
+    ``tool`` is recorded once that state holds its call's output."""
+    from crashcourse.workers.frameworks.openai_agents_agent import STATE
+
+    path = Path(world.path(STATE))
+    if not path.is_file():
+        return False
+    return tool in openai_state_outputs(json.loads(path.read_text()))
+
+
+def openai_state_outputs(state: dict) -> list[str]:
+    """The tools whose output a saved ``RunState`` holds, in order."""
+    calls, done = {}, []
+
+    def walk(value):
+        if isinstance(value, dict):
+            if value.get("type") == "function_call" and "call_id" in value:
+                calls[value["call_id"]] = value.get("name")
+            if value.get("type") == "function_call_output" and "call_id" in value:
+                done.append(value["call_id"])
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(state)
+    return list(dict.fromkeys(calls.get(call, "?") for call in done))
+
+
+def restate_recorded(world: World, server, tool: str = TOOL) -> bool:
+    """Restate's journal of the invocation (its SQL introspection,
+    ``sys_journal``) holds ``tool``'s ``ctx.run`` entry, completed."""
+    from crashcourse.workers.frameworks.restate_server import completed_runs
+
+    return tool in completed_runs(server, world.task)
