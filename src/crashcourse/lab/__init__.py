@@ -3,8 +3,7 @@ judges the workers, never imported by them.
 
 ``harness`` (owned workers, boundaries, SIGKILL and SIGSTOP of a group),
 ``pipes`` (their output), ``experiment`` (a checkpoint's command line, trials
-and evidence), ``evidence`` (artifacts never overwritten), ``killtest`` (the kill test a
-reader runs on their own agent, chapter 12), ``waiting`` (the
+and evidence), ``evidence`` (artifacts never overwritten), ``waiting`` (the
 one bounded ``wait_until``), ``hosts`` and ``two_hosts`` (network namespaces,
 chapter 10) and ``example`` (the running example's data and stand-ins, which
 no runtime module below this one imports).
