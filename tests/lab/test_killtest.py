@@ -1,4 +1,4 @@
-"""``python -m crashcourse.killtest`` on a small project outside the package:
+"""``python -m crashcourse.lab.killtest`` on a small project outside the package:
 the same agent once unsafe (its mail sent, then its own progress written:
 a kill between the two and the resumed run mails again) and once with the
 same body behind ``crashcourse.adapters.EffectTool`` (journal and probe).
@@ -107,7 +107,7 @@ def killtest(folder: Path, *extra: str) -> tuple[subprocess.CompletedProcess, di
     output = folder.parent / f"{folder.name}-evidence.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
-        [sys.executable, "-m", "crashcourse.killtest", "--count", "service:count",
+        [sys.executable, "-m", "crashcourse.lab.killtest", "--count", "service:count",
          "--boundary", "after_send", "--trials", "6", "--seed", "3",
          "--output", str(output), *extra, "--", sys.executable, "agent.py"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=300,
@@ -155,7 +155,7 @@ def test_bad_usage_exits_2(tmp_path):
                  ["--count", "service:nothing", "--", sys.executable, "agent.py"],
                  ["--count", "service:count", "--", sys.executable, "-c",
                   "raise SystemExit(3)"]):
-        done = subprocess.run([sys.executable, "-m", "crashcourse.killtest", *args,
+        done = subprocess.run([sys.executable, "-m", "crashcourse.lab.killtest", *args,
                                "--output", str(tmp_path / "never.json")],
                               cwd=folder, env=env, capture_output=True, text=True,
                               timeout=120, check=False)
@@ -168,7 +168,7 @@ def test_a_count_that_is_no_dict_of_ints_is_refused(tmp_path, counts):
     folder = project(tmp_path / "shape", UNSAFE)
     (folder / "bad.py").write_text(f"def count():\n    return {counts}\n")
     done = subprocess.run(
-        [sys.executable, "-m", "crashcourse.killtest", "--count", "bad:count",
+        [sys.executable, "-m", "crashcourse.lab.killtest", "--count", "bad:count",
          "--trials", "1", "--output", str(tmp_path / "e.json"), "--",
          sys.executable, "agent.py"],
         cwd=folder, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},

@@ -1,6 +1,6 @@
 """A kill test for the reader's own agent (chapter 12).
 
-    python -m crashcourse.killtest --count MODULE:FUNCTION [--trials N]
+    python -m crashcourse.lab.killtest --count MODULE:FUNCTION [--trials N]
         [--seed S] [--boundary NAME ...] [--output PATH] [--timeout S]
         [--resumes N] -- COMMAND...
 
@@ -213,7 +213,7 @@ def said(found: dict, baseline: dict) -> str:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m crashcourse.killtest", description=__doc__.split("\n\n")[1],
+        prog="python -m crashcourse.lab.killtest", description=__doc__.split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", required=True, metavar="MODULE:FUNCTION")
     parser.add_argument("--trials", type=int, default=10, metavar="N")

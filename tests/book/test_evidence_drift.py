@@ -1,0 +1,116 @@
+"""The evidence chapter 12 reads was measured on the code in the tree, and a
+test fails when a source it ran differs (issues 30 and 31, review ch09-13 #1).
+
+The kill matrix (``bench/results/ch12_frameworks_tree.json``) records the
+sha256 of every module in its manifest; ``evidence.drifted`` names each one
+its checkpoint runs (``evidence.sources_used``) whose hash is not the tree's.
+A file edited since, whose edit was read and does not change what the
+checkpoint does, is acknowledged below AS IT IS NOW (its sha256) with what
+the edit does; any other drift, a second edit of an acknowledged file, or an
+acknowledgement no longer needed fails. Rerun the checkpoint instead when an
+edit changes what it measures.
+
+The cost table (``ch12_frameworks_cost.json``) hashes no sources: the
+chapter names the commit that wrote it, checked here against git.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from crashcourse.lab import evidence
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results"
+MATRIX = RESULTS / "ch12_frameworks_tree.json"
+COST = RESULTS / "ch12_frameworks_cost.json"
+SCRIPT = ROOT / "checkpoints" / "ch12_frameworks.py"
+CHAPTER = ROOT / "book" / "12_your_framework_under_the_same_kill.md"
+
+# manifest key -> (sha256 in the tree now, what the edit does to the matrix)
+ACKNOWLEDGED = {
+    "crashcourse/journal/__init__.py": (
+        "3c8b30191726390264faee66561fc13f73fd5a595478fb9cf9676f3eeb67209c",
+        "the module docstring only: the residual window said as an interval"),
+    "crashcourse/services/drive.py": (
+        "cb03758a4cd6828c98adec41ffe800f15ca379ac02dd2b64ac6b60a11c15aed2",
+        "rename_to takes busy_timeout_ms, by default the value guarded_write"
+        " used before: the shop's reservation waits as it did"),
+    "crashcourse/services/supplier/server.py": (
+        "357411cfb6b881877d94f20d73bcbdc5fcf1b28451e541dc4fb3128bca6b0385",
+        "--until-next (chapter 06), only with --hold-first, which the"
+        " checkpoint never gives; an event set after a later POST nobody waits on"),
+    "crashcourse/lab/killtest.py": (
+        "a3f1c4214424183431423bfadd45beb948fc26410e41fb3400889a367b8af8bf",
+        "moved here from crashcourse/killtest.py; the checkpoint never imports"
+        " it (sources_used counts every module of crashcourse.lab, which the"
+        " checkpoint imports from)"),
+}
+
+
+def unexplained(document: dict, script: Path, acknowledged: dict) -> list[str]:
+    """Drift not acknowledged as the file is now, and acknowledgements of
+    files that no longer drift."""
+    drifted = evidence.drifted(document, script)
+    now = evidence.source_hashes(script)
+    wrong = [key for key in drifted
+             if key not in acknowledged or acknowledged[key][0] != now.get(key)]
+    stale = [f"stale: {key}" for key in acknowledged if key not in drifted]
+    return wrong + stale
+
+
+def matrix() -> dict:
+    return json.loads(MATRIX.read_text())
+
+
+def test_the_chapter_reads_the_matrix_and_the_cost_table_only():
+    text = CHAPTER.read_text()
+    quoted = set(re.findall(r'"results"\s*/\s*"([\w.-]+\.json)"', text))
+    assert quoted == {MATRIX.name, COST.name}
+
+
+def test_the_matrix_ran_on_the_code_in_the_tree():
+    assert unexplained(matrix(), SCRIPT, ACKNOWLEDGED) == []
+    assert all(what.strip() for _, what in ACKNOWLEDGED.values())
+
+
+def test_an_edited_script_is_drift(tmp_path):
+    copy = tmp_path / SCRIPT.name
+    shutil.copy(SCRIPT, copy)
+    assert unexplained(matrix(), copy, ACKNOWLEDGED) == []  # the copy is as measured
+    copy.write_text(copy.read_text() + "\nRECORD_WAIT_S = 1.0\n")
+    assert unexplained(matrix(), copy, ACKNOWLEDGED) == ["script/ch12_frameworks.py"]
+
+
+def test_a_module_the_matrix_ran_that_differs_is_drift():
+    document = matrix()
+    recorded = document["manifest"]["sources_sha256"]
+    key = "crashcourse/adapters/__init__.py"
+    assert key in evidence.sources_used(SCRIPT)
+    recorded[key] = "0" * 64  # as if measured on another adapter
+    assert unexplained(document, SCRIPT, ACKNOWLEDGED) == [key]
+
+
+def test_an_acknowledged_file_edited_again_is_drift():
+    key = "crashcourse/services/drive.py"
+    again = {**ACKNOWLEDGED, key: ("f" * 64, ACKNOWLEDGED[key][1])}
+    assert unexplained(matrix(), SCRIPT, again) == [key]
+
+
+def test_an_acknowledgement_no_longer_needed_fails():
+    document = matrix()
+    key = "crashcourse/journal/__init__.py"
+    document["manifest"]["sources_sha256"][key] = ACKNOWLEDGED[key][0]  # remeasured
+    assert unexplained(document, SCRIPT, ACKNOWLEDGED) == [f"stale: {key}"]
+
+
+def test_the_chapter_names_the_commit_that_wrote_the_cost_table():
+    wrote = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%h", "--abbrev=7", "--",
+         f"bench/results/{COST.name}"], check=True, capture_output=True,
+        text=True).stdout.strip()
+    assert wrote and f"commit `{wrote}`" in CHAPTER.read_text()
