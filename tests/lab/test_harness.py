@@ -402,11 +402,12 @@ def test_a_frozen_worker_is_stopped_not_dead_and_goes_on_when_thawed(tmp_path):
     with Harness() as harness:
         worker = harness.start(counter)
         wait_until(ticks.exists, 30, interval=0.01, what="the worker's first tick")
-        worker.freeze()
-        time.sleep(0.05)  # a write already under way lands; then nothing moves
-        frozen_at = ticks.stat().st_size
-        time.sleep(0.3)
+        worker.freeze()  # returns once the kernel shows it stopped (T)
         assert process_state(worker.pid) == "T"  # stopped by SIGSTOP, not gone
+        frozen_at = ticks.stat().st_size  # a write under way finished before T
+        # A window in which a worker that still ran would write: its length
+        # cannot make this pass, only give a broken freeze the time to fail.
+        time.sleep(0.3)
         assert ticks.stat().st_size == frozen_at
         worker.thaw()
         wait_until(lambda: ticks.stat().st_size > frozen_at, 30, interval=0.01,
