@@ -26,10 +26,12 @@ import pytest
 from crashcourse.lab.harness import Harness
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 
 FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
 PROPOSAL = json.dumps(FLOUR).encode()
-WAIT_S = 5.0  # the longest a test waits for one answer
+WAIT_S = 30.0  # the longest a test waits for one answer: a hang bound, sized
+# for a loaded machine (answers come in ms; 5 s was within reach at load 10)
 CLOSE = ("Connection: close",)  # asked for where an answer should be a success
 
 
@@ -161,10 +163,10 @@ def test_150_requests_in_three_bursts_all_get_an_answer_one_order_per_key(patien
     assert [(k, s) for k, s in answered if s not in (200, 201, 409, 503)] == []
     decided = {k for k, s in answered if s in (200, 201)}
     for key in {k for k, _ in answered} - decided:  # "ask again", as told
-        for _ in range(5):
-            if post_status(patient.url, key) in (200, 201):
-                break
-            time.sleep(1)
+        # Asked again until decided, bounded by time rather than by five tries
+        # a second apart: a loaded machine may need more, never fewer (issue 36).
+        wait_until(lambda key=key: post_status(patient.url, key) in (200, 201),
+                   60, interval=0.5, what=f"{key} decided when asked again")
     counts = orders_for(patient.db, *{k for k, _ in answered})
     assert len(counts) == 75 and set(counts.values()) == {1}
 
@@ -244,7 +246,7 @@ def test_a_short_body_commits_nothing(quick, shut, status):
     its side (400) or stalls past the supplier's 1 s timeout (408)."""
     key = f"short-{status}"
     data = raw_post(key, PROPOSAL, length=str(len(PROPOSAL) + 20))
-    received = talk(quick.url, data, shut=shut, wait=4)
+    received = talk(quick.url, data, shut=shut)  # the 408 comes at ~1 s
     assert statuses(received) == [status]
     time.sleep(0.3)  # the caller has gone: nothing may be decided after it
     assert orders_for(quick.db, key) == {key: 0}
