@@ -338,12 +338,25 @@ def test_a_read_only_store_is_503(tmp_path):
 
 
 def test_a_second_request_for_a_key_in_flight_is_409(patient):
-    results = {}
+    results, heard = {}, threading.Event()
 
     def send(name: str) -> None:
-        results[name] = talk(patient.url, raw_post("in-flight", extra=CLOSE),
-                             wait=15)
+        """``talk``, but saying when an answer's headers are in: the 409 goes
+        out at once, its log row (and so the close) only once the store is
+        free again."""
+        with socket.create_connection(address(patient.url), timeout=15) as sock:
+            sock.sendall(raw_post("in-flight", extra=CLOSE))
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+                if b"\r\n\r\n" in received:
+                    heard.set()
+        results[name] = received
 
+    # Neither is told to go first: whichever the supplier takes first waits
+    # inside (the store is held), the other hears 409 at once. The store is
+    # held until that answer is heard, an event, where 0.4 s sleeps guessed
+    # that each request had arrived (issue 36).
     with opened(patient.db) as holder:
         holder.execute("BEGIN IMMEDIATE")  # the first request waits inside
         try:
@@ -351,8 +364,7 @@ def test_a_second_request_for_a_key_in_flight_is_409(patient):
                        for name in ("first", "second")]
             for thread in threads:
                 thread.start()
-                time.sleep(0.4)
-            time.sleep(0.4)
+            assert heard.wait(WAIT_S), "no answer while the store was held"
         finally:
             holder.execute("ROLLBACK")
     for thread in threads:
