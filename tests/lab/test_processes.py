@@ -22,6 +22,7 @@ from crashcourse.lab.processes import (
     group_members,
     state,
     wait_gone,
+    wait_group_continued,
     wait_group_gone,
     wait_group_stopped,
     wait_stopped,
@@ -131,6 +132,11 @@ def test_group_waits_cover_every_process_of_the_group():
         os.killpg(process.pid, signal.SIGSTOP)
         wait_group_stopped(process.pid, BOUND)
         assert state(process.pid) == state(kid) == "T"
+        os.killpg(process.pid, signal.SIGCONT)
+        wait_group_continued(process.pid, BOUND)
+        assert state(process.pid) not in ("T", "t") and state(kid) not in ("T", "t")
+        with pytest.raises(TimeoutError, match="stopped"):  # running: never T
+            wait_group_stopped(process.pid, HELD)
         os.killpg(process.pid, signal.SIGKILL)
         wait_group_gone(process.pid, BOUND)
         assert gone(process.pid) and gone(kid)

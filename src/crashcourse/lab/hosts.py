@@ -35,7 +35,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from crashcourse.lab.processes import wait_gone, wait_group_stopped
+from crashcourse.lab.processes import (
+    wait_gone,
+    wait_group_continued,
+    wait_group_stopped,
+)
 from crashcourse.waiting import wait_until
 
 NETNS, FROZEN = "netns", "frozen"  # how a host is separated from the others
@@ -214,6 +218,10 @@ def restore(host: Host, timeout: float = SIGNAL_WAIT_S) -> None:
                    what=f"{host.link} up")
     else:
         _signal_groups(host, signal.SIGCONT)
+        for process in host.started:  # running again before we say so
+            if process.poll() is None:
+                wait_group_continued(process.pid, timeout,
+                                     what=f"host {host.name}'s pid {process.pid}")
     host.is_cut = False
 
 

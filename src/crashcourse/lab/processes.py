@@ -98,6 +98,13 @@ def wait_group_stopped(pgid: int, timeout: float, *, what: str | None = None) ->
                timeout, interval=POLL, what=f"every process of {name} stopped (T)")
 
 
+def wait_group_continued(pgid: int, timeout: float, *, what: str | None = None) -> None:
+    """Return once no process of group ``pgid`` shows stopped (after SIGCONT)."""
+    name = what or f"process group {pgid}"
+    wait_until(lambda: not any(stopped(pid) for pid in group_members(pgid)),
+               timeout, interval=POLL, what=f"every process of {name} running again")
+
+
 def wait_group_gone(pgid: int, timeout: float, *, what: str | None = None) -> None:
     """Return once no process of group ``pgid`` runs (each gone or a zombie)."""
     name = what or f"process group {pgid}"
