@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashcourse.lab import evidence
+from crashcourse.lab.processes import wait_gone, wait_group_gone
 from crashcourse.validate import argument_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +68,7 @@ TOKEN_ENV = "CRASHCOURSE_STRESS_RUN"
 TAIL_LINES = 12
 STOP_GRACE_S = 30.0   # SIGTERM to SIGKILL: a harness unwinding its workers and hosts
 GONE_GRACE_S = 5.0    # a server or kernel still shutting down when its parent ended
+SIGKILL_WAIT_S = 30.0  # a SIGKILLed process goes in ms: this bound catches a hang
 KILLER_STOP_S = 90.0  # the PostgreSQL killer finishes its cycle (initdb under load)
 NBVAL_CELL_TIMEOUT = 180  # as `make nbval`
 
@@ -247,20 +249,11 @@ def sweep(token: str, grace: float | None = None) -> list[str]:
         except ProcessLookupError:
             pass
     # SIGKILL is delivered, not done: wait (bounded) until each is gone or a
-    # zombie, so "left nothing behind" is true when this returns.
-    deadline = time.monotonic() + 10.0
-    while any(alive(pid) for pid in left) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # zombie, so "left nothing behind" is true when this returns; one that
+    # outlives the bound is an error that names it, not a silent return.
+    for pid in left:
+        wait_gone(pid, SIGKILL_WAIT_S, what=f"swept pid {pid}")
     return named
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs: not gone, not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def stop_group(process: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
@@ -280,7 +273,8 @@ def stop_group(process: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
     try:  # the group may outlive its leader (workers): end the rest too
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
+        return
+    wait_group_gone(process.pid, SIGKILL_WAIT_S, what=f"group {process.pid}")
 
 
 @dataclass

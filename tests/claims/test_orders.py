@@ -22,6 +22,7 @@ from crashcourse.services import supplier as supplier_client
 from crashcourse.services.supplier import store as supplier_store
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import count_rows, immediate, opened
+from crashcourse.waiting import wait_until
 from crashcourse.workers.shop_worker import run_once
 
 # ``conn`` (tests/conftest.py): a fresh store on each backend, with these:
@@ -267,24 +268,39 @@ def test_a_key_in_flight_leaves_the_order_unknown_never_rejected(conn, tmp_path)
     with Harness() as harness:
         sup = start_supplier(harness, tmp_path / "sup.db")
         claim, operation_key = signed_off(conn, "phone:in-flight", ttl=10.0)
-        first = {}
-        earlier = threading.Thread(target=lambda: first.update(answer=(
-            supplier_client.place_order(sup.url, operation_key, asdict(FLOUR),
-                                        work_id=claim.id, generation=1))))
+        answers: dict[str, object] = {}
+
+        def ask(name: str) -> None:
+            try:
+                answers[name] = supplier_client.place_order(
+                    sup.url, operation_key, asdict(FLOUR), work_id=claim.id,
+                    generation=1)
+            except supplier_client.NotDecided as not_decided:
+                answers[name] = not_decided
+
+        # Two requests with the key, neither told to go first: whichever the
+        # supplier took first waits inside (the store is held), the other
+        # hears 409 at once. The hold lasts until that 409 is heard, an
+        # event, not a second guessed long enough for a request to arrive.
+        askers = [threading.Thread(target=ask, args=(name,), daemon=True)
+                  for name in ("one", "two")]
         with opened(sup.db) as holder:
             holder.execute("BEGIN IMMEDIATE")  # the earlier request waits inside
             try:
-                earlier.start()
-                time.sleep(1.0)  # the earlier request reaches the supplier
-                with pytest.raises(supplier_client.NotDecided) as told:  # not a timeout
-                    supplier_client.place_order(sup.url, operation_key, asdict(FLOUR),
-                                                work_id=claim.id, generation=1)
-                sent = orders.send(conn, claim, operation_key, sup.url)
+                for asker in askers:
+                    asker.start()
+                told = wait_until(lambda: next(
+                    (a for a in answers.values()
+                     if isinstance(a, supplier_client.NotDecided)), None),
+                    30, what="a 409 for the key in flight")
+                sent = orders.send(conn, claim, operation_key, sup.url)  # still held
             finally:
                 holder.execute("ROLLBACK")
-                earlier.join(10)
-        assert (told.value.status, told.value.retry_after) == (409, 1.0)
-        assert sent == orders.UNKNOWN and first["answer"][0] == 201
+                for asker in askers:
+                    asker.join(30)
+        assert (told.status, told.retry_after) == (409, 1.0)  # not a timeout
+        decided = [a for a in answers.values() if a is not told]
+        assert sent == orders.UNKNOWN and decided[0][0] == 201
         assert orders.lookup(conn, operation_key, sup.url, claim) == orders.CONFIRMED
         refused = supplier_client.release_order(sup.url, operation_key, "rel-x",
                                                 work_id="other-work", generation=1)

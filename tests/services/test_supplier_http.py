@@ -26,10 +26,12 @@ import pytest
 from crashcourse.lab.harness import Harness
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened
+from crashcourse.waiting import wait_until
 
 FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
 PROPOSAL = json.dumps(FLOUR).encode()
-WAIT_S = 5.0  # the longest a test waits for one answer
+WAIT_S = 30.0  # the longest a test waits for one answer: a hang bound, sized
+# for a loaded machine (answers come in ms; 5 s was within reach at load 10)
 CLOSE = ("Connection: close",)  # asked for where an answer should be a success
 
 
@@ -161,10 +163,10 @@ def test_150_requests_in_three_bursts_all_get_an_answer_one_order_per_key(patien
     assert [(k, s) for k, s in answered if s not in (200, 201, 409, 503)] == []
     decided = {k for k, s in answered if s in (200, 201)}
     for key in {k for k, _ in answered} - decided:  # "ask again", as told
-        for _ in range(5):
-            if post_status(patient.url, key) in (200, 201):
-                break
-            time.sleep(1)
+        # Asked again until decided, bounded by time rather than by five tries
+        # a second apart: a loaded machine may need more, never fewer (issue 36).
+        wait_until(lambda key=key: post_status(patient.url, key) in (200, 201),
+                   60, interval=0.5, what=f"{key} decided when asked again")
     counts = orders_for(patient.db, *{k for k, _ in answered})
     assert len(counts) == 75 and set(counts.values()) == {1}
 
@@ -244,7 +246,7 @@ def test_a_short_body_commits_nothing(quick, shut, status):
     its side (400) or stalls past the supplier's 1 s timeout (408)."""
     key = f"short-{status}"
     data = raw_post(key, PROPOSAL, length=str(len(PROPOSAL) + 20))
-    received = talk(quick.url, data, shut=shut, wait=4)
+    received = talk(quick.url, data, shut=shut)  # the 408 comes at ~1 s
     assert statuses(received) == [status]
     time.sleep(0.3)  # the caller has gone: nothing may be decided after it
     assert orders_for(quick.db, key) == {key: 0}
@@ -336,12 +338,25 @@ def test_a_read_only_store_is_503(tmp_path):
 
 
 def test_a_second_request_for_a_key_in_flight_is_409(patient):
-    results = {}
+    results, heard = {}, threading.Event()
 
     def send(name: str) -> None:
-        results[name] = talk(patient.url, raw_post("in-flight", extra=CLOSE),
-                             wait=15)
+        """``talk``, but saying when an answer's headers are in: the 409 goes
+        out at once, its log row (and so the close) only once the store is
+        free again."""
+        with socket.create_connection(address(patient.url), timeout=15) as sock:
+            sock.sendall(raw_post("in-flight", extra=CLOSE))
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+                if b"\r\n\r\n" in received:
+                    heard.set()
+        results[name] = received
 
+    # Neither is told to go first: whichever the supplier takes first waits
+    # inside (the store is held), the other hears 409 at once. The store is
+    # held until that answer is heard, an event, where 0.4 s sleeps guessed
+    # that each request had arrived (issue 36).
     with opened(patient.db) as holder:
         holder.execute("BEGIN IMMEDIATE")  # the first request waits inside
         try:
@@ -349,8 +364,7 @@ def test_a_second_request_for_a_key_in_flight_is_409(patient):
                        for name in ("first", "second")]
             for thread in threads:
                 thread.start()
-                time.sleep(0.4)
-            time.sleep(0.4)
+            assert heard.wait(WAIT_S), "no answer while the store was held"
         finally:
             holder.execute("ROLLBACK")
     for thread in threads:

@@ -631,4 +631,4 @@ def test_closing_a_store_connection_ends_its_server_session(pg_server):
     assert sessions() == 1
     conn.close()
     assert conn.raw.closed
-    wait_until(lambda: sessions() == 0, 10.0, what="the closed session gone")
+    wait_until(lambda: sessions() == 0, 60.0, what="the closed session gone")

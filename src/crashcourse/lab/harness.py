@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from crashcourse.boundary import CONTROL_FD_ENV, MARKER_FD_ENV, STOP_AT_ENV
 from crashcourse.lab.pipes import Collector
+from crashcourse.lab.processes import wait_group_gone, wait_group_stopped
 
 # Every wait is bounded, but generously: CI runs the tests and the notebooks
 # side by side on two cores, where a bound of a few seconds leaves no margin
@@ -103,6 +104,10 @@ class Worker:
         if self.process.poll() is not None:
             raise RuntimeError(f"worker {self.pid} has exited: nothing to freeze")
         os.killpg(self.pid, signal.SIGSTOP)
+        # Delivered is not done: it stops when the kernel next runs it. Wait
+        # until every process of the group shows T, or what the caller reads
+        # next (a file, a row) is still being written by a "frozen" worker.
+        wait_group_stopped(self.pid, DEFAULT_TIMEOUT, what=f"worker {self.pid}'s group")
 
     def thaw(self) -> None:
         """SIGCONT its group: a frozen worker goes on where it stopped."""
@@ -113,6 +118,9 @@ class Worker:
         """SIGKILL this worker's own process group, reap it, return its status."""
         self.kill_group()
         finished = self.collect(timeout=DEFAULT_TIMEOUT)
+        # The leader is reaped; what it left in its group may still run (and
+        # write) until the kernel gets to it: the kill is done when none runs.
+        wait_group_gone(self.pid, DEFAULT_TIMEOUT, what=f"worker {self.pid}'s group")
         if expect_sigkill and finished.returncode != -signal.SIGKILL:
             raise AssertionError(f"expected exit status -9, got {finished.returncode}")
         return finished
@@ -226,6 +234,9 @@ class Harness:
             except (subprocess.TimeoutExpired, ValueError):
                 pass  # reaped already, or streams closed by an earlier collect
             worker.close_pipes()
+        for worker in self.workers:  # SIGKILL is delivered, not done
+            wait_group_gone(worker.pid, DEFAULT_TIMEOUT,
+                            what=f"worker {worker.pid}'s group")
 
 
 @dataclass

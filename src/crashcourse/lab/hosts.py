@@ -35,6 +35,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from crashcourse.lab.processes import (
+    wait_gone,
+    wait_group_continued,
+    wait_group_stopped,
+)
 from crashcourse.waiting import wait_until
 
 NETNS, FROZEN = "netns", "frozen"  # how a host is separated from the others
@@ -177,20 +182,19 @@ def _link_state(host: Host) -> str:
         return state.read().strip()
 
 
-def _stopped(process: subprocess.Popen) -> bool:
-    """Whether ``process`` shows stopped (T) in /proc, or has exited."""
-    if process.poll() is not None:
-        return True  # nothing left to stop
-    with open(f"/proc/{process.pid}/stat") as stat:  # unreaped: still listed
-        return stat.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+# A stop or a kill takes effect in milliseconds; the bound only catches a hang,
+# so it is sized for a machine at load 10, not for the usual case.
+SIGNAL_WAIT_S = 30.0
 
 
-def _wait_stopped(host: Host, timeout: float = 5.0) -> None:
+def _wait_stopped(host: Host, timeout: float = SIGNAL_WAIT_S) -> None:
     """A signal is delivered when the kernel next runs the process: wait
-    (bounded) until each process started on ``host`` shows stopped (T)."""
-    wait_until(lambda: all(_stopped(process) for process in host.started),
-               timeout, interval=0.005,
-               what=f"every process on host {host.name} stopped")
+    (bounded) until every process in the group of each one started on
+    ``host`` shows stopped (T); the exited ones have nothing left to stop."""
+    for process in host.started:
+        if process.poll() is None:
+            wait_group_stopped(process.pid, timeout,
+                               what=f"host {host.name}'s pid {process.pid}")
 
 
 def cut(host: Host) -> None:
@@ -205,7 +209,7 @@ def cut(host: Host) -> None:
     host.is_cut = True
 
 
-def restore(host: Host, timeout: float = 5.0) -> None:
+def restore(host: Host, timeout: float = SIGNAL_WAIT_S) -> None:
     """Join ``host`` again, and wait (bounded) until its link carries packets
     (FROZEN: let its processes run on). Introduced in chapter 10."""
     if host.mode == NETNS:
@@ -214,6 +218,10 @@ def restore(host: Host, timeout: float = 5.0) -> None:
                    what=f"{host.link} up")
     else:
         _signal_groups(host, signal.SIGCONT)
+        for process in host.started:  # running again before we say so
+            if process.poll() is None:
+                wait_group_continued(process.pid, timeout,
+                                     what=f"host {host.name}'s pid {process.pid}")
     host.is_cut = False
 
 
@@ -223,7 +231,7 @@ def _pids_in(host: Host) -> list[int]:
     return [int(pid) for pid in listed]
 
 
-def kill_host(host: Host, timeout: float = 5.0) -> int:
+def kill_host(host: Host, timeout: float = SIGNAL_WAIT_S) -> int:
     """SIGKILL every process of ``host``; how many there were (chapter 10).
 
     The host's kernel stays up and closes their connections at once: a
@@ -239,6 +247,8 @@ def kill_host(host: Host, timeout: float = 5.0) -> int:
             pass
     for process in host.started:
         process.wait(timeout)  # reaped: no zombie is left behind
+    for pid in victims:  # not our children: SIGKILL is delivered, not done
+        wait_gone(pid, timeout, what=f"host {host.name}'s pid {pid}")
     host.started.clear()
     return len(victims)
 
