@@ -394,6 +394,7 @@ def frozen_cancel_case(world: World, case: str, args) -> dict:
             at, expires = mail_lease(world)
             parts["while_held"] = world.compensate()
             parts["while_held_lease_left_s"] = round(expires - at, 3)
+            parts["mail_lease_end"] = expires
             wait_out_mail_lease(world)
             parts["after_lease"] = world.compensate()  # worker-1 still frozen
         parts["mail_before_thaw"] = len(world.rows()["mail"])
@@ -575,6 +576,7 @@ def grade(case, kind, world, parts, workers, person, final) -> dict:
             "compensated_while_held": parts.get("while_held"),
             "compensated_after_lease": parts.get("after_lease"),
             "while_held_lease_left_s": parts.get("while_held_lease_left_s"),
+            "mail_lease_end": parts.get("mail_lease_end"),
             "mail_before_thaw": parts.get("mail_before_thaw"),
             "killed_recoveries": parts.get("killed_recoveries"),
             "labels": {"fixture": parts["fixture"],
@@ -605,7 +607,9 @@ def frozen_cancel_checks(kind: str, parts: dict, compensation: list,
             and "mail" in parts["compensated"]["not_done"]}
     later = parts["after_lease"]
     return base | {
+        # the rows it wrote (reserve's, charge's) came while the lease lived
         "in_doubt_while_its_lease_was_live": parts["while_held_lease_left_s"] > 0
+        and all(c["at"] < parts["mail_lease_end"] for c in early["compensations"])
         and early["in_doubt"] == ["mail"]
         and "mail" not in {c["step"] for c in early["compensations"]},
         "in_doubt_after_the_lease_while_nothing_found": later["in_doubt"] == ["mail"]

@@ -103,6 +103,8 @@ def test_a_frozen_admitted_mail_stays_in_doubt_until_a_probe_finds_it(trials):
     trial = trials["cancel:frozen:admitted:mail"]
     assert trial["interrupted"]["pause"] == "SIGSTOP" and not trial["mutant"]
     assert trial["while_held_lease_left_s"] > 0
+    early_rows = trial["compensated_while_held"]["compensations"]
+    assert early_rows and all(c["at"] < trial["mail_lease_end"] for c in early_rows)
     for early in (trial["compensated_while_held"], trial["compensated_after_lease"]):
         assert early["in_doubt"] == ["mail"]
         assert {c["step"] for c in early["compensations"]} == {"reserve", "charge"}
@@ -116,6 +118,7 @@ def test_a_frozen_admitted_mail_stays_in_doubt_until_a_probe_finds_it(trials):
     assert attempt["admitted_at"] is not None
     mail_row = next(c for c in worker["compensations"] if c["step"] == "mail")
     assert mail_row["at"] > attempt["expires"]
+    assert trial["mail_lease_end"] == attempt["expires"]
     assert trial["mail_before_thaw"] == 0
     assert mail_rows(trial) == ("cannot_undo", 1)
     assert trial["final_report"]["in_doubt"] == []
