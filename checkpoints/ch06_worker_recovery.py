@@ -2,7 +2,7 @@
 
     python checkpoints/ch06_worker_recovery.py --output PATH [--quick] [--seed N]
 
-Six cases, each with a fresh agent database and a fresh supplier process:
+Eight cases, each with a fresh agent database and a fresh supplier process:
 
 killed_holder       a child claims with a short lease, stores a signed-off order
                     and waits; a competing claim is refused; SIGKILL (-9); after
@@ -31,8 +31,19 @@ crash_during_recovery  the child is killed after admitting its order; the
 fenced_at_supplier  the old holder's request is held in flight; the replacement's
                     generation-2 request is accepted; then the supplier refuses
                     the old one.
+cancelled_while_frozen  the child admits its order (SENDING) and is frozen
+                    (SIGSTOP, seen stopped in /proc) before its POST leaves; the
+                    operator cancels and settles (``orders.settle_cancelled``:
+                    the supplier's fence first, then the lookup); thawed, the
+                    child POSTs: refused (412), no order at the supplier, the
+                    shop's order REVOKED on CANCELLED work.
+cancelled_while_frozen_lookup_only  the negative control at the same barrier:
+                    settled by lookup alone (no fence); the thawed POST is
+                    placed (201): an order for cancelled work.
 
-Every count in the evidence is read from the two databases (the lease too:
+The two cancel cases are judged from the supplier's and the shop's rows,
+never the child's exit or report. Every count in the evidence is read from
+the two databases (the lease too:
 ``expires - claimed_at`` of the child's claim row), and each case carries the
 durable rows it was judged from. Exit 0 only when every case holds, else 1;
 exit 2 for bad arguments or an ``--output`` that exists or cannot be written
@@ -48,12 +59,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from crashcourse import claims
-from crashcourse.claims import orders
+from crashcourse.claims import fence, orders
 from crashcourse.lab import experiment
 from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.lab.harness import Harness
 from crashcourse.services.supplier.process import start_supplier
-from crashcourse.store import opened, table_rows
+from crashcourse.store import immediate, opened, sql_list, table_rows
 from crashcourse.waiting import wait_until
 from crashcourse.workers.shop_worker import run_once
 
@@ -314,6 +325,102 @@ def fenced_at_supplier(case: Case, hold: float) -> dict:
     return found
 
 
+# --- a cancel while the holder is frozen after its admission (issue 29) ------
+
+
+def stopped(pid: int) -> bool:
+    """Whether /proc shows ``pid`` stopped (state T): a SIGSTOP is delivered
+    when the kernel next schedules the process, not when it is sent."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
+def freeze_seen(child) -> None:
+    """SIGSTOP, then wait (bounded) until the kernel shows it stopped."""
+    child.freeze()
+    wait_until(lambda: stopped(child.pid), experiment.TIMEOUT, interval=0.005,
+               what=f"worker {child.pid} stopped (state T)")
+
+
+def settle_fenced(case: Case) -> dict:
+    """The runtime's settlement: cancel and revoke in one transaction, then
+    ``orders.settle_cancelled`` (the supplier's fence, then the lookup)."""
+    with opened(case.agent) as conn:
+        with immediate(conn):
+            fence.cancel_locked(conn, case.work, time.time())
+            orders.revoke_unsent(conn, case.work)
+        return orders.settle_cancelled(conn, case.work, case.supplier.url)
+
+
+def settle_lookup_only(case: Case) -> dict:
+    """The negative control: the same cancel, then a lookup of each uncertain
+    order and nothing else: the supplier never hears of the cancel."""
+    with opened(case.agent) as conn:
+        with immediate(conn):
+            fence.cancel_locked(conn, case.work, time.time())
+            orders.revoke_unsent(conn, case.work)
+        uncertain = conn.execute(
+            "SELECT operation_key FROM orders WHERE work_id = :id"
+            f" AND status IN {sql_list(orders.UNCERTAIN)}",
+            {"id": case.work}).fetchall()
+        return {key: orders.lookup(conn, key, case.supplier.url)
+                for (key,) in uncertain}
+
+
+def cancelled_while_frozen(case: Case, settle, fenced: bool) -> dict:
+    """The child admitted (SENDING) and frozen before its POST leaves; the
+    operator cancels and ``settle``s; the child is thawed and POSTs. Judged
+    from the supplier's rows and the shop's, not from the child."""
+    case.supplier_up()
+    child = case.child("send", stop_at="after_sending_recorded")
+    child.wait_for_boundary(experiment.TIMEOUT)
+    status_when_frozen = case.agent_rows()["orders"][0]["status"]
+    try:
+        freeze_seen(child)
+        child.release()  # read once it runs again
+        settled = settle(case)
+        seen_before_thaw = [(r["method"], r["generation"], r["answer"])
+                            for r in case.supplier_rows()["requests"]]
+    finally:
+        child.thaw()  # thawed before anything else, an assertion included
+    finished = child.finish(experiment.TIMEOUT)
+    agent, remote = case.agent_rows(), case.supplier_rows()
+    work = next(w for w in agent["work"] if w["id"] == case.work)
+    order = next(o for o in agent["orders"] if o["work_id"] == case.work)
+    first = next(c for c in agent["claims"] if c["work_id"] == case.work)
+    found = {
+        "work_status": work["status"],
+        "lease_s": round(first["expires"] - first["claimed_at"], 3),
+        "agent_order_when_frozen": status_when_frozen,
+        "settled": sorted(settled.values()),
+        "supplier_requests_before_thaw": seen_before_thaw,
+        "supplier_requests": [(r["method"], r["generation"], r["answer"])
+                              for r in remote["requests"]],
+        "supplier_posts": [(r["generation"], r["answer"]) for r in remote["requests"]
+                           if r["method"] == "POST"],
+        "supplier_orders": len(remote["orders"]),
+        "agent_order_status": order["status"],
+        "child_exit": finished.returncode,  # reported, not judged
+        "negative_control": not fenced,
+        "rows": {"agent": agent, "supplier": remote},
+    }
+    cancelled = (status_when_frozen == orders.SENDING
+                 and work["status"] == claims.CANCELLED)
+    if fenced:  # the late POST refused; the shop's REVOKED is the truth
+        found["holds"] = (cancelled and found["settled"] == [orders.REVOKED]
+                          and seen_before_thaw == [("FENCE", 2, 200),
+                                                   ("GET", None, 404)]
+                          and found["supplier_posts"] == [(1, 412)]
+                          and found["supplier_orders"] == 0
+                          and order["status"] == orders.REVOKED)
+    else:  # the lookup's NOT_FOUND proved nothing: an order for cancelled work
+        found["holds"] = (cancelled and found["settled"] == [orders.NOT_FOUND]
+                          and seen_before_thaw == [("GET", None, 404)]
+                          and found["supplier_posts"] == [(1, 201)]
+                          and found["supplier_orders"] == 1)
+    return found
+
+
 def common_holds(found: dict, lease: float) -> bool:
     """What every case needs: the child's claim got the configured lease, one
     order at the supplier, generation 2 finished it after real expiry, and no
@@ -339,7 +446,11 @@ def run(args) -> tuple[dict, list[dict]]:
     cases = {"killed_holder": killed_holder, "live_stale_holder": live_stale_holder,
              "frozen_after_admit": frozen_after_admit, "lost_ack": lost_ack,
              "crash_during_recovery": lambda case: crash_during_recovery(case, rng),
-             "fenced_at_supplier": lambda case: fenced_at_supplier(case, hold)}
+             "fenced_at_supplier": lambda case: fenced_at_supplier(case, hold),
+             "cancelled_while_frozen": lambda case: cancelled_while_frozen(
+                 case, settle_fenced, fenced=True),
+             "cancelled_while_frozen_lookup_only": lambda case: cancelled_while_frozen(
+                 case, settle_lookup_only, fenced=False)}
     trials = experiment.run_trials(
         [experiment.Trial(name, {"case": name}, (name, one_case, lease, wait))
          for name, one_case in cases.items()], run_case, timed="elapsed_s")

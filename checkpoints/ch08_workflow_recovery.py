@@ -34,6 +34,16 @@ real SIGSTOP. Cases:
   message: ``mail_late_duplicates`` 1, and the probe sees it by the key
   header (``duplicate_detected_by_probe``). That case holds when the grader
   SEES the duplicate: it is the measured limit, not a guarantee.
+* ``cancel:frozen:admitted:mail``: worker-1 is FROZEN (SIGSTOP, seen
+  stopped in /proc) at ``admitted:mail``; the person cancels and
+  compensates while its lease lives (the mail in doubt, no row), then again
+  once the lease is over on the store's clock (the probe finds nothing: still
+  in doubt, no row); worker-1 is thawed and mails; a last compensation's
+  probe finds the message: ``cannot_undo``, and the report is true.
+  ``old_rule:cancel:frozen:admitted:mail``, its negative control at the same
+  barrier: compensated at once by the rule before issue 29 (a probe that
+  finds nothing is ``nothing_to_undo``), a record the thawed worker's mail
+  then makes false for good (``not_done: [mail]``, the provider holds it).
 * ``crash_during_recovery``: worker-1 is killed in the residual window of a
   step drawn at random, then recovery workers are SIGKILLed at random
   instants of their runs (``--seed``), one of them at ``after_remote:mail``,
@@ -60,7 +70,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from crashcourse import workflow
+from crashcourse import store, workflow
 from crashcourse.lab import experiment
 from crashcourse.lab.harness import Harness
 from crashcourse.services import mail, payments
@@ -84,10 +94,14 @@ CANCELS = ("cancel:pending", "cancel:waiting_for_approval",
 CRASH = "crash_during_recovery"
 NAIVE = "naive:before_remote:mail"
 UNLEASED = "unleased:live_stale_holder:before_remote:mail"
-CASES = (*KILLS, "waiting_for_approval", *CANCELS, *STALE, CRASH, NAIVE, UNLEASED)
+FROZEN_CANCEL = "cancel:frozen:admitted:mail"
+OLD_RULE = "old_rule:cancel:frozen:admitted:mail"
+CASES = (*KILLS, "waiting_for_approval", *CANCELS, FROZEN_CANCEL, *STALE, CRASH,
+         NAIVE, UNLEASED, OLD_RULE)
 QUICK = ("after_remote:mail", "waiting_for_approval", "cancel:admitted:mail",
+         FROZEN_CANCEL,
          "live_stale_holder:before_remote:mail", "live_stale_holder:admitted:mail",
-         CRASH, NAIVE, UNLEASED)
+         CRASH, NAIVE, UNLEASED, OLD_RULE)
 FIRST, RACERS, PERSON = "worker-1", ("recovery-a", "recovery-b"), "person"
 # Longer than a call's declared wait (so a call can be admitted), short
 # enough that waiting out a dead holder's lease keeps a case quick.
@@ -296,6 +310,101 @@ def crash_case(world: World, case: str, args) -> dict:
             "seed": args.seed}
 
 
+# --- compensation against a holder frozen after its admission (issue 29) ----
+
+
+def stopped(pid: int) -> bool:
+    """Whether /proc shows ``pid`` stopped (state T): a SIGSTOP is delivered
+    when the kernel next schedules the process, not when it is sent."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
+def freeze_seen(worker) -> None:
+    """SIGSTOP, then wait (bounded) until the kernel shows it stopped."""
+    worker.freeze()
+    wait_until(lambda: stopped(worker.pid), experiment.TIMEOUT, interval=0.005,
+               what=f"worker {worker.pid} stopped (state T)")
+
+
+def old_settle_step(step: dict, remote, token: tuple, at: float):
+    """The rule before issue 29 (the negative control), judging at once: an
+    admitted step the probe does not find is written off as nothing to undo,
+    whether or not its holder may still act."""
+    args, key = step["args"], step["operation_key"]
+    if step["status"] == workflow_steps.DONE or remote.probe(args, key)[0]:
+        return remote.undo(args, key, token)
+    return ("none", NOTHING, None, "not found by the probe (the old rule)")
+
+
+def compensate_old(world: World) -> dict:
+    """``compensate``'s loop with ``old_settle_step``: the report after it."""
+    remotes = workflow_worker.restock_remotes(world.paths, world.url)
+    with opened(world.paths["workflow"]) as conn:
+        token = (world.id, workflow.read(conn, world.id)["version"])
+        for step in workflow_steps.progress(conn, world.id):
+            if step["compensation"] or step["status"] in (
+                    workflow_steps.NOT_STARTED, workflow_steps.NOT_DONE):
+                continue
+            action, status, undo_key, note = old_settle_step(
+                step, remotes[step["step"]], token, store.now(conn))
+            workflow_steps.record_compensation(
+                conn, world.id, step["step"], action=action, status=status,
+                note=note, who=PERSON, compensation_key=undo_key)
+        return workflow_steps.final_report(conn, world.id)
+
+
+def mail_lease(world: World) -> tuple[float, float]:
+    """(now, end of the admitted mail attempt's lease), on the store's clock."""
+    with opened(world.paths["workflow"]) as conn:
+        mail_step = workflow_steps.step_of(conn, world.id, "mail")
+        admitted = workflow_steps.holder(
+            [a for a in mail_step["attempts"] if a["admitted_at"] is not None])
+        return store.now(conn), admitted["expires"]
+
+
+def wait_out_mail_lease(world: World) -> None:
+    """Until the store's clock is past the admitted mail attempt's lease
+    (bounded: the lease left plus ``experiment.TIMEOUT``)."""
+    at, expires = mail_lease(world)
+    wait_until(lambda: mail_lease(world)[0] > expires,
+               max(0.0, expires - at) + experiment.TIMEOUT, interval=0.05,
+               what="the store's clock past the mail attempt's lease")
+
+
+def frozen_cancel_case(world: World, case: str, args) -> dict:
+    """worker-1 frozen at ``admitted:mail``; the person cancels; compensates
+    by the runtime's rule while the lease lives and once it is over (or, the
+    negative control, at once by the old rule); worker-1 thawed and let
+    finish; the person compensates again."""
+    parts = {"fixture": [APPROVED_UP_FRONT, "the script cancels and compensates,"
+                         " standing in for a person"]}
+    held = world.interrupt(FIRST, "admitted:mail")
+    try:
+        freeze_seen(held)
+        held.release()  # read once it runs again
+        parts["interrupted"] = {"who": FIRST, "pid": held.pid, "pause": "SIGSTOP",
+                                "boundary": "admitted:mail", "returncode": None}
+        parts["at_interruption"] = world.rows()
+        parts["cancelled_version"] = world.cancel()
+        if case == OLD_RULE:
+            parts["while_held"] = compensate_old(world)
+            parts["after_lease"] = None
+        else:
+            at, expires = mail_lease(world)
+            parts["while_held"] = world.compensate()
+            parts["while_held_lease_left_s"] = round(expires - at, 3)
+            parts["mail_lease_end"] = expires
+            wait_out_mail_lease(world)
+            parts["after_lease"] = world.compensate()  # worker-1 still frozen
+        parts["mail_before_thaw"] = len(world.rows()["mail"])
+    finally:
+        held.thaw()  # before anything else, a failure included
+    parts["finished"] = [(held.finish(experiment.TIMEOUT), FIRST)]
+    parts["compensated"] = world.compensate()
+    return parts
+
+
 def records_per_key(rows: dict) -> dict[str, int]:
     """Operation key -> times a service recorded the effect: orders and
     releases the supplier created (POSTs answered 201), payments, messages.
@@ -345,7 +454,8 @@ def kind_of(case: str) -> str:
     return ("kill" if case in KILLS else "naive" if case == NAIVE
             else "unleased" if case == UNLEASED else "stale" if case in STALE
             else "crash" if case == CRASH else "cancel" if case in CANCELS
-            else "approval")
+            else "frozen_cancel" if case == FROZEN_CANCEL
+            else "old_rule" if case == OLD_RULE else "approval")
 
 
 def run_case(harness: Harness, directory: Path, case: str, args) -> dict:
@@ -354,14 +464,15 @@ def run_case(harness: Harness, directory: Path, case: str, args) -> dict:
     world = World(harness, directory, approved, args.lease)
     run = {"kill": kill_case, "naive": kill_case, "approval": approval_case,
            "cancel": cancel_case, "stale": stale_case, "unleased": stale_case,
-           "crash": crash_case}[kind]
+           "crash": crash_case, "frozen_cancel": frozen_cancel_case,
+           "old_rule": frozen_cancel_case}[kind]
     parts = run(world, case, args)
     after = max(r["version"] for r in parts["at_interruption"]["worker"]
                 ["workflow_history"])
     final = world.rows()
     workers = [contender(done, who, final, after) for done, who in parts["finished"]]
     person = None
-    if kind == "cancel":
+    if kind in ("cancel", "frozen_cancel", "old_rule"):
         person = {"who": PERSON, "fixture": True,
                   "transitions_won": won(final, PERSON, after),
                   "cancelled_version": parts["cancelled_version"]}
@@ -390,8 +501,9 @@ def grade(case, kind, world, parts, workers, person, final) -> dict:
     checks = {
         "choices_unchanged": final["worker"]["workflows"][0]["choices"]
         == world.created,
-        "final_state": fate["state"] == (workflow.CANCELLED if kind == "cancel"
-                                         else workflow.APPLIED),
+        "final_state": fate["state"] == (
+            workflow.CANCELLED if kind in ("cancel", "frozen_cancel", "old_rule")
+            else workflow.APPLIED),
         "no_step_touched_under_a_live_lease": kind in ("naive", "unleased")
         or not touched_under_a_live_lease(final),
     }
@@ -448,7 +560,10 @@ def grade(case, kind, world, parts, workers, person, final) -> dict:
                 parts["while_held"]["in_doubt"] == ["mail"]
                 and "mail" not in {c["step"] for c in
                                    parts["while_held"]["compensations"]})
-    return {"case": case, "kind": kind, "mutant": kind in ("naive", "unleased"),
+    if kind in ("frozen_cancel", "old_rule"):
+        checks |= frozen_cancel_checks(kind, parts, compensation, final)
+    return {"case": case, "kind": kind,
+            "mutant": kind in ("naive", "unleased", "old_rule"),
             "residual": kind == "stale" and case.endswith("admitted:mail"),
             "interrupted": parts["interrupted"], "workers": workers,
             "person": person, "winners": winners, "records_per_key": ops,
@@ -459,12 +574,49 @@ def grade(case, kind, world, parts, workers, person, final) -> dict:
             "final_state": fate["state"], "final_report": fate,
             "compensation": compensation,
             "compensated_while_held": parts.get("while_held"),
+            "compensated_after_lease": parts.get("after_lease"),
+            "while_held_lease_left_s": parts.get("while_held_lease_left_s"),
+            "mail_lease_end": parts.get("mail_lease_end"),
+            "mail_before_thaw": parts.get("mail_before_thaw"),
             "killed_recoveries": parts.get("killed_recoveries"),
             "labels": {"fixture": parts["fixture"],
                        "measured": ["winners", "records_per_key", "effects_twice",
                                     "final_state", "compensation"]},
             "rows": {"at_interruption": parts["at_interruption"], "final": final},
             "checks": checks, "holds": all(checks.values())}
+
+
+def frozen_cancel_checks(kind: str, parts: dict, compensation: list,
+                         final: dict) -> dict:
+    """What the frozen cancel cases must show, from the compensation rows and
+    the mail provider's: the runtime's rule leaves the mail in doubt while
+    its holder may act and records the sent mail once a probe finds it; the
+    old rule writes ``nothing_to_undo`` that the late mail makes false."""
+    fate = {c["step"]: c["status"] for c in compensation}
+    sent = len(final["mail"])
+    early = parts["while_held"]
+    base = {"mail_sent_only_after_the_thaw": parts["mail_before_thaw"] == 0
+            and sent == 1,
+            "reserve_and_charge_settled": (fate.get("reserve"), fate.get("charge"))
+            == (UNDONE, OWED)}
+    if kind == "old_rule":  # the record is false for good
+        return base | {
+            "written_off_at_once": {c["step"]: c["status"] for c in
+                                    early["compensations"]}.get("mail") == NOTHING,
+            "record_made_false": fate.get("mail") == NOTHING
+            and "mail" in parts["compensated"]["not_done"]}
+    later = parts["after_lease"]
+    return base | {
+        # the rows it wrote (reserve's, charge's) came while the lease lived
+        "in_doubt_while_its_lease_was_live": parts["while_held_lease_left_s"] > 0
+        and all(c["at"] < parts["mail_lease_end"] for c in early["compensations"])
+        and early["in_doubt"] == ["mail"]
+        and "mail" not in {c["step"] for c in early["compensations"]},
+        "in_doubt_after_the_lease_while_nothing_found": later["in_doubt"] == ["mail"]
+        and "mail" not in {c["step"] for c in later["compensations"]},
+        "sent_mail_found_and_recorded": fate.get("mail") == SENT
+        and parts["compensated"]["in_doubt"] == []
+        and "mail" not in parts["compensated"]["not_done"]}
 
 
 def chosen(args) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch06_worker_recovery.py"
+CANCELLED = ["cancelled_while_frozen", "cancelled_while_frozen_lookup_only"]
 
 
 def run_checkpoint(output: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -23,18 +24,23 @@ def test_checkpoint_holds_and_its_counts_are_its_rows(quick_checkpoint):
     trials = {t["case"]: t for t in done.evidence["trials"]}
     assert list(trials) == ["killed_holder", "live_stale_holder",
                             "frozen_after_admit", "lost_ack",
-                            "crash_during_recovery", "fenced_at_supplier"]
+                            "crash_during_recovery", "fenced_at_supplier",
+                            *CANCELLED]
     lease = done.evidence["summary"]["lease_configured_s"]
     for trial in trials.values():
         assert trial["holds"], trial["case"]
-        counts_match_rows(trial)
         lease_read_from_rows(trial, lease)
+        if trial["case"] in CANCELLED:
+            continue  # cancelled, not replaced: judged below
+        counts_match_rows(trial)
     killed_holder(trials["killed_holder"])
     live_stale_holder(trials["live_stale_holder"])
     frozen_after_admit(trials["frozen_after_admit"])
     lost_ack(trials["lost_ack"])
     crash_during_recovery(trials["crash_during_recovery"])
     fenced_at_supplier(trials["fenced_at_supplier"])
+    cancelled_while_frozen(trials["cancelled_while_frozen"])
+    lookup_only(trials["cancelled_while_frozen_lookup_only"])
     output = done.output
     before = output.read_bytes()
     again = run_checkpoint(output)
@@ -117,3 +123,39 @@ def fenced_at_supplier(trial):
     requests = trial["rows"]["supplier"]["requests"]
     posts = [(r["generation"], r["answer"]) for r in requests if r["method"] == "POST"]
     assert posts == [(2, 201), (1, 412)]
+
+
+def cancelled_rows(trial):
+    """The shop's and the supplier's rows of a cancel case: the work
+    CANCELLED, one claim (the frozen child's), the child's order; the
+    supplier's requests as (method, generation, answer)."""
+    agent, remote = trial["rows"]["agent"], trial["rows"]["supplier"]
+    [work] = agent["work"]
+    assert work["status"] == trial["work_status"] == "CANCELLED"
+    assert [c["generation"] for c in agent["claims"]] == [1]
+    assert work["generation"] == 2  # the cancel's: nobody holds it
+    [order] = agent["orders"]
+    assert order["status"] == trial["agent_order_status"]
+    requests = [(r["method"], r["generation"], r["answer"])
+                for r in remote["requests"]]
+    assert [tuple(r) for r in trial["supplier_requests"]] == requests
+    return order, remote, requests
+
+
+def cancelled_while_frozen(trial):
+    """Fence, then lookup, while the child is frozen: its late POST is
+    refused and the supplier holds no order for the cancelled work."""
+    order, remote, requests = cancelled_rows(trial)
+    assert requests == [("FENCE", 2, 200), ("GET", None, 404), ("POST", 1, 412)]
+    assert [tuple(r) for r in trial["supplier_requests_before_thaw"]] == requests[:2]
+    assert remote["orders"] == [] and order["status"] == "REVOKED"
+    assert not trial["negative_control"]
+
+
+def lookup_only(trial):
+    """The negative control at the same barrier: no fence, the lookup's
+    NOT_FOUND, then the thawed POST is placed for cancelled work."""
+    order, remote, requests = cancelled_rows(trial)
+    assert requests == [("GET", None, 404), ("POST", 1, 201)]
+    assert [o["operation_key"] for o in remote["orders"]] == [order["operation_key"]]
+    assert trial["negative_control"]

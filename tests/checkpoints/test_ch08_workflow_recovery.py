@@ -12,9 +12,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "checkpoints" / "ch08_workflow_recovery.py"
 QUICK = ["after_remote:mail", "waiting_for_approval", "cancel:admitted:mail",
+         "cancel:frozen:admitted:mail",
          "live_stale_holder:before_remote:mail", "live_stale_holder:admitted:mail",
          "crash_during_recovery", "naive:before_remote:mail",
-         "unleased:live_stale_holder:before_remote:mail"]
+         "unleased:live_stale_holder:before_remote:mail",
+         "old_rule:cancel:frozen:admitted:mail"]
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +85,54 @@ def test_a_call_in_flight_stays_in_doubt_until_it_can_be_known(trials):
     released = trial["rows"]["final"]["supplier"]["releases"]
     assert [r["operation_key"] for r in released] == [
         trial["compensation"][0]["compensation_key"]]
+
+
+def mail_rows(trial) -> tuple[str | None, int]:
+    """From the final rows: the mail step's compensation status, and the
+    messages the provider holds."""
+    rows = trial["rows"]["final"]
+    status = next((c["status"] for c in rows["worker"]["compensations"]
+                   if c["step"] == "mail"), None)
+    return status, len(rows["mail"])
+
+
+def test_a_frozen_admitted_mail_stays_in_doubt_until_a_probe_finds_it(trials):
+    """worker-1 SIGSTOPped at admitted:mail: in doubt while its lease lived
+    and after it (nothing found yet); thawed, it mails; the last
+    compensation's probe records the sent mail: the report is true."""
+    trial = trials["cancel:frozen:admitted:mail"]
+    assert trial["interrupted"]["pause"] == "SIGSTOP" and not trial["mutant"]
+    assert trial["while_held_lease_left_s"] > 0
+    early_rows = trial["compensated_while_held"]["compensations"]
+    assert early_rows and all(c["at"] < trial["mail_lease_end"] for c in early_rows)
+    for early in (trial["compensated_while_held"], trial["compensated_after_lease"]):
+        assert early["in_doubt"] == ["mail"]
+        assert {c["step"] for c in early["compensations"]} == {"reserve", "charge"}
+    # the second compensation came after the mail attempt's lease, on the
+    # store's clock: its rows' times against the attempt row's lease
+    worker = trial["rows"]["final"]["worker"]
+    history = {h["version"]: h for h in worker["workflow_history"]}
+    [attempt] = [r for r in worker["workflow_steps"] if r["step"] == "mail"
+                 and r["phase"] == "attempt" and history[r["version"]]["who"]
+                 == "worker-1"]
+    assert attempt["admitted_at"] is not None
+    mail_row = next(c for c in worker["compensations"] if c["step"] == "mail")
+    assert mail_row["at"] > attempt["expires"]
+    assert trial["mail_lease_end"] == attempt["expires"]
+    assert trial["mail_before_thaw"] == 0
+    assert mail_rows(trial) == ("cannot_undo", 1)
+    assert trial["final_report"]["in_doubt"] == []
+    assert "mail" not in trial["final_report"]["not_done"]
+
+
+def test_the_old_rule_writes_off_a_mail_the_thawed_holder_then_sends(trials):
+    """The negative control at the same barrier: nothing_to_undo at once,
+    then the provider holds the message: the record is false for good."""
+    trial = trials["old_rule:cancel:frozen:admitted:mail"]
+    assert trial["mutant"] and trial["interrupted"]["pause"] == "SIGSTOP"
+    assert trial["mail_before_thaw"] == 0
+    assert mail_rows(trial) == ("nothing_to_undo", 1)
+    assert "mail" in trial["final_report"]["not_done"]
 
 
 def test_a_frozen_holder_sends_late_only_from_the_residual_window(trials):
