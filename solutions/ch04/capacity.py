@@ -27,6 +27,11 @@ def room_for(conn, amount_cents: int, currency: str, round_start: float):
         "SELECT cap_cents FROM budget_caps WHERE currency = :currency",
         {"currency": currency},
     ).fetchone()
-    if cap is None or used[1] + amount_cents > cap[0]:
+    if over_cap(cap, used[1] + amount_cents):
         return "budget_currency_cap"
     return None
+
+
+def over_cap(cap, total_cents: int) -> bool:
+    """A currency with no cap takes no payment; one with a cap, up to it."""
+    return cap is None or total_cents > cap[0]

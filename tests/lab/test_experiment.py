@@ -289,10 +289,14 @@ def real_full_folder(tmp_path) -> Path | None:
     return folder if made.returncode == 0 else None
 
 
-def test_a_really_full_filesystem_leaves_no_partial_evidence(tmp_path, capsys):
+def test_a_really_full_filesystem_leaves_no_partial_evidence(tmp_path, capsys,
+                                                             monkeypatch):
+    """The disk fills DURING the run: the probe before the first trial found
+    room (here, a probe of one byte), the evidence then does not fit."""
     folder = real_full_folder(tmp_path)
     if folder is None:
         pytest.skip("mounting a tmpfs needs root")
+    monkeypatch.setattr(experiment, "PROBE_BYTES", 1)
     try:
         (folder / "filler").write_bytes(b"x" * 60_000)
         output = folder / "evidence.json"
@@ -543,3 +547,41 @@ def test_script_refuses_options_its_check_rejects_before_anything(tmp_path, caps
     assert len(said.splitlines()) == 1 and "--quick is not for this" in said
     assert not output.exists()
     assert main(["--output", str(output)]) == 0 and len(calls) == 1
+
+
+# Issue 35: a full filesystem took the probe's EMPTY file, so a checkpoint ran
+# every trial and then could not write them. Now the probe reserves room for
+# the evidence first. A tiny tmpfs stands in for the full disk (root only).
+
+
+@pytest.fixture
+def full_mount(tmp_path):
+    folder = tmp_path / "full"
+    folder.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                           str(folder)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        (folder / "filler").write_bytes(b"x" * 60 * 1024)  # an empty file still fits
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_full_filesystem_is_refused_before_any_trial(full_mount, capsys):
+    code, output, calls = run_main(full_mount, [{"holds": True}])
+    assert (code, calls) == (experiment.BAD_INPUT, []) and not output.exists()
+    said = capsys.readouterr().err
+    assert len(said.splitlines()) == 1 and "no room for the evidence" in said, said
+    assert sorted(p.name for p in full_mount.iterdir()) == ["filler"]
+
+
+def test_a_real_checkpoint_on_a_full_filesystem_runs_no_trial(full_mount):
+    done = subprocess.run([sys.executable, str(CH07), "--quick", "--output",
+                           str(full_mount / "evidence.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == experiment.BAD_INPUT, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "[1/" not in done.stdout
+    assert "no room for the evidence" in done.stderr
+    assert sorted(p.name for p in full_mount.iterdir()) == ["filler"]

@@ -102,3 +102,22 @@ def test_a_cluster_a_sigkilled_run_left_is_removed_by_the_next_start(
                                   " cluster left by a killed run"
                                   f" (pid {run.pid})")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_private_tmpdir_as_root_is_one_refusal_not_a_traceback(tmp_path,
+                                                                 monkeypatch):
+    """Issue 35: chapter 10 as root with a private TMPDIR died in a
+    ``CalledProcessError`` traceback from ``initdb`` (the server's user cannot
+    reach the folder). Now ``ServerUnavailable``, an ``OSError`` (what a
+    checkpoint records as trials that could not run), saying why, and the
+    folder it made is gone."""
+    if os.geteuid() != 0 or pgs.binaries() is None:
+        pytest.skip("root with PostgreSQL binaries only: the server's own user")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    with pytest.raises(pgs.ServerUnavailable, match="initdb failed") as refused:
+        pgs.start()
+    assert isinstance(refused.value, OSError)
+    assert "TMPDIR" in str(refused.value) and "\n" not in str(refused.value)
+    assert list(private.iterdir()) == []

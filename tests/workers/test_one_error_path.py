@@ -109,3 +109,25 @@ def test_a_key_conflict_is_exit_4_for_both_charges(tmp_path, module):
     assert done.returncode == paying.EXITS["conflict"] == 4, done.stderr
     assert "Traceback" not in done.stderr
     assert [p["order_id"] for p in payments.snapshot(service)["payments"]] == ["SUP-1"]
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:abc", "http://127.0.0.1:99999",
+                                 "http://127.0.0.1:80 x"])
+def test_a_workflow_worker_url_with_a_bad_port_is_refused_before_any_write(
+        tmp_path, url):
+    """Issue 35: ``--url http://127.0.0.1:abc`` passed the worker's own check
+    (``urlsplit`` accepts it), the reserve attempt was written, then
+    http.client's ``InvalidURL`` was a traceback. Now ``validate.check_url``:
+    one line, exit 2, every file byte for byte as it was."""
+    from crashcourse.workers.workflow_worker import build_world
+
+    (tmp_path / "w").mkdir()
+    world = build_world(str(tmp_path / "w"))
+    files = sorted((tmp_path / "w").iterdir())
+    before = [path.read_bytes() for path in files]
+    done = run("workflow_worker", ["--dir", str(tmp_path / "w"), "--workflow",
+                                   world["workflow_id"], "--who", "w", "--url", url],
+               tmp_path)
+    assert "--url" in one_line(done, "workflow_worker", options.BAD_INPUT)
+    assert sorted((tmp_path / "w").iterdir()) == files
+    assert [path.read_bytes() for path in files] == before

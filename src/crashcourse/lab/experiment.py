@@ -220,14 +220,21 @@ def run_trials(
 
 
 Run = Callable[[argparse.Namespace], Sequence]
+# Room an evidence file must find before the first trial: above the largest
+# any checkpoint has written (ch12's, 2.3 MB), four times over.
+PROBE_BYTES = 8 * 2**20
 
 
 def unwritable(output: Path) -> str | None:
     """Why no evidence file could be made at ``output``, or None (chapter 02).
 
     Asked before the first trial: its directory must exist and take a new
-    file, so a run never ends by losing its evidence. A probe file is made
-    there and removed at once; it is the only thing this writes."""
+    file WITH ROOM for the evidence, so a run never ends by losing its
+    evidence. A probe file is made there, ``PROBE_BYTES`` reserved in it
+    (``posix_fallocate``: the blocks are really allocated, so a full disk
+    says so now; an empty file fitted on a full disk, and a checkpoint ran
+    every trial before it could not write them, issue 35), and removed at
+    once; it is the only thing this writes."""
     folder = output.absolute().parent
     if not folder.is_dir():
         return f"{output}: {folder} is not an existing directory"
@@ -235,8 +242,14 @@ def unwritable(output: Path) -> str | None:
         handle, probe = tempfile.mkstemp(prefix=".writable-", dir=folder)
     except OSError as refused:
         return f"{output}: cannot write in {folder} ({refused.strerror})"
-    os.close(handle)
-    os.unlink(probe)
+    try:
+        os.posix_fallocate(handle, 0, PROBE_BYTES)
+    except OSError as refused:
+        return (f"{output}: no room for the evidence in {folder}"
+                f" ({PROBE_BYTES // 2**20} MiB asked: {refused.strerror})")
+    finally:
+        os.close(handle)
+        os.unlink(probe)
     return None
 
 

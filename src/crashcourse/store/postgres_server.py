@@ -55,8 +55,11 @@ PREFIX = "crashcourse-pg-"  # every folder ``start`` makes, in the temp director
 MARKER = "crashcourse-owner.json"  # in it: {"pid", "started"} of its maker
 
 
-class ServerUnavailable(RuntimeError):
-    """No PostgreSQL to start here, and no URL in ``URL_ENV`` (chapter 10)."""
+class ServerUnavailable(RuntimeError, OSError):
+    """No PostgreSQL to start here, and no URL in ``URL_ENV`` (chapter 10).
+
+    An ``OSError`` too: the machine refused, so a checkpoint records it as
+    the trials that could not run, in one line, not a traceback (issue 35)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,10 +111,17 @@ def _initdb(bin_dir: Path, folder: Path, password: str, user: str | None) -> Pat
     secret = folder / "password"
     secret.write_text(password)
     data = folder / "data"
-    subprocess.run(
+    made = subprocess.run(
         [bin_dir / "initdb", "-D", data, "-U", "postgres", "-E", "UTF8", "--no-sync",
          "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={secret}"],
-        check=True, capture_output=True, timeout=60, **_as_user(user))
+        capture_output=True, timeout=60, **_as_user(user))
+    if made.returncode != 0:  # as root, a TMPDIR the server's user cannot reach
+        said = (made.stderr.decode(errors="replace").strip().splitlines()
+                or ["nothing"])[-1]
+        hint = "" if user is None else (
+            f"; the server runs as {user}: every folder above {folder} must let"
+            " it in (a private TMPDIR does not; set TMPDIR to one that does)")
+        raise ServerUnavailable(f"initdb failed in {folder}: {said}{hint}")
     secret.unlink()
     with open(data / "pg_hba.conf", "a") as hba:  # the other hosts come over TCP
         hba.write("host all all 0.0.0.0/0 scram-sha-256\n")

@@ -50,6 +50,7 @@ from crashcourse.services import supplier as supplier_client
 from crashcourse.services.payments import authority
 from crashcourse.services.supplier import store as supplier_store
 from crashcourse.store import StoreMissing, immediate, opened
+from crashcourse.validate import check_url
 from crashcourse.workers.options import (
     BAD_INPUT,
     check_installed,
@@ -308,11 +309,8 @@ def parse(argv: list[str]) -> dict:
                            USAGE)
     if options["mode"] not in MODES:
         raise ValueError(f"--mode must be one of {MODES}; {USAGE}")
-    from urllib.parse import urlsplit  # the supplier client has loaded it
-
-    address = urlsplit(options["url"])
-    if address.scheme not in ("http", "https") or not address.hostname:
-        raise ValueError(f"--url {options['url']!r} is not http(s)://host[:port]")
+    check_url("--url", options["url"])  # :abc once passed, and the reserve
+    # attempt was written before http.client's InvalidURL traceback (issue 35)
     for name, default in (("lease", workflow_steps.LEASE_S),
                           ("patience", PATIENCE_S)):
         try:
