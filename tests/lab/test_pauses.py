@@ -24,22 +24,24 @@ def run(*flags: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def campaign(tmp_path, mode: str, trials: int) -> tuple[dict, int]:
+def campaign(tmp_path, mode: str, trials: int, *flags: str) -> tuple[dict, int]:
     output = tmp_path / "pauses.json"
     done = run("--trials", str(trials), "--seed", str(SEED), "--mode", mode,
-               "--output", str(output))
-    assert done.returncode in (0, 1), done.stderr[-2000:]
+               "--output", str(output), *flags)
+    assert done.returncode in (0, 1) and output.exists(), done.stderr[-2000:]
     evidence = json.loads(output.read_text())
     check_evidence(evidence, mode.split(","), trials)
     return evidence["summary"], done.returncode
 
 
 def test_a_cancel_holds_in_the_real_worker_and_the_control_is_caught(tmp_path):
-    # 10 instants: the control breaks whenever it was frozen between its claim
-    # and its last effect (8 of 20 in the committed evidence; 0.6 ** 10 < 1 %)
-    summary, returncode = campaign(tmp_path, "cancel", 10)
-    assert summary["real"]["cancel"]["breaks"] == 0
-    assert summary["control"]["cancel"]["breaks"] >= 1
+    # The control breaks whenever it was frozen between its claim and its last
+    # effect. With the evidence's 3 renames, start-up is most of a loaded
+    # machine's life (3 of 20 broke at load 25); 15 renames make the work
+    # most of it, so most of the 10 instants land there.
+    summary, returncode = campaign(tmp_path, "cancel", 10, "--renames", "15")
+    assert summary["real"]["cancel"]["breaks"] == 0, summary["real"]
+    assert summary["control"]["cancel"]["trials_broken"], summary["control"]
     assert summary["real_holds"] and summary["control_caught"] and returncode == 0
 
 
@@ -91,8 +93,10 @@ def check_trial(trial):
                 before = trial["effects_at_cancel"][kind]
                 assert keys[:len(before)] == before
                 assert trial["after_cancel"][kind] == keys[len(before):]
-    else:
-        assert trial["work_status"] == "DONE"  # someone finished the work
+    elif trial["worker"] == pauses.REAL and trial["paused"]:
+        # the finishers ran (an unpaused run that lost its short lease on a
+        # loaded machine has none; the control may wreck its own journal)
+        assert trial["work_status"] == "DONE", trial
     doubt = {d["operation_key"] for d in trial.get("in_doubt_at_freeze") or []}
     doubt |= {d["operation_key"] for d in (trial.get("in_doubt_at_cancel") or [])
               if isinstance(d, dict)}
@@ -144,7 +148,8 @@ def test_a_trial_that_fails_leaves_no_process_behind(tmp_path, monkeypatch):
 @pytest.mark.parametrize("flags", [("--trials", "0"), ("--trials", "nan"),
                                    ("--seed", "-1"), ("--ttl", "0.1"),
                                    ("--wait", "0.6"), ("--mode", "sometimes"),
-                                   ("--mode", "cancel,cancel"), ("--mode", "")])
+                                   ("--mode", "cancel,cancel"), ("--mode", ""),
+                                   ("--renames", "0"), ("--renames", "41")])
 def test_bad_options_are_refused_before_anything_runs(tmp_path, flags):
     output = tmp_path / "never.json"
     done = run("--output", str(output), *flags, timeout=60)

@@ -1,7 +1,7 @@
 """Pause campaigns: SIGSTOP a real worker at any instant of its life (issue 29).
 
     python -m crashcourse.lab.pauses --output FILE [--trials N] [--seed S]
-        [--mode all|takeover,cancel,revoke] [--ttl S] [--wait S]
+        [--mode all|takeover,cancel,revoke] [--ttl S] [--wait S] [--renames N]
 
 The book's mechanisms were shown against a worker killed or frozen at a NAMED
 boundary. Here chapter 07's journal worker (``crashcourse.workers.
@@ -59,7 +59,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from crashcourse import claims, journal
+from crashcourse import claims, journal, store
 from crashcourse.journal.plan import Plan, Step, order_plan, save_plan
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
@@ -75,10 +75,13 @@ TTL_S, WAIT_S = 0.6, 0.15  # a short lease: every trial waits one out
 SPANS = 3  # uninterrupted runs measured; the life is the longest
 RUN_TIMEOUT_S = 60.0  # any one process's bound, frozen time excluded
 FILES = ("journal", "drive", "mail", "broker")
+RENAMES = 3  # the plan's renames (``--renames``): more make the work a longer
+# share of the worker's life, so more instants land after its claim
 READ_MS = 1000  # the harness's own reads while a worker is frozen
+FINISHERS = 3  # takeover: runs started after both ended, while work is left
 
 
-def pause_plan(renames: int = 3, mails: int = 4) -> Plan:
+def pause_plan(renames: int = RENAMES, mails: int = 4) -> Plan:
     """A short restock plan in which mails (the service that takes no key) are
     most of the work, so an instant often lands in one: ``renames`` renames,
     the gate, then ``mails`` summaries, each to its own recipient."""
@@ -165,8 +168,8 @@ class Process:
             return None
 
     def end(self) -> None:
-        """Leave nothing behind: thaw (a frozen group ignores SIGKILL's
-        delivery until it runs again on some systems), kill, reap."""
+        """Leave nothing behind: thaw (nothing is left stopped, whatever
+        happens next), kill the group, reap."""
         if self.popen.poll() is None:
             self.signal(signal.SIGCONT)
             self.signal(signal.SIGKILL)
@@ -179,16 +182,24 @@ LOCKED = "locked"  # what a read while frozen found: a file it could not read
 
 def while_frozen(read, *args):
     """``read(*args)``, or ``LOCKED`` when a file's lock held it past the read
-    timeout: a process frozen while it opened a fresh WAL file (its recovery
-    holds the file's index) keeps every reader out, not only writers."""
+    timeout (``held_out``): a process frozen while it opened a fresh WAL file
+    (its recovery holds the file's index) keeps every reader out, not only
+    writers."""
     from sqlite3 import OperationalError
 
     try:
         return read(*args)
     except OperationalError as locked:
-        if "locked" not in str(locked):
+        if not held_out(locked):
             raise
         return LOCKED
+
+
+def held_out(error: Exception) -> bool:
+    """A lock another process holds: "database is locked", or "locking
+    protocol" (SQLITE_PROTOCOL: the WAL index stayed busy through SQLite's own
+    retries, as while a process frozen in its first open of the file holds it)."""
+    return "locked" in str(error) or "locking protocol" in str(error)
 
 
 def holder(directory: str, task: str) -> dict | None:
@@ -329,14 +340,16 @@ def trial(number: int, mode: str, module: str, template: str, task: str,
         ends = {"holder-a": a.wait(), "holder-b": b.wait()}
         if None in ends.values():
             raise TimeoutError(f"a worker ran past {RUN_TIMEOUT_S} s: {ends}")
-        if mode == "takeover" and not finished(directory, task):
-            c = Process(module, directory, task, "holder-c", ttl, wait)
-            started.append(c)
+        for n in range(FINISHERS):  # the work left unfinished: run it to its end
+            if mode != "takeover" or finished(directory, task):
+                break
             wait_until(lambda: lease_free(directory, task), ttl + 10,
-                       what="a lease left by the two to run out")
+                       what="a lease left by the two to run out and its retry delay")
+            c = Process(module, directory, task, f"holder-c{n}", ttl, wait)
+            started.append(c)
             if c.wait() is None:
-                raise TimeoutError("the third run did not end")
-            seen["third_run"] = True
+                raise TimeoutError("a finishing run did not end")
+            seen["third_run"] = n + 1
         at_cancel = seen.get("in_doubt_at_cancel")
         if at_cancel not in (None, LOCKED):
             doubt = doubt + at_cancel
@@ -359,8 +372,7 @@ def stop(directory: str, task: str, frozen: Process, revoke: bool = False
     try:
         return cancel(directory, task, 1000, revoke), None
     except (OperationalError, broker.RevocationBlocked) as locked:
-        if "locked" not in str(locked) and not isinstance(
-                locked, broker.RevocationBlocked):
+        if not held_out(locked) and not isinstance(locked, broker.RevocationBlocked):
             raise
     frozen.thaw()
     try:
@@ -376,9 +388,16 @@ def finished(directory: str, task: str) -> bool:
 
 
 def lease_free(directory: str, task: str) -> bool:
+    """No live lease on the task, and its retry delay (``available_after``,
+    set when a holder gives the work back) has passed: a claim may succeed."""
     row = holder(directory, task)
-    return row is None or row["status"] != claims.RUNNING or lease_ran_out(
-        directory, task, row["generation"])
+    if row is not None and row["status"] == claims.RUNNING and not lease_ran_out(
+            directory, task, row["generation"]):
+        return False
+    with opened(paths(directory)["journal"], busy_timeout_ms=READ_MS) as conn:
+        after = conn.execute("SELECT available_after FROM work WHERE id = :id",
+                             {"id": journal.task_work_id(task)}).fetchone()
+        return after is None or after[0] <= store.now(conn)
 
 
 def judge(seen: dict, directory: str, task: str, doubt: list[dict],
@@ -418,7 +437,8 @@ def instants(trials: int, seed: int, span: float) -> list[float]:
 
 
 def campaign(trials: int, seed: int, modes: tuple[str, ...],
-             ttl: float = TTL_S, wait: float = WAIT_S) -> dict:
+             ttl: float = TTL_S, wait: float = WAIT_S, renames: int = RENAMES
+             ) -> dict:
     """Measure the real worker's life (the longest of ``SPANS`` uninterrupted
     runs), draw the instants, and run each mode's trials at them: the real
     worker, then the control at the SAME instants. Leaves no folder."""
@@ -428,8 +448,8 @@ def campaign(trials: int, seed: int, modes: tuple[str, ...],
         guarded = os.path.join(folder, "guarded")  # the revoke mode's world
         os.makedirs(template)
         os.makedirs(guarded)
-        task = build(template, pause_plan())
-        if build(guarded, pause_plan(), guarded=True) != task:
+        task = build(template, pause_plan(renames))
+        if build(guarded, pause_plan(renames), guarded=True) != task:
             raise AssertionError("one plan, one task id in both worlds")
         spans = measure_life(REAL, template, task, folder, ttl, wait)
         span = max(spans)
@@ -444,7 +464,8 @@ def campaign(trials: int, seed: int, modes: tuple[str, ...],
                           "summary": summarize(results, modes)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return {"seed": seed, "trials": trials, "modes": list(modes), "ttl_s": ttl,
+    return {"seed": seed, "trials": trials, "modes": list(modes),
+            "renames": renames, "ttl_s": ttl,
             "wait_s": wait, "uninterrupted_s": spans, "span_s": span,
             "instants_s": [round(x, 6) for x in drawn], **runs}
 
@@ -495,12 +516,14 @@ def main(argv: list[str] | None = None, script: str | Path | None = None) -> int
                         help=f"all, or some of {', '.join(MODES)}, by commas")
     parser.add_argument("--ttl", default=str(TTL_S))
     parser.add_argument("--wait", default=str(WAIT_S))
+    parser.add_argument("--renames", default=str(RENAMES))
     args = parser.parse_args(argv)
     try:
         trials = int(check_number("--trials", args.trials, 1, 1000))
         seed = int(check_number("--seed", args.seed, 0, 2**31))
         ttl = check_number("--ttl", args.ttl, 0.2, 30)
         wait = check_number("--wait", args.wait, 0.01, ttl, low_open=True)
+        renames = int(check_number("--renames", args.renames, 1, 40))
         if wait >= ttl:
             raise ValueError("--wait must be below --ttl")
         modes = MODES if args.mode == "all" else tuple(args.mode.split(","))
@@ -512,7 +535,7 @@ def main(argv: list[str] | None = None, script: str | Path | None = None) -> int
     if evidence.refused_output(args.output):
         return 2
     before = load()
-    done = campaign(trials, seed, modes, ttl, wait)
+    done = campaign(trials, seed, modes, ttl, wait, renames)
     real, control = done["real"], done["control"]
     real_holds = all(m["breaks"] == 0 for m in real["summary"].values())
     control_caught = any(m["breaks"] > 0 for m in control["summary"].values())
@@ -525,6 +548,7 @@ def main(argv: list[str] | None = None, script: str | Path | None = None) -> int
                     [*real["results"], *control["results"]],
                     argv=[script.name, *(sys.argv[1:] if argv is None else argv)],
                     parameters={k: done[k] for k in ("seed", "trials", "modes",
+                                                     "renames",
                                                      "ttl_s", "wait_s",
                                                      "uninterrupted_s", "span_s",
                                                      "instants_s")},
