@@ -170,10 +170,13 @@ def record(names: list[str]) -> None:
 
 def acknowledge(name: str, what: str) -> None:
     """Write ``name``'s drift as it is now, with ``what`` it does to the figures
-    (a sentence a reviewer reads: say it, never just re-stamp)."""
+    (a sentence a reviewer reads: say it, never just re-stamp), after what the
+    earlier acknowledgements since its measurement said."""
     document = load()
     entry = document["results"][name]
-    entry["changed_since"] = {"files": acknowledged(entry), "what": what}
+    before = entry.get("changed_since", {}).get("what")  # kept: the record grows
+    entry["changed_since"] = {"files": acknowledged(entry),
+                              "what": f"{before} Then: {what}" if before else what}
     save(document)
 
 

@@ -175,6 +175,13 @@ def check_number(name: str, text: object, low: float, high: float, *,
     return value
 
 
+def seconds(text: str) -> float:
+    """A command line's duration, as ``check_number`` reads it (finite, ASCII,
+    0 to a million seconds); each option's own bounds are checked after it.
+    An argparse ``type=``: a refusal is one line and exit 2 (issue 35)."""
+    return check_number("seconds", text, 0, 1_000_000)
+
+
 def whole_number(text: str) -> int:
     """A command line's whole number, spelled in ASCII digits only: ``int``
     also takes ``+4000``, ``4_000`` and other scripts' digits, and a count a

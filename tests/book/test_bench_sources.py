@@ -127,3 +127,16 @@ def test_an_edit_is_drift_until_acknowledged_as_it_is(tmp_path):
     assert list(TOOL.unacknowledged(entry, tmp_path)) == ["src/crashcourse/__init__.py"]
     init.write_text("")  # back as measured: the stale acknowledgement shows
     assert TOOL.unacknowledged(entry, tmp_path) == {"src/crashcourse/__init__.py": None}
+
+
+def test_an_acknowledgement_adds_to_what_the_earlier_ones_said(tmp_path, monkeypatch):
+    """The record of what changed since a result was measured only grows: a
+    second acknowledgement keeps the first one's words (they once vanished)."""
+    sources = tmp_path / "SOURCES.json"
+    sources.write_text(json.dumps({"results": {"r.json": {"bench": "b.py"}}}))
+    monkeypatch.setattr(TOOL, "SOURCES", sources)
+    monkeypatch.setattr(TOOL, "acknowledged", lambda entry: {})
+    TOOL.acknowledge("r.json", "first edit")
+    TOOL.acknowledge("r.json", "second edit")
+    said = json.loads(sources.read_text())["results"]["r.json"]["changed_since"]["what"]
+    assert said == "first edit Then: second edit"

@@ -52,6 +52,7 @@ from pathlib import Path
 
 from crashcourse.boundary import CONTROL_FD_ENV, MARKER_FD_ENV, STOP_AT_ENV
 from crashcourse.lab import evidence
+from crashcourse.validate import seconds
 
 EVIDENCE_ID = "crashcourse/killtest/1"
 ADAPTER_BOUNDARIES = ("step-1:after_intent", "step-1:admitted",
@@ -222,7 +223,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="a boundary your code marks (repeatable)")
     parser.add_argument("--output", type=Path, default=None, metavar="PATH",
                         help="the evidence (default killtest-UNIXTIME.json here)")
-    parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    parser.add_argument("--timeout", type=seconds, default=120.0, metavar="S",
                         help="the longest one run may take (default %(default)s)")
     parser.add_argument("--resumes", type=int, default=5, metavar="N",
                         help="re-runs allowed to finish a trial (default %(default)s)")

@@ -64,7 +64,7 @@ from crashcourse.lab.example import FLOUR, ScriptedModel
 from crashcourse.services import supplier as supplier_client
 from crashcourse.store import StoreMissing, immediate, opened, sql_list
 from crashcourse.store.dialect import POSTGRES
-from crashcourse.validate import check_text
+from crashcourse.validate import check_text, seconds
 from crashcourse.workers.options import (
     argument_parser,
     check_installed,
@@ -308,9 +308,9 @@ def parse(argv: list[str] | None):
     parser.add_argument("--store", required=True, help="the shared store's address")
     parser.add_argument("--supplier", default="", help="supplier URL from here")
     parser.add_argument("--owner", default="host-worker")
-    parser.add_argument("--ttl", type=float, default=1.0, help="lease seconds")
-    parser.add_argument("--wait", type=float, default=0.5, help="request timeout")
-    parser.add_argument("--patience", type=float, default=30.0,
+    parser.add_argument("--ttl", type=seconds, default=1.0, help="lease seconds")
+    parser.add_argument("--wait", type=seconds, default=0.5, help="request timeout")
+    parser.add_argument("--patience", type=seconds, default=30.0,
                         help="seconds to wait for leases held elsewhere")
     held = parser.add_mutually_exclusive_group()
     held.add_argument("--hold-after-send", action="store_true")

@@ -75,6 +75,7 @@ from crashcourse.journal.plan import GateFailed, Plan, UnknownTask, load_plan, s
 from crashcourse.services import broker, drive, mail
 from crashcourse.services.broker import CredentialRefused, HolderStopped
 from crashcourse.store import StoreMissing, opened
+from crashcourse.validate import seconds
 from crashcourse.workers.options import (
     check_installed,
     one_line_errors,
@@ -214,7 +215,7 @@ def parse(argv: list[str]) -> dict:
         raise ValueError(f"--probe must be one of {PROBE_VARIANTS}; {USAGE}")
     for name in ("ttl", "wait"):
         try:
-            options[name] = float(options[name])
+            options[name] = seconds(options[name])
         except ValueError:
             raise ValueError(f"--{name} must be a number of seconds") from None
     try:

@@ -39,7 +39,7 @@ from crashcourse.boundary import boundary
 from crashcourse.claims import fence, orders
 from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.store import StoreMissing, immediate, opened
-from crashcourse.validate import check_text
+from crashcourse.validate import check_text, seconds
 from crashcourse.workers.options import (
     argument_parser,
     check_installed,
@@ -247,10 +247,10 @@ def parse(argv: list[str] | None):
     parser.add_argument("mode", choices=("hold", "send", "drain", "run"))
     parser.add_argument("--db", required=True, help="the agent's SQLite file")
     parser.add_argument("--owner", default="shop-worker")
-    parser.add_argument("--ttl", type=float, default=1.0, help="lease seconds")
+    parser.add_argument("--ttl", type=seconds, default=1.0, help="lease seconds")
     parser.add_argument("--work", help="claim this work id only")
     parser.add_argument("--url", default="", help="supplier base URL")
-    parser.add_argument("--wait", type=float, default=0.5, help="request timeout")
+    parser.add_argument("--wait", type=seconds, default=0.5, help="request timeout")
     parser.add_argument("--read-first", action="store_true",
                         help="drain with the mutant claim (chapter 05)")
     parser.add_argument("--limit", type=whole_number, metavar="N",

@@ -50,7 +50,7 @@ from crashcourse.services import supplier as supplier_client
 from crashcourse.services.payments import authority
 from crashcourse.services.supplier import store as supplier_store
 from crashcourse.store import StoreMissing, immediate, opened
-from crashcourse.validate import check_url
+from crashcourse.validate import check_url, seconds
 from crashcourse.workers.options import (
     BAD_INPUT,
     check_installed,
@@ -314,12 +314,12 @@ def parse(argv: list[str]) -> dict:
     for name, default in (("lease", workflow_steps.LEASE_S),
                           ("patience", PATIENCE_S)):
         try:
-            seconds = float(options.get(name, default))
+            value = seconds(str(options.get(name, default)))
         except ValueError:
-            seconds = math.nan
-        if not (math.isfinite(seconds) and seconds > 0):
+            value = math.nan
+        if not value > 0:  # NaN fails too
             raise ValueError(f"--{name} must be seconds above 0; {USAGE}")
-        options[name] = seconds
+        options[name] = value
     return options
 
 

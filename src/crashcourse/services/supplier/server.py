@@ -120,7 +120,13 @@ from crashcourse.services.supplier.store import (
     release,
 )
 from crashcourse.store import DEFAULT_BUSY_TIMEOUT_MS, StoreMissing, opened
-from crashcourse.validate import BAD_INPUT, argument_parser, check_number, check_place
+from crashcourse.validate import (
+    BAD_INPUT,
+    argument_parser,
+    check_number,
+    check_place,
+    seconds,
+)
 
 IO_ERROR = 74  # a place the machine would not bind or write (EX_IOERR)
 BACKLOG = 1024  # connections waiting to be accepted (see the module's text)
@@ -298,7 +304,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--db", required=True, help="the supplier's SQLite file")
     parser.add_argument("--ready", required=True, help="write the port here")
     parser.add_argument("--drop-first-response", action="store_true")
-    parser.add_argument("--hold-first", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--hold-first", type=seconds, default=0.0, metavar="SECONDS",
                         help="hold the first POST /orders this long on its way in")
     parser.add_argument("--until-next", action="store_true",
                         help="with --hold-first: hold it until a later POST /orders"
