@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+JOURNAL_WORKER = ("-m", "crashcourse.workers.journal_worker")
 # (program argv before the option, the option); the other arguments are
 # valid enough that only the option can be the refusal.
 PROGRAMS = [
@@ -16,8 +17,8 @@ PROGRAMS = [
     (["-m", "crashcourse.workers.host_worker"], "--wait"),
     (["-m", "crashcourse.workers.host_worker"], "--patience"),
     (["-m", "crashcourse.services.supplier.server", "--db", "s.db"], "--hold-first"),
-    (["-m", "crashcourse.workers.journal_worker", "--dir", ".", "--task", "t"], "--ttl"),
-    (["-m", "crashcourse.workers.journal_worker", "--dir", ".", "--task", "t"], "--wait"),
+    ([*JOURNAL_WORKER, "--dir", ".", "--task", "t"], "--ttl"),
+    ([*JOURNAL_WORKER, "--dir", ".", "--task", "t"], "--wait"),
     (["-m", "crashcourse.workers.workflow_worker", "--dir", ".", "--workflow", "w",
       "--who", "p", "--url", "http://127.0.0.1:1"], "--lease"),
     (["-m", "crashcourse.workers.workflow_worker", "--dir", ".", "--workflow", "w",
