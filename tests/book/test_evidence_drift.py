@@ -52,6 +52,14 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "82a4f5d1039e5a2179b96e26153c34e28a9e3ac2695d2d8827973fdea4ea05fa", SECONDS),
     "crashcourse/workers/workflow_worker.py": (
         "145c1debb4a4d233ce9968c8d04f18f5e10225465cd95692733532ce18e56e3a", SECONDS),
+    "crashcourse/workers/frameworks/records.py": (
+        "1f1970a6b0c83fc100f7b1f959240484c772fd79611586b916099e101001a6f5",
+        "names the OpenAI agent's RunState file itself (OPENAI_STATE) instead of"
+        " importing the agent, and with it the SDK, while a worker is held; the"
+        " OpenAI agent is not in the default matrix"),
+    "crashcourse/workers/frameworks/openai_agents_agent.py": (
+        "5d2e0af4ec1a28a6fe3eb7d2a882fae88bb38ab7b388dab8aa93ee1d651ef22b",
+        "STATE is records.OPENAI_STATE, the same name; not in the default matrix"),
 }
 
 

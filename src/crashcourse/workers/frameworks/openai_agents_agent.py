@@ -57,6 +57,7 @@ from openai.types.responses import (  # noqa: E402
 )
 
 from crashcourse.validate import argument_parser  # noqa: E402
+from crashcourse.workers.frameworks.records import OPENAI_STATE  # noqa: E402
 from crashcourse.workers.frameworks.shop import (  # noqa: E402
     FINAL,
     KEYS,
@@ -69,7 +70,7 @@ from crashcourse.workers.frameworks.shop import (  # noqa: E402
     next_turn,
 )
 
-STATE = "openai-run-state.json"  # the saved RunState, in the trial's folder
+STATE = OPENAI_STATE  # the saved RunState, in the trial's folder
 MAX_TURNS = 10
 
 

@@ -31,6 +31,10 @@ from pathlib import Path
 from crashcourse.workers.frameworks.shop import World
 
 TOOL = "place_order"
+# The OpenAI agent's saved RunState, in the trial's folder. Named here, not in
+# the agent: reading it must not import the SDK while a worker is held at a
+# boundary (seconds under load; a held worker gives up after 30 s).
+OPENAI_STATE = "openai-run-state.json"
 
 
 def read_only(path: str) -> sqlite3.Connection | None:
@@ -109,9 +113,7 @@ def openai_agents_recorded(world: World, tool: str = TOOL) -> bool:
     """The OpenAI Agents SDK keeps no record of its own: what survives the
     process is the ``RunState`` the agent saved at its last interruption.
     ``tool`` is recorded once that state holds its call's output."""
-    from crashcourse.workers.frameworks.openai_agents_agent import STATE
-
-    path = Path(world.path(STATE))
+    path = Path(world.path(OPENAI_STATE))
     if not path.is_file():
         return False
     return tool in openai_state_outputs(json.loads(path.read_text()))
