@@ -4,8 +4,8 @@ in-band stop, gates, and the person's three decisions.
 In-process where the lesson is a rule over rows; real worker processes where
 it is about what a running process does (the worker that honours the flag,
 the hand-over's command run as it is written). The rules over rows run on
-both backends (``store_at``: a SQLite file, a PostgreSQL schema, chapter 10);
-the worker processes and the person's decisions on SQLite files.
+both backends (``store_at``: a SQLite file, a PostgreSQL schema, chapter 10),
+the person's decisions too; the worker processes on SQLite files.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from crashcourse import claims, control, journal, store
 from crashcourse.claims import fence
 from crashcourse.journal import decisions
-from crashcourse.journal.plan import GateFailed
+from crashcourse.journal.plan import GateFailed, save_plan
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
@@ -61,6 +61,7 @@ def world(tmp_path, backend, store_at):
     if backend != "sqlite":
         where["journal"] = store_at("journal")
         with opened(where["journal"]) as jc:
+            save_plan(jc, plan)
             journal.install(jc)
     with opened(where["journal"]) as jc:
         yield {"journal": jc, "plan": plan, "task": task, "where": where,
@@ -233,7 +234,6 @@ def test_the_worker_honours_the_flag_at_the_next_step_boundary(world, held_at,
 # --- the person's decisions -----------------------------------------------------
 
 
-@sqlite_only
 def test_resume_rechecks_the_gates_first_and_refuses_when_one_fails(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 41)
     collide(world)  # the drive changed while the task was stopped
@@ -244,7 +244,6 @@ def test_resume_rechecks_the_gates_first_and_refuses_when_one_fails(world):
     assert mail.messages(world["where"]["mail"]) == []
 
 
-@sqlite_only
 def test_resume_lifts_the_pause_and_finishes_the_plan(world):
     control.set_paused(world["journal"], True)
     paused = run(world, should_stop=lambda: control.is_paused(world["journal"]))
@@ -259,7 +258,6 @@ def test_resume_lifts_the_pause_and_finishes_the_plan(world):
     assert decided["detail"]["gates_passed"] == [41]
 
 
-@sqlite_only
 def test_unwind_restores_renames_newest_first_and_records_sent_mail(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 42)
     actions = world["actions"]
@@ -283,7 +281,6 @@ def test_unwind_restores_renames_newest_first_and_records_sent_mail(world):
         decisions.resume(world["journal"], world["task"], actions, who="sam")
 
 
-@sqlite_only
 def test_unwind_settles_the_step_in_doubt_with_its_probe(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 5)
     rename = world["actions"]["rename"]
@@ -305,7 +302,6 @@ def test_unwind_settles_the_step_in_doubt_with_its_probe(world):
     assert drive.names(world["where"]["drive"]) == SCANS
 
 
-@sqlite_only
 def test_an_unwind_without_a_restore_is_refused_before_anything(world):
     run(world, should_stop=lambda: status(world).count("confirmed") >= 3)
     actions = {**world["actions"], "rename": journal.Action(
@@ -317,7 +313,6 @@ def test_an_unwind_without_a_restore_is_refused_before_anything(world):
         decisions.unwind(world["journal"], world["task"], world["actions"], who=" ")
 
 
-@sqlite_only
 def test_unwind_never_overwrites_a_change_made_since(world):
     """The restore is a compare-and-set: a file someone renamed after our run
     is left as they named it, with a row that says so. A blind restore

@@ -31,6 +31,7 @@ import sqlite3
 
 from crashcourse import store
 from crashcourse.store import (
+    check_backend,
     dialect,
     ensure_schema,
     immediate,
@@ -38,7 +39,12 @@ from crashcourse.store import (
     table_exists,
     table_rows,
 )
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_text, clock
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 RUNNING, STOPPED = "running", "stopped"
 SWITCH_STATES = (RUNNING, STOPPED)
@@ -71,6 +77,7 @@ TABLES = {"runtime_control": "id", "scheduler_switch": "seq", "runs": "run_id"}
 
 def install(conn: sqlite3.Connection) -> None:
     """Create the pause flag's row, the scheduler switch and the runs (chapter 09)."""
+    check_backend(conn, RUNS_ON, __name__)
     ensure_schema(conn, SCHEMA.format(identity_key=dialect(conn).identity_key))
 
 

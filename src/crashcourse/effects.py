@@ -25,8 +25,13 @@ import json
 import sqlite3
 from collections import namedtuple
 
-from crashcourse.store import ensure_schema, immediate
+from crashcourse.store import check_backend, ensure_schema, immediate
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import canonical, check_text
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 TYPE_CHECKING = False  # typing costs every worker ~2 ms at start: hints only
 if TYPE_CHECKING:
@@ -83,6 +88,7 @@ def check_step(step: object) -> int | str:
 
 def install(conn: sqlite3.Connection) -> None:
     """Create the effect ledger table in ``conn``'s database."""
+    check_backend(conn, RUNS_ON, __name__)
     ensure_schema(conn, LEDGER_SCHEMA)
 
 

@@ -607,7 +607,6 @@ def test_a_resume_waits_out_a_killed_holder_s_lease_before_deciding(world):
         "confirmed": STEPS, "in_doubt": 0, "not_started": 0}
 
 
-@pytest.mark.sqlite_only("the person's decisions are kept in SQLite's tables")
 def test_a_decision_without_an_action_for_every_step_writes_nothing(world):
     """Bug: ``decisions._checked`` without its look for a missing action: the
     resume records its decision and lifts the pause before the run finds
@@ -624,7 +623,6 @@ def test_a_decision_without_an_action_for_every_step_writes_nothing(world):
     assert rows(world) == []
 
 
-@pytest.mark.sqlite_only("the person's decisions are kept in SQLite's tables")
 def test_an_unwind_after_a_cancel_does_not_probe_a_live_holder_s_step(world):
     """Bug: ``decisions.unwind`` without its look at the lease of the claim
     that wrote the step in doubt. An operator's cancel ends the work row's

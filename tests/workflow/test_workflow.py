@@ -38,11 +38,10 @@ def created(conn) -> None:
     workflow.create(conn, WF, CHOICES, who="planner")
 
 
-# ``conn`` (tests/conftest.py): a fresh store with the workflow created. The
-# workflow's SQL is SQLite's alone: chapter 10 moves claims, fences, orders and
-# the journal to a server, not the workflow.
-pytestmark = [pytest.mark.installs.with_args(created),
-              pytest.mark.sqlite_only("the workflow runs on SQLite alone")]
+# ``conn`` (tests/conftest.py): a fresh store with the workflow created, on
+# each backend: the workflow's SQL is the same on SQLite and on a server (its
+# leases on the store's clock, its snapshot in each table's key order).
+pytestmark = pytest.mark.installs.with_args(created)
 
 
 def rows(conn) -> dict:

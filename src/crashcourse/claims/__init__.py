@@ -85,6 +85,7 @@ def install(conn: sqlite3.Connection) -> None:
     """Create the work and claims tables, on the store's own database
     (``BACKENDS``): SQLite's here, a server's in ``claims.postgres`` (chapter
     10). Introduced in chapter 05."""
+    store.check_backend(conn, RUNS_ON, __name__)
     _backend(conn).install(conn)
 
 
@@ -244,6 +245,9 @@ def work_row(conn: sqlite3.Connection, work_id: str) -> dict:
 Backend = namedtuple("Backend", "install claim")
 BACKENDS = {SQLITE: Backend(install_sqlite, claim_sqlite),
             POSTGRES: Backend(claims_postgres.install, claims_postgres.claim)}
+
+
+RUNS_ON = tuple(BACKENDS)  # the databases install() accepts (store.check_backend)
 
 
 def _backend(conn) -> Backend:

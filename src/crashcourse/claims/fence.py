@@ -21,8 +21,13 @@ from contextlib import contextmanager
 from crashcourse import claims, control, store
 from crashcourse.boundary import STOP_AT_ENV, boundary
 from crashcourse.claims import BLOCKED, CANCELLED, DONE, RUNNING, Claim
-from crashcourse.store import dialect, ensure_schema, immediate
+from crashcourse.store import check_backend, dialect, ensure_schema, immediate
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_text
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 # {identity_key}: a key the database numbers (crashcourse.store.dialect)
 SCHEMA = """
@@ -58,6 +63,7 @@ class StaleClaim(PermissionError):
 
 def install(conn: sqlite3.Connection) -> None:
     """Create the claims tables plus transcript and refusals (chapter 06)."""
+    check_backend(conn, RUNS_ON, __name__)
     claims.install(conn)
     ensure_schema(conn, SCHEMA.format(identity_key=dialect(conn).identity_key))
 

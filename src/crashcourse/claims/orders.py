@@ -30,8 +30,13 @@ from crashcourse import claims, effects, store
 from crashcourse.boundary import boundary
 from crashcourse.claims import BLOCKED, READY, RUNNING, Claim, fence
 from crashcourse.services import supplier as supplier_client
-from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.store import check_backend, ensure_schema, immediate, sql_list
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_text
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 DRAFT, SIGNED_OFF, SENDING = "DRAFT", "SIGNED_OFF", "SENDING"
 CONFIRMED, REJECTED, UNKNOWN, REVOKED = "CONFIRMED", "REJECTED", "UNKNOWN", "REVOKED"
@@ -99,6 +104,7 @@ class Proposal:
 
 def install(conn: sqlite3.Connection) -> None:
     """Claims, fence and the agent's orders table (chapter 06)."""
+    check_backend(conn, RUNS_ON, __name__)
     fence.install(conn)
     column = store.dialect(conn).insertion_column
     ensure_schema(conn, SCHEMA.format(insertion_column=column and f"\n    {column},"))

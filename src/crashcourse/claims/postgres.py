@@ -53,9 +53,13 @@ from crashcourse.claims.work import (
     SCHEMA,
     Claim,
 )
-from crashcourse.store import immediate, sql_list, table_exists
+from crashcourse.store import check_backend, immediate, sql_list, table_exists
 from crashcourse.store.dialect import POSTGRES
 from crashcourse.validate import clock
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (POSTGRES,)
 
 # Where a pass looks, by kind: queued turns, held turns whose lease ran out,
 # the named work, the work a pass names (``{among}``, SQL written in code).
@@ -330,6 +334,7 @@ def install(conn) -> None:
     transactional here), and the ordinary pass as one function
     (``function_sql``), created or replaced when the store's differs.
     Introduced in chapter 10."""
+    check_backend(conn, RUNS_ON, __name__)
     control.install(conn)
     with immediate(conn):
         if not table_exists(conn, "claims"):

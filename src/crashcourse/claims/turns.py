@@ -36,7 +36,12 @@ from contextlib import closing
 from itertools import islice
 
 from crashcourse.claims.work import READY, RUNNING  # an open turn: queued, or held
-from crashcourse.store import immediate
+from crashcourse.store import check_backend, immediate
+from crashcourse.store.dialect import SQLITE
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE,)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -137,6 +142,7 @@ def install(conn: sqlite3.Connection) -> None:
     must exist); a file with work already queued is counted once.
 
     Introduced in chapter 05."""
+    check_backend(conn, RUNS_ON, __name__)
     with immediate(conn):
         new = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
                            " AND name = 'sessions'").fetchone() is None

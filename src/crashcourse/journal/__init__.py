@@ -95,9 +95,14 @@ from crashcourse.journal.reads import (  # noqa: F401  (journal.journal_status e
     step_key,
     step_row,
 )
-from crashcourse.store import dialect, ensure_schema, immediate
+from crashcourse.store import check_backend, dialect, ensure_schema, immediate
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_count
 from crashcourse.waiting import wait_until
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 PHASES = ("before_intent", "after_intent", "after_action", "after_outcome")
 ADMITTED = "admitted"  # step-N:admitted: checked, the request not yet sent
@@ -178,6 +183,7 @@ def schema(conn: sqlite3.Connection) -> str:
 def install(conn: sqlite3.Connection) -> None:
     """Create the journal table in ``conn``'s database, with the claims and
     refusals its fenced writes need (chapter 07)."""
+    check_backend(conn, RUNS_ON, __name__)
     fence.install_refusals(conn)
     ensure_schema(conn, schema(conn))
 

@@ -42,8 +42,20 @@ from crashcourse import control, journal
 from crashcourse.effects import operation_key
 from crashcourse.journal.plan import Plan, load_plan
 from crashcourse.services.broker import revoke_holder
-from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.store import (
+    check_backend,
+    dialect,
+    ensure_schema,
+    immediate,
+    sql_list,
+    table_exists,
+)
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_text, clock
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 RESUME, UNWIND, DAYLIGHT = "resume", "unwind", "daylight"
 DECISIONS = (RESUME, UNWIND, DAYLIGHT)
@@ -53,7 +65,7 @@ LEFT = "left_as_found"  # a restore refused: someone changed the target since
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS decisions (
-    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq      {{identity_key}},
     task     TEXT NOT NULL,
     decision TEXT NOT NULL CHECK (decision IN {sql_list(DECISIONS)}),
     who      TEXT NOT NULL,
@@ -88,13 +100,13 @@ class ChangedSince(RuntimeError):
 
 
 def install(conn: sqlite3.Connection) -> None:
-    """Create the decisions and unwinds tables (chapter 09)."""
-    ensure_schema(conn, SCHEMA)
+    """Create the decisions and unwinds tables, on either backend (chapter 09)."""
+    check_backend(conn, RUNS_ON, __name__)
+    ensure_schema(conn, SCHEMA.format(identity_key=dialect(conn).identity_key))
 
 
 def _rows(conn: sqlite3.Connection, table: str, task: str, order: str) -> list:
-    made = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                        " AND name = :table", {"table": table}).fetchone()
+    made = table_exists(conn, table)  # a read: nothing is created by looking
     return [dict(row) for row in conn.execute(
         f"SELECT * FROM {table} WHERE task = :task ORDER BY {order}", {"task": task}
     ).fetchall()] if made else []
@@ -144,10 +156,10 @@ def _record(conn: sqlite3.Connection, task: str, decision: str, who: str,
     with immediate(conn):
         return conn.execute(
             "INSERT INTO decisions (task, decision, who, at, detail)"
-            " VALUES (:task, :decision, :who, :at, :detail)",
+            " VALUES (:task, :decision, :who, :at, :detail) RETURNING seq",
             {"task": task, "decision": decision, "who": who, "at": clock(None),
              "detail": json.dumps(detail, sort_keys=True)},
-        ).lastrowid
+        ).fetchone()["seq"]
 
 
 def resume(conn: sqlite3.Connection, task: str, actions: dict, *, who: str,

@@ -332,6 +332,23 @@ def dialect(conn) -> Dialect:
     return getattr(conn, "dialect", SQLITE)
 
 
+class UnsupportedBackend(ValueError):
+    """An install on a database its module does not declare (``RUNS_ON``):
+    refused before anything is written (issue 33)."""
+
+
+def check_backend(conn, runs_on: tuple[Dialect, ...], module: str) -> None:
+    """Refuse ``conn`` unless its database is one of ``runs_on``, the
+    databases ``module`` declares it runs on (its ``RUNS_ON``). Every
+    ``install(conn)`` asks this first: a module on a store it was never
+    written for fails in one line, not halfway through its schema."""
+    spelled = dialect(conn)
+    if spelled not in runs_on:
+        raise UnsupportedBackend(
+            f"{module} runs on {' and '.join(d.name for d in runs_on)},"
+            f" not on {spelled.name}")
+
+
 def table_exists(conn, table: str) -> bool:
     """Whether ``table`` exists in ``conn``'s store; a read, it creates
     nothing (chapter 07; on either database since chapter 10)."""
@@ -425,11 +442,16 @@ def count_rows(conn: sqlite3.Connection, table: str) -> int:
     return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
-def table_rows(conn: sqlite3.Connection, table: str, order_by: str = "rowid") -> list:
-    """Every row of ``table`` as a plain dict, for snapshots and evidence."""
-    if not (table.isidentifier() and order_by.isidentifier()):
+def table_rows(conn: sqlite3.Connection, table: str,
+               order_by: str | tuple[str, ...] = "rowid") -> list:
+    """Every row of ``table`` as a plain dict, for snapshots and evidence,
+    ordered by ``order_by`` (a column, or a tuple of columns: a table's key
+    orders it on either backend; ``rowid`` is SQLite's alone)."""
+    columns = (order_by,) if isinstance(order_by, str) else tuple(order_by)
+    if not (table.isidentifier() and columns
+            and all(column.isidentifier() for column in columns)):
         raise ValueError("table and order_by must be identifiers")
-    cursor = conn.execute(f"SELECT * FROM {table} ORDER BY {order_by}")
+    cursor = conn.execute(f"SELECT * FROM {table} ORDER BY {', '.join(columns)}")
     return [dict(row) for row in cursor.fetchall()]
 
 

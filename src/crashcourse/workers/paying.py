@@ -30,9 +30,21 @@ import sqlite3
 from crashcourse.boundary import boundary
 from crashcourse.effects import operation_key
 from crashcourse.services import payments
-from crashcourse.store import ensure_schema, immediate, opened, sql_list, table_rows
+from crashcourse.store import (
+    check_backend,
+    ensure_schema,
+    immediate,
+    opened,
+    sql_list,
+    table_rows,
+)
+from crashcourse.store.dialect import SQLITE
 from crashcourse.validate import check_text
 from crashcourse.workers.options import BAD_INPUT
+
+# The databases install() accepts (store.check_backend): a worker's own file
+# is SQLite's; a server's store is refused before anything is written.
+RUNS_ON = (SQLITE,)
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
@@ -72,6 +84,7 @@ def install(conn: sqlite3.Connection) -> None:
 
     A resumed worker finds its tables made: then this is one read, with no
     write transaction to wait for."""
+    check_backend(conn, RUNS_ON, __name__)
     if own_tables(conn) != set(TABLES):
         ensure_schema(conn, SCHEMA)
 

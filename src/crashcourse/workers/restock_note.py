@@ -34,10 +34,22 @@ import sys
 
 from crashcourse import effects
 from crashcourse.boundary import boundary
-from crashcourse.store import ensure_schema, immediate, opened, sql_list, table_rows
+from crashcourse.store import (
+    check_backend,
+    ensure_schema,
+    immediate,
+    opened,
+    sql_list,
+    table_rows,
+)
+from crashcourse.store.dialect import SQLITE
 from crashcourse.validate import check_count, check_place, check_text
 from crashcourse.workers import options
 from crashcourse.workers.options import BAD_INPUT
+
+# The databases install() accepts (store.check_backend): a worker's own file
+# is SQLite's; a server's store is refused before anything is written.
+RUNS_ON = (SQLITE,)
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints
@@ -67,6 +79,7 @@ def install(conn: sqlite3.Connection) -> None:
     """Create the shop's tables and its effect ledger (idempotent; chapter 00).
 
     A rerun finds them made: then this is one read, no write transaction."""
+    check_backend(conn, RUNS_ON, __name__)
     made = conn.execute("SELECT name FROM sqlite_master"
                         " WHERE type = 'table'"
                         f" AND name IN {sql_list(TABLES)}")

@@ -23,8 +23,13 @@ import re
 import sqlite3
 
 from crashcourse.effects import operation_key
-from crashcourse.store import ensure_schema, immediate, sql_list
+from crashcourse.store import check_backend, ensure_schema, immediate, sql_list
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import canonical, check_count, check_text, clock
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 PENDING, RUNNING, WAITING = "pending", "running", "waiting_for_approval"
 APPLIED, FAILED, CANCELLED = "applied", "failed", "cancelled"
@@ -79,6 +84,7 @@ class TransitionRefused(Exception):
 
 def install(conn: sqlite3.Connection) -> None:
     """Create the workflows and their history in the worker's file (ch. 08)."""
+    check_backend(conn, RUNS_ON, __name__)
     ensure_schema(conn, SCHEMA)
 
 

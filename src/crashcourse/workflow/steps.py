@@ -43,8 +43,19 @@ from collections import namedtuple
 
 from crashcourse import store, workflow
 from crashcourse.boundary import boundary
-from crashcourse.store import ensure_schema, immediate, sql_list, table_rows
+from crashcourse.store import (
+    check_backend,
+    ensure_schema,
+    immediate,
+    sql_list,
+    table_rows,
+)
+from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import canonical, check_text, clock
+
+# The databases install() accepts (store.check_backend): a store on any other
+# is refused before anything is written.
+RUNS_ON = (SQLITE, POSTGRES)
 
 ATTEMPT, OUTCOME = "attempt", "outcome"  # the two rows of a step
 # How a step stands, from its last row (``progress``).
@@ -84,7 +95,11 @@ CREATE TABLE IF NOT EXISTS compensations (
     PRIMARY KEY (workflow_id, step)  -- written once per step
 )
 """
-TABLES = ("workflows", "workflow_history", "workflow_steps", "compensations")
+# Each table in its key's order: the same rows in the same order on SQLite
+# and on a server (which has no rowid to give the order they were written in).
+TABLES = {"workflows": ("id",), "workflow_history": ("workflow_id", "version"),
+          "workflow_steps": ("workflow_id", "version"),
+          "compensations": ("workflow_id", "step")}
 
 
 class Remote(namedtuple("_RemoteFields", "call probe undo wait_s fence",
@@ -128,6 +143,7 @@ class AdmissionRefused(workflow.TransitionRefused):
 
 def install(conn: sqlite3.Connection) -> None:
     """Create the workflow tables, the steps and the compensations (ch. 08)."""
+    check_backend(conn, RUNS_ON, __name__)
     workflow.install(conn)
     ensure_schema(conn, SCHEMA)
 
@@ -469,4 +485,4 @@ def final_report(conn: sqlite3.Connection, workflow_id: str) -> dict:
 
 def snapshot(conn: sqlite3.Connection) -> dict:
     """Every durable row of the four workflow tables, for evidence (ch. 08)."""
-    return {table: table_rows(conn, table) for table in TABLES}
+    return {table: table_rows(conn, table, key) for table, key in TABLES.items()}
