@@ -41,7 +41,9 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "3208e7a4a21f2696f062b16186817ce55503b6419b7d12412d83c785d592a6ad",
         "gained seconds(), a check_number with fixed bounds; nothing else changed"),
     "crashcourse/lab/killtest.py": (
-        "a7531d435f986e2ce708331c99d2230f7fb3eadce578bffb9225b7d5383649bd", SECONDS),
+        "c321fb6717d81e315d623f71c12dda31b6d301d1644f542f9cfc640fd2888aed",
+        SECONDS + "; and a COMMAND that cannot be started is one line, exit 2:"
+        " the checkpoint never runs the kill test"),
     "crashcourse/services/supplier/server.py": (
         "451c7a7fb4d28ecc8228449780fd4a474fa3fe1f846859f0d98f1ecc6b11f474", SECONDS),
     "crashcourse/workers/host_worker.py": (
