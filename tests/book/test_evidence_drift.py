@@ -41,6 +41,29 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " named them (--frameworks): the same cells, in the same order, with"
         " the same seed; an unknown name in --frameworks or --points is now"
         " refused (exit 2) instead of selecting nothing"),
+    "crashcourse/workers/frameworks/temporal_server.py": (
+        "9adf468a7e4ae8d5be947cb93faa73fcf119e872b68df5f752956dac5dc97fe8",
+        "the wait until a server serves and its stop moved into OwnedServer, shared"
+        " with Restate's: the same checks, every 0.2 s, the same bound; the error"
+        " names 'the Temporal dev server'"),
+    "crashcourse/workers/frameworks/restate_server.py": (
+        "a34b9aa9786ac9067cc9f31a42119388045bda4418c7a8ba0d5720a8b54fdd58",
+        "RunningServer is an OwnedServer (temporal_server): the same readiness"
+        " checks through its wait_serving; nothing a trial does changes"),
+    "crashcourse/workers/frameworks/shop.py": (
+        "2e3167cff72daeb7ede42ed7ab4473def097ca19968b04bc41e7ce8151527a65",
+        "gained agent_parser, parse_agent and serve_agent, the start-up Restate's"
+        " and the Agents SDK's agents wrote twice; the tools and world unchanged"),
+    "crashcourse/workers/frameworks/restate_agent.py": (
+        "77e972f005ea2a52b01da574b83a496b49dbecf331aa765c9aadcb755037b665",
+        "starts through shop.agent_parser/serve_agent: the same options, and a"
+        " --world that is no trial's world is now one line, exit 2 (the"
+        " checkpoint always passes a built world)"),
+    "crashcourse/workers/frameworks/openai_agents_agent.py": (
+        "7a62467650a561f610c595e5b9fe6037c6ee54125d61ad9740074e27118f22ac",
+        "starts through shop.agent_parser/serve_agent: the same options, and a"
+        " --world that is no trial's world is now one line, exit 2 (the"
+        " checkpoint always passes a built world)"),
 }
 
 
