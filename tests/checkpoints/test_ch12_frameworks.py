@@ -99,3 +99,26 @@ def test_the_late_mail_window_is_measured_not_judged_as_the_fix():
     assert judge({**ran, "key": "none", "orders_at_service": 2})["holds"] is True
     before = {**ran, "kill_point": "paused_before_request"}
     assert judge(before)["role"] == "fix" and judge(before)["holds"] is False
+
+
+def test_the_default_run_is_the_chapters_six_frameworks(tmp_path):
+    """The committed matrix covers six frameworks; the default plan is those
+    cells, and a name that selects nothing is refused before anything runs
+    (it was silently ignored: a typo measured fewer frameworks)."""
+    import argparse
+    import subprocess
+    import sys
+
+    checkpoint = script("ch12_frameworks")
+    default = argparse.Namespace(quick=False, frameworks=None, points=None,
+                                 trials=1, other_trials=1)
+    planned = {variant.framework for variant, *_ in checkpoint.plan(default)}
+    assert planned == {"langgraph-prebuilt", "langgraph-functional", "dbos",
+                       "pydantic-ai-dbos", "temporal", "restate", "openai-agents"}
+    for option in (["--frameworks", "restate,langraph"], ["--points", "after_ak"]):
+        done = subprocess.run([sys.executable, str(SCRIPT), "--output",
+                               str(tmp_path / "never.json"), *option],
+                              capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert done.returncode == 2 and "unknown" in done.stderr, done.stderr
+    assert not (tmp_path / "never.json").exists()

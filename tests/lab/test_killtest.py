@@ -174,3 +174,26 @@ def test_a_count_that_is_no_dict_of_ints_is_refused(tmp_path, counts):
         cwd=folder, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2 and "dict" in done.stderr
+
+
+@pytest.mark.parametrize("program", [".venv/bin/python", "no-such-program-here",
+                                     "./agent.py"])
+def test_a_command_that_cannot_start_is_one_line_and_exit_2(tmp_path, program):
+    """A relative program path is looked up in the fresh copy (``.venv`` is
+    left out of it), a bare name on PATH, a file without the execute bit is
+    refused by exec: each was a FileNotFoundError or PermissionError
+    traceback; now one line naming the program, exit 2, nothing written."""
+    folder = project(tmp_path / "start", UNSAFE)
+    (folder / ".venv" / "bin").mkdir(parents=True)  # there, but not copied
+    os.symlink(sys.executable, folder / ".venv" / "bin" / "python")
+    done = subprocess.run(
+        [sys.executable, "-m", "crashcourse.lab.killtest", "--count", "service:count",
+         "--trials", "1", "--output", str(tmp_path / "never.json"), "--",
+         program, "agent.py"],
+        cwd=folder, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("killtest: COMMAND ") and repr(program) in lines[0]
+    assert not (tmp_path / "never.json").exists()

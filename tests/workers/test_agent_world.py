@@ -18,6 +18,9 @@ AGENTS = {  # module: (the framework it needs, its other required options)
                                       "--key", "action"]),
     "pydantic_ai_agent": ("pydantic_ai", ["--tools", "plain", "--key", "action"]),
     "temporal_agent": ("temporalio", ["--server", "127.0.0.1:1", "--key", "action"]),
+    "restate_agent": ("restate", ["--ingress", "http://127.0.0.1:1",
+                                  "--admin", "http://127.0.0.1:1", "--key", "action"]),
+    "openai_agents_agent": ("agents", ["--key", "action"]),
 }
 
 
@@ -25,7 +28,8 @@ AGENTS = {  # module: (the framework it needs, its other required options)
 # a loaded machine); the check is the one shared ``shop.checked_world``
 @pytest.mark.parametrize("agent, world", [
     ("dbos_agent", "missing"), ("langgraph_agent", "empty"),
-    ("pydantic_ai_agent", "garbled"), ("temporal_agent", "missing")])
+    ("pydantic_ai_agent", "garbled"), ("temporal_agent", "missing"),
+    ("restate_agent", "empty"), ("openai_agents_agent", "garbled")])
 def test_a_world_that_is_not_one_is_one_line_and_exit_2(tmp_path, agent, world):
     framework, rest = AGENTS[agent]
     pytest.importorskip(framework)

@@ -32,7 +32,8 @@ and per-trial evidence (JSON, never overwritten) at ``--output``. Exit 0
 only when no trial's count of any effect exceeds the uninterrupted run's, 1
 when some did (a duplicate) or a trial never finished, 2 for bad usage (no
 command, a ``count`` that cannot be imported or answers no dict of counts,
-an uninterrupted run that fails, an ``--output`` that exists).
+a COMMAND that cannot be started, an uninterrupted run that fails, an
+``--output`` that exists).
 """
 
 from __future__ import annotations
@@ -93,12 +94,32 @@ def start(command: list[str], where: Path, stop_at: str | None = None):
         passed, marker, control = (marker_w, control_r), marker_r, control_w
         env |= {STOP_AT_ENV: stop_at, MARKER_FD_ENV: str(marker_w),
                 CONTROL_FD_ENV: str(control_r)}
-    process = subprocess.Popen(command, cwd=where, env=env, pass_fds=passed,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        process = subprocess.Popen(command, cwd=where, env=env, pass_fds=passed,
+                                   stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as error:  # no such program, not executable: bad usage
+        for fd in (*passed, marker, control):
+            if fd is not None:
+                os.close(fd)
+        raise Usage(unstartable(command[0], error)) from None
     for fd in passed:
         os.close(fd)
     return process, marker, control
+
+
+def unstartable(program: str, error: OSError) -> str:
+    """One line: why COMMAND did not start in the copy. A relative path is
+    looked up in the copy, which leaves ``LEFT_OUT`` out (``.venv/bin/python``
+    is not there)."""
+    why = error.strerror or type(error).__name__
+    hint = ""
+    if (isinstance(error, FileNotFoundError) and not os.path.isabs(program)
+            and os.sep in program):
+        hint = (" (a relative path is resolved in the fresh copy, which leaves out "
+                f"{', '.join(LEFT_OUT)}: give an absolute path)")
+    return f"COMMAND {program!r} cannot be started: {why}{hint}"
 
 
 def kill_group(process: subprocess.Popen) -> int:

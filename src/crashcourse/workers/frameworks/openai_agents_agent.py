@@ -30,10 +30,8 @@ model's id for the call, kept in the state with the pending approval).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")  # never exported
@@ -56,18 +54,19 @@ from openai.types.responses import (  # noqa: E402
     ResponseOutputText,
 )
 
-from crashcourse.validate import argument_parser  # noqa: E402
 from crashcourse.workers.frameworks.records import OPENAI_STATE  # noqa: E402
 from crashcourse.workers.frameworks.shop import (  # noqa: E402
     FINAL,
-    KEYS,
     PROMPT,
     TOOLS,
     ShopTools,
     World,
+    agent_parser,
     new_call_id,
     new_key,
     next_turn,
+    parse_agent,
+    serve_agent,
 )
 
 STATE = OPENAI_STATE  # the saved RunState, in the trial's folder
@@ -183,12 +182,9 @@ async def run(args: argparse.Namespace) -> dict:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argument_parser(__doc__.split("\n\n")[0])
-    parser.add_argument("--world", required=True, help="the trial's folder")
-    parser.add_argument("--key", choices=KEYS, required=True)
-    return parser.parse_args(argv)
+    parser = agent_parser(__doc__)
+    return parse_agent(parser, argv)
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(run(parse()))), flush=True)
-    sys.exit(0)
+    serve_agent(run, parse())

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import urllib.parse
 from pathlib import Path
 
@@ -40,18 +39,19 @@ import restate
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from crashcourse.validate import argument_parser
 from crashcourse.workers.frameworks.restate_server import request
 from crashcourse.workers.frameworks.shop import (
     FINAL,
-    KEYS,
     PROMPT,
     TOOLS,
     ShopTools,
     World,
+    agent_parser,
     new_call_id,
     new_key,
     next_turn,
+    parse_agent,
+    serve_agent,
 )
 from crashcourse.workers.frameworks.temporal_server import free_port
 
@@ -168,14 +168,11 @@ async def serve_and_wait(args: argparse.Namespace) -> dict:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argument_parser(__doc__.split("\n\n")[0])
-    parser.add_argument("--world", required=True, help="the trial's folder")
+    parser = agent_parser(__doc__)
     parser.add_argument("--ingress", required=True, help="the ingress URL")
     parser.add_argument("--admin", required=True, help="the admin URL")
-    parser.add_argument("--key", choices=KEYS, required=True)
-    return parser.parse_args(argv)
+    return parse_agent(parser, argv)
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(serve_and_wait(parse()))), flush=True)
-    sys.exit(0)
+    serve_agent(serve_and_wait, parse())

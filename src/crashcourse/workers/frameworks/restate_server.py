@@ -30,8 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from crashcourse.waiting import wait_until
-from crashcourse.workers.frameworks.temporal_server import free_port
+from crashcourse.workers.frameworks.temporal_server import OwnedServer, free_port
 
 READY_TIMEOUT = 60.0
 ROOT = Path(__file__).resolve().parents[4]  # the checkout (an editable install)
@@ -103,22 +102,14 @@ def request(url: str, body: dict | None = None, timeout: float = 10.0,
         return error.code, error.read().decode()
 
 
-class RunningServer:
+class RunningServer(OwnedServer):
     """A server the caller's harness owns: its URLs, folder and process."""
+
+    name = "the Restate server"
 
     def __init__(self, admin: str, ingress: str, folder: Path, worker) -> None:
         self.admin, self.ingress, self.folder, self.worker = (admin, ingress,
                                                               folder, worker)
-
-    def stop(self) -> None:
-        if self.worker.alive():
-            self.worker.kill(expect_sigkill=False)
-
-    def __enter__(self) -> RunningServer:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def start_server(harness, folder: str | Path,
@@ -136,10 +127,7 @@ def start_server(harness, folder: str | Path,
     server = RunningServer(f"http://127.0.0.1:{ports['admin']}",
                            f"http://127.0.0.1:{ports['ingress']}", folder, worker)
 
-    def serving() -> bool:
-        if not worker.alive():  # raised, not waited out: it will not come up
-            raise RuntimeError("the Restate server exited at start: "
-                               + worker.collect(5.0).stderr[-500:])
+    def ready() -> bool:
         try:
             if not (request(f"{server.admin}/health", timeout=2.0)[0] == 200
                     and request(f"{server.ingress}/restate/health",
@@ -151,12 +139,7 @@ def start_server(harness, folder: str | Path,
         except (OSError, RuntimeError):
             return False
 
-    try:
-        wait_until(serving, timeout, interval=0.2, what="Restate serving")
-    except TimeoutError:
-        server.stop()
-        raise RuntimeError(f"Restate did not serve within {timeout} s") from None
-    return server
+    return server.wait_serving(ready, timeout)
 
 
 def query(server: RunningServer, sql: str) -> list[dict]:

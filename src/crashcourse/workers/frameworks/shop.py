@@ -110,6 +110,32 @@ def checked_world(parser, args):
     return args
 
 
+def agent_parser(doc: str):
+    """The command line every agent starts with (chapter 12): ``--world``
+    and ``--key``; parse with ``parse_agent``, which checks the world."""
+    from crashcourse.validate import argument_parser
+
+    parser = argument_parser(doc.split("\n\n")[0])
+    parser.add_argument("--world", required=True, help="the trial's folder")
+    parser.add_argument("--key", choices=KEYS, required=True)
+    return parser
+
+
+def parse_agent(parser, argv: list[str] | None = None):
+    """``parser``'s arguments, once ``--world`` proves to be a trial's world."""
+    return checked_world(parser, parser.parse_args(argv))
+
+
+def serve_agent(run, args) -> None:
+    """An async agent's start-up: ``run(args)`` to its end, its report (a
+    dict) as the last line of stdout, exit 0."""
+    import asyncio
+    import sys
+
+    print(json.dumps(asyncio.run(run(args))), flush=True)
+    sys.exit(0)
+
+
 def build_world(folder: str | Path, supplier_url: str, trial: str) -> World:
     """A fresh world: the stock sheet on the drive, an empty mail provider,
     the supplier's address (chapter 12)."""

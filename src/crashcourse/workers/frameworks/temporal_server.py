@@ -40,8 +40,47 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-class RunningServer:
+class OwnedServer:
+    """A server process the caller's harness owns (``worker``): stopped on
+    leaving a ``with``, and waited for until it serves (Temporal's, Restate's)."""
+
+    name = "the server"
+    worker = None
+
+    def stop(self) -> None:
+        if self.worker.alive():
+            self.worker.kill(expect_sigkill=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def wait_serving(self, ready, timeout: float):
+        """``self`` once ``ready()`` is true (asked every 0.2 s, at most
+        ``timeout`` s). A process that exits first is one RuntimeError with
+        the end of its stderr, never waited out; one that does not serve in
+        time is stopped, then a RuntimeError."""
+        def serving() -> bool:
+            if not self.worker.alive():  # raised, not waited out: it will not come up
+                raise RuntimeError(f"{self.name} exited at start: "
+                                   + self.worker.collect(5.0).stderr[-500:])
+            return ready()
+
+        try:
+            wait_until(serving, timeout, interval=0.2, what=f"{self.name} serving")
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError(
+                f"{self.name} did not serve within {timeout} s") from None
+        return self
+
+
+class RunningServer(OwnedServer):
     """A dev server the caller's harness owns: its address, file and process."""
+
+    name = "the Temporal dev server"
 
     def __init__(self, address: str, db: Path, worker) -> None:
         self.address, self.db, self.worker = address, db, worker
@@ -50,16 +89,6 @@ class RunningServer:
         """Run ``temporal ARGS --address`` this server (bounded)."""
         return subprocess.run([binary(), *args, "--address", self.address],
                               capture_output=True, text=True, timeout=timeout)
-
-    def stop(self) -> None:
-        if self.worker.alive():
-            self.worker.kill(expect_sigkill=False)
-
-    def __enter__(self) -> RunningServer:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 def start_dev_server(harness, db: str | Path, timeout: float = READY_TIMEOUT,
@@ -74,22 +103,14 @@ def start_dev_server(harness, db: str | Path, timeout: float = READY_TIMEOUT,
                             "--log-level", "error", *given])
     server = RunningServer(f"127.0.0.1:{port}", Path(db), worker)
 
-    def serving() -> bool:
-        if not worker.alive():  # raised, not waited out: it will not come up
-            raise RuntimeError("the Temporal dev server exited at start: "
-                               + worker.collect(5.0).stderr[-500:])
+    def ready() -> bool:
         try:
             return server.cli("operator", "namespace", "describe", "--namespace",
                               "default", timeout=10.0).returncode == 0
         except subprocess.TimeoutExpired:
             return False
 
-    try:
-        wait_until(serving, timeout, interval=0.2, what="Temporal serving")
-    except TimeoutError:
-        server.stop()
-        raise RuntimeError(f"Temporal did not serve within {timeout} s") from None
-    return server
+    return server.wait_serving(ready, timeout)
 
 
 def history(server: RunningServer, workflow_id: str) -> list[dict]:
