@@ -60,6 +60,19 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/workers/frameworks/openai_agents_agent.py": (
         "5d2e0af4ec1a28a6fe3eb7d2a882fae88bb38ab7b388dab8aa93ee1d651ef22b",
         "STATE is records.OPENAI_STATE, the same name; not in the default matrix"),
+    "crashcourse/store/__init__.py": (
+        "f4c3f01587f1f88a24e8c24e530f6088248615526807d78a50cda8f584fefcf4",
+        "gained write_lock_free(), a probe for tests and chapter 09; nothing the"
+        " matrix calls changed (issue 36)"),
+    "crashcourse/store/postgres_server.py": (
+        "a3f45dfafebc24a4b8c1d3908ada0080cc6b21d6e66503e2d95473bd393e330b",
+        "_halt's kill path (a server past its shutdown bound) waits for the"
+        " postmaster to show T before listing its backends and for them to go;"
+        " a clean shutdown, the matrix's path, is unchanged (issue 36)"),
+    "crashcourse/waiting.py": (
+        "14b67640aba86a91a6974550abf8c37a9979d42210bb504203a93304d970eada",
+        "gained waits_in(), where a thread is blocked, for tests and chapter 09;"
+        " wait_until unchanged (issue 36)"),
 }
 
 
