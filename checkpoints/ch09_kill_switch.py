@@ -66,7 +66,6 @@ import inspect
 import shlex
 import sys
 import threading
-import time
 from pathlib import Path
 
 from crashcourse import control, journal
@@ -76,8 +75,8 @@ from crashcourse.lab import experiment
 from crashcourse.lab.example import restock_plan
 from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail, payments
-from crashcourse.store import opened
-from crashcourse.waiting import wait_until
+from crashcourse.store import opened, write_lock_free
+from crashcourse.waiting import wait_until, waits_in
 from crashcourse.workers import paying
 from crashcourse.workers.journal_worker import (
     REFUSED,
@@ -87,6 +86,7 @@ from crashcourse.workers.journal_worker import (
     restock_actions,
     resume_command,
 )
+from crashcourse.workers.scheduler import ticks_of
 
 EVIDENCE_ID = "crashcourse.ch09.kill_switch/2"
 PLAN = restock_plan()
@@ -298,8 +298,9 @@ def revoke_in_background(world: dict) -> tuple[threading.Thread, dict]:
 
     def run():
         try:
-            outcome["stopped"] = broker.revoke_holder(world["broker"], HOLDER,
-                                                      "night-owner")
+            outcome["stopped"] = broker.revoke_holder(
+                world["broker"], HOLDER, "night-owner",
+                wait_ms=int(experiment.TIMEOUT * 1000))  # bounded by the trial's
         except broker.RevocationBlocked as blocked:
             outcome["blocked"] = str(blocked)
 
@@ -334,9 +335,16 @@ def live_stale_holder(harness: Harness, folder: Path, quick: bool,
     holder.wait_for_boundary(experiment.TIMEOUT)
     seen: dict = {}
     if variant == "held_in_write":
+        seen["the_held_write_holds_the_brokers_lock"] = not write_lock_free(
+            world["broker"])
         thread, outcome = revoke_in_background(world)
-        thread.join(timeout=0.5)
+        # where the revocation is, not how long it took (issue 36): seen
+        # waiting at the broker's BEGIN IMMEDIATE, which the held write holds
+        wait_until(lambda: not thread.is_alive() or waits_in(
+            thread, "immediate", "_revoking"), experiment.TIMEOUT,
+            what="the revocation at the broker's lock")
         seen["revoke_waited_for_the_write"] = thread.is_alive()
+        seen["it_cannot_have_passed_the_lock"] = not write_lock_free(world["broker"])
         seen["nothing_revoked_while_it_waited"] = (
             broker.snapshot(world["broker"])["revocations"] == [])
         holder.release()
@@ -415,7 +423,18 @@ def scheduler_stays_stopped(harness: Harness, folder: Path, quick: bool) -> dict
                what="runs while allowed")
     with opened(state) as conn:
         stop = control.stop_scheduler(conn, "night-owner", "run 122 went wrong")
-    time.sleep(0.1)  # the first scheduler ticks on, stopped, before its kill
+        stopped_at = next(s["at"] for s in control.snapshot(conn)["scheduler_switch"]
+                          if s["seq"] == stop)
+
+    def ticks_after_stop() -> int:
+        with opened(state) as conn:
+            return len(ticks_of(conn, "first", stopped_at))
+
+    # the first scheduler ticks on, stopped, before its kill: three ticks
+    # recorded after the stop (issue 36: was a 0.1 s sleep, which on a loaded
+    # machine can hold no tick, and then the check could not fail)
+    wait_until(lambda: ticks_after_stop() >= 3, experiment.TIMEOUT,
+               what="three ticks of the first scheduler after the stop")
     first.kill()
     restarted = harness.run(scheduler(state, "restarted", ticks), experiment.TIMEOUT)
     untouched = harness.run(scheduler(fresh, "fresh", ticks), experiment.TIMEOUT)
@@ -423,9 +442,9 @@ def scheduler_stays_stopped(harness: Harness, folder: Path, quick: bool) -> dict
         found = control.snapshot(conn)
     with opened(fresh) as conn:
         found_fresh = control.snapshot(conn)
-    stopped_at = next(s["at"] for s in found["scheduler_switch"] if s["seq"] == stop)
     while_stopped = [r for r in found["runs"] if r["started_at"] >= stopped_at]
     checks = {
+        "it_ticked_on_after_the_stop": ticks_after_stop() >= 3,
         "none_while_stopped": while_stopped == [],
         "none_where_nobody_looked": found_fresh["runs"] == [],
         "every_run_allowed_by_a_person": {r["allowed_by"] for r in found["runs"]}

@@ -52,3 +52,22 @@ def wait_until(predicate: Callable[[], object], timeout: float, *,
         if left <= 0:
             raise TimeoutError(f"never saw {what} within {timeout:g} s")
         time.sleep(min(interval, left))
+
+
+def waits_in(thread, function: str, caller: str) -> bool:
+    """Whether ``thread`` is, right now, inside ``function`` (its innermost
+    Python frame: a call into C, a lock's ``BEGIN``, blocks there) called from
+    ``caller`` somewhere up its stack. Where a blocked call is blocked, read
+    from the interpreter: a thread shown there has not passed that point,
+    whatever the scheduler did, where "still running after 0.5 s" only says
+    it was slow (issue 36). False for a thread that has ended."""
+    import sys
+
+    frame = sys._current_frames().get(thread.ident)
+    if frame is None or frame.f_code.co_name != function:
+        return False
+    while frame is not None:
+        if frame.f_code.co_name == caller:
+            return True
+        frame = frame.f_back
+    return False

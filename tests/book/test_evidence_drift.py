@@ -38,6 +38,9 @@ RUNS_ON = ("each installer declares RUNS_ON and refuses another database before"
            " writing (store.check_backend); the decisions and the workflow run on"
            " PostgreSQL too (identity key, table_exists, key-ordered snapshot):"
            " the matrix's SQLite stores install and read as before")
+SECONDS = ("a seconds option parsed by validate.seconds (finite, ASCII digits)"
+           " instead of float: a refusal at the command line only; the checkpoint"
+           " passes plain decimal seconds, parsed to the same value")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -87,7 +90,9 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/journal/decisions.py": (
         "219be131768b714fe5ddf19814e545c9305129dc6caada24cbdaca18691b470f", RUNS_ON),
     "crashcourse/store/__init__.py": (
-        "4e20d96eb81b521453bf0fd1be6fe10edcc6023f583a68f439aa3d7c6c095bd3", RUNS_ON),
+        "ac90d8896df835f18439022155cb6a3f4b4b11709ebe8f55541d329c2fe3d087", (
+        RUNS_ON + "; gained write_lock_free(), a probe for tests and chapter 09;"
+        " nothing the matrix calls changed (issue 36)")),
     "crashcourse/workers/paying.py": (
         "8095f6ab293d4538d9ab9c2d8bba1eef40863ed31a90a30dd87ac6f6604cccfe", RUNS_ON),
     "crashcourse/workers/restock_note.py": (
@@ -96,6 +101,19 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "e304745766074471b2fa9d40ba7657ff9ab729200c4baee72806abcceca604c0", RUNS_ON),
     "crashcourse/workflow/steps.py": (
         "82bd3f94e342ed28e9c6395675c36dc7db54bbd547c8dab92ac6b58e596215c6", RUNS_ON),
+    "crashcourse/store/postgres_server.py": (
+        "a3f45dfafebc24a4b8c1d3908ada0080cc6b21d6e66503e2d95473bd393e330b",
+        "_halt's kill path (a server past its shutdown bound) waits for the"
+        " postmaster to show T before listing its backends and for them to go;"
+        " a clean shutdown, the matrix's path, is unchanged (issue 36)"),
+    "crashcourse/waiting.py": (
+        "14b67640aba86a91a6974550abf8c37a9979d42210bb504203a93304d970eada",
+        "gained waits_in(), where a thread is blocked, for tests and chapter 09;"
+        " wait_until unchanged (issue 36)"),
+    "crashcourse/workers/scheduler.py": (
+        "c4d902be577ac275629eaa0c3e98a1ddd759a17163011d0329b2dff22251e398",
+        "records each tick in its own scheduler_ticks row (tests wait for ticks,"
+        " not sleeps); the matrix does not run the scheduler (issue 36)"),
 }
 
 

@@ -16,8 +16,8 @@ import pytest
 from crashcourse import control
 from crashcourse.lab.harness import Harness
 from crashcourse.services import broker, drive, mail
-from crashcourse.store import opened
-from crashcourse.waiting import wait_until
+from crashcourse.store import opened, write_lock_free
+from crashcourse.waiting import wait_until, waits_in
 
 SCOPE = "drive:rename mail:submit"
 WEDGED = ["-m", "crashcourse.workers.wedged_worker"]
@@ -255,9 +255,14 @@ def test_a_write_admitted_before_the_revocation_commits_before_it_returns(
         holder = harness.start(["-c", ONE_RENAME, str(guarded["drive"]), token],
                                stop_at=ADMITTED)
         holder.wait_for_boundary()
-        thread, outcome = revoke_in_background(broker_path, token)
-        thread.join(timeout=1.0)
+        assert not write_lock_free(broker_path)  # the held write has the lock
+        thread, outcome = revoke_in_background(broker_path, token, wait_ms=60_000)
+        # Until revoke is seen waiting at the broker's BEGIN IMMEDIATE, or has
+        # returned: where it is, not how long it took (issue 36)
+        wait_until(lambda: not thread.is_alive() or waits_in(
+            thread, "immediate", "_revoking"), 60, what="revoke at the broker's lock")
         assert thread.is_alive(), "revoke returned while an admitted write was open"
+        assert not write_lock_free(broker_path)  # so it cannot have passed it
         assert broker.snapshot(broker_path)["revocations"] == []
         holder.release()
         assert holder.finish().returncode == 0

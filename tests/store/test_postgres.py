@@ -143,6 +143,24 @@ def test_a_server_starts_on_tcp_unprivileged_and_stops_leaving_nothing():
     assert not os.path.exists(server.folder)
 
 
+def test_a_server_past_its_shutdown_bound_is_killed_whole_not_while_it_forks():
+    """``stop`` with no time for a fast shutdown takes the kill path: the
+    postmaster is SIGSTOPped and only once the kernel shows it stopped (T) are
+    its backends listed and SIGKILLed (a postmaster still running could fork
+    one more meanwhile), then each is waited for until it runs no more (issue
+    36: before, the list was read the instant SIGSTOP was sent and nothing
+    waited for the killed backends)."""
+    if postgres_server.binaries() is None:
+        pytest.skip("no PostgreSQL binaries (pgserver or Debian's postgresql)")
+    server = postgres_server.start()
+    backends = postgres_server._children(server.pid)
+    assert backends
+    postgres_server.stop(server, timeout=0.0)
+    for pid in (server.pid, *backends):
+        assert postgres_server._state(pid) in (None, "Z"), f"pid {pid} still runs"
+    assert not os.path.exists(server.folder)
+
+
 def test_the_readers_own_server_is_used_and_never_stopped(monkeypatch, pg_server):
     monkeypatch.setenv(postgres_server.URL_ENV, pg_server.url)
     with postgres_server.running() as server:

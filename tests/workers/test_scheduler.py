@@ -8,11 +8,11 @@ nobody has ever said "run". Counted from the ``runs`` rows.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -20,6 +20,7 @@ from crashcourse import control
 from crashcourse.lab.harness import Harness
 from crashcourse.store import opened
 from crashcourse.waiting import wait_until
+from crashcourse.workers.scheduler import ticks_of
 
 SCHEDULER = ["-m", "crashcourse.workers.scheduler"]
 WAIT = 60.0  # seconds: bounded, with margin for a loaded machine
@@ -28,6 +29,11 @@ WAIT = 60.0  # seconds: bounded, with margin for a loaded machine
 def scheduler(state, name: str, ticks: int = 10_000, interval: float = 0.01):
     return [*SCHEDULER, "--state", str(state), "--name", name,
             "--ticks", str(ticks), "--interval", str(interval)]
+
+
+def ticks(state, name: str, since: float = float("-inf")) -> list[dict]:
+    with opened(state) as conn:
+        return ticks_of(conn, name, since)
 
 
 def runs(state) -> list[dict]:
@@ -53,7 +59,11 @@ def test_a_stop_outlives_the_scheduler_process(tmp_path):
         with opened(state) as conn:
             control.stop_scheduler(conn, "sam", "run 122 went wrong")
             stopped_at = control.snapshot(conn)["scheduler_switch"][-1]["at"]
-        time.sleep(0.2)  # the first scheduler keeps ticking, stopped
+        # the first scheduler ticks on, stopped: three ticks recorded after
+        # the stop, counted from its rows (issue 36: was a 0.2 s sleep, which
+        # under load can hold no tick at all)
+        wait_until(lambda: len(ticks(state, "first", stopped_at)) >= 3, WAIT,
+                   what="three ticks of the first scheduler after the stop")
         first.kill()
         again = harness.run(scheduler(state, "second", ticks=20))
         assert again.returncode == 0, again.stderr
@@ -71,12 +81,32 @@ def test_sigterm_ends_the_scheduler_after_its_tick(tmp_path):
     state = tmp_path / "runtime.sqlite"
     with Harness() as harness:
         worker = harness.start(scheduler(state, "told", interval=0.05))
-        wait_until(state.exists, WAIT, what="the scheduler's file")
-        time.sleep(0.3)
+        wait_until(lambda: len(ticks(state, "told")) >= 3, WAIT,
+                   what="three ticks")  # it is mid-run: no sleep decides that
         os.killpg(worker.pid, signal.SIGTERM)  # our own child's group
         finished = worker.finish()
     assert finished.returncode == 0, finished.stderr
-    assert '"started": 0' in finished.stdout
+    said = json.loads(finished.stdout)
+    recorded = ticks(state, "told")
+    assert said == {"ticks": len(recorded), "started": 0}  # every tick it did
+    assert [t["tick"] for t in recorded] == list(range(1, len(recorded) + 1))
+    assert {t["run_id"] for t in recorded} == {None}
+
+
+def test_every_tick_is_recorded_with_the_run_it_started(tmp_path):
+    """The tick rows tests wait for say what each tick did: the run it
+    started while the switch said running, none once it said stopped."""
+    state = tmp_path / "runtime.sqlite"
+    with opened(state) as conn:
+        control.start_scheduler(conn, "sam")
+    with Harness() as harness:
+        assert harness.run(scheduler(state, "a", ticks=4)).returncode == 0
+        with opened(state) as conn:
+            control.stop_scheduler(conn, "sam", "enough")
+        assert harness.run(scheduler(state, "b", ticks=3)).returncode == 0
+    started = [r["run_id"] for r in runs(state)]
+    assert [t["run_id"] for t in ticks(state, "a")] == started and len(started) == 4
+    assert [t["run_id"] for t in ticks(state, "b")] == [None] * 3
 
 
 @pytest.mark.parametrize("extra", [["--ticks", "0"], ["--ticks", "x"],

@@ -402,6 +402,30 @@ def immediate(conn: sqlite3.Connection, *, shared: bool = False, then: str = "",
     conn.execute("COMMIT")
 
 
+def write_lock_free(path: str | Path) -> bool:
+    """Whether another connection could take ``path``'s write lock right now
+    (it takes it and lets it go at once); False while someone holds it. Never
+    waits for it (SQLite: busy timeout 0; a server: lock_timeout 1 ms), so the
+    answer is the lock's state at that instant, never how long a wait took: a
+    probe that a writer holds the lock, that a held step runs under it, that a
+    blocked caller cannot have passed it (issue 36)."""
+    conn = connect(path)
+    try:
+        if on_server(path):
+            conn.raw.execute("SET lock_timeout = 1")  # ms; 0 would mean no limit
+        else:
+            conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            with immediate(conn):
+                return True
+        except sqlite3.OperationalError as busy:
+            if "locked" not in str(busy) and "busy" not in str(busy):
+                raise
+            return False
+    finally:
+        conn.close()
+
+
 @contextmanager
 def opening_with(connector) -> Iterator[None]:
     """Within the block, ``connect`` asks ``connector(path, synchronous=,

@@ -277,6 +277,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+HALT_WAIT_S = 30.0  # a SIGSTOP or SIGKILL takes effect in ms: this bound catches a hang
+
+
 def _halt(pid: int, timeout: float) -> None:
     """Fast shutdown (SIGINT: clients cut, transactions rolled back, clean
     checkpoint), then, past ``timeout``, SIGKILL the postmaster and its
@@ -290,11 +293,33 @@ def _halt(pid: int, timeout: float) -> None:
         return
     except subprocess.TimeoutExpired:
         pass
-    process.send_signal(signal.SIGSTOP)  # it starts no backend while we look
-    for child in _children(pid):
-        os.kill(child, signal.SIGKILL)
+    process.send_signal(signal.SIGSTOP)  # it starts no backend while we look,
+    # once the kernel has stopped it: a signal is delivered, not done (issue 36)
+    wait_until(lambda: _state(pid) in ("T", "t", "Z", None), HALT_WAIT_S,
+               interval=0.005, what=f"PostgreSQL's postmaster {pid} stopped (T)")
+    children = _children(pid)
+    for child in children:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # ended meanwhile
     process.kill()
-    process.wait(timeout)
+    process.wait(HALT_WAIT_S)
+    wait_until(lambda: all(_state(child) in ("Z", None) for child in children),
+               HALT_WAIT_S, interval=0.005,
+               what=f"the backends of postmaster {pid} gone")
+
+
+def _state(pid: int) -> str | None:
+    """The kernel's one-letter state of ``pid`` (T stopped, Z a zombie), None
+    when there is none: ``crashcourse.lab.processes.state``, which the store,
+    a floor below the lab, may not import (tests/book/test_house.py)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            text = stat.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text.rsplit(")", 1)[1].split()[0]  # after "pid (comm) ": comm may hold ")"
 
 
 def stop(server: Server, timeout: float = 10.0) -> None:

@@ -19,6 +19,13 @@ cut short), left as it was. What the machine refuses mid-run (a file that is
 not a database, a full disk, a read-only mount) ends it with one line and exit
 status 74. It prints one JSON line
 (ticks, runs it started); graders count the ``runs`` rows.
+
+Each tick leaves a durable record: a ``scheduler_ticks`` row (which
+scheduler, its tick number, the run it started or NULL, the store's clock
+after its decision), committed before the next tick begins. A test or a
+checkpoint that needs "this scheduler ticked on after the stop" waits for
+such rows, never for a sleep (issue 36: under load a sleep of 0.2 s can hold
+no tick at all, and a broken scheduler would pass).
 """
 
 from __future__ import annotations
@@ -28,8 +35,8 @@ import signal
 import sys
 import time
 
-from crashcourse import control
-from crashcourse.store import opened
+from crashcourse import control, store
+from crashcourse.store import ensure_schema, immediate, opened
 from crashcourse.validate import check_number, check_place
 from crashcourse.workers.options import (
     one_line_errors,
@@ -41,6 +48,35 @@ from crashcourse.workers.options import (
 USAGE = ("usage: scheduler --state PATH --name NAME [--ticks N]"
          " [--interval SECONDS]")
 MAX_TICKS = 100_000
+TICKS = "scheduler_ticks"
+TICKS_DDL = f"""
+CREATE TABLE IF NOT EXISTS {TICKS} (
+    seq       INTEGER PRIMARY KEY,
+    scheduler TEXT NOT NULL,
+    tick      INTEGER NOT NULL,   -- 1, 2, ... per scheduler process
+    run_id    INTEGER,            -- the run this tick started, NULL: none
+    at        REAL NOT NULL       -- the store's clock, after the decision
+)"""
+
+
+def record_tick(conn, scheduler: str, tick: int, run_id: int | None) -> None:
+    """The durable record of one tick, committed before the next begins."""
+    with immediate(conn):
+        conn.execute(f"INSERT INTO {TICKS} (scheduler, tick, run_id, at)"
+                     " VALUES (:scheduler, :tick, :run_id, :at)",
+                     {"scheduler": scheduler, "tick": tick, "run_id": run_id,
+                      "at": store.now(conn)})
+
+
+def ticks_of(conn, scheduler: str, since: float = float("-inf")) -> list[dict]:
+    """The tick rows of ``scheduler`` stamped after ``since``, in order (an
+    empty list where the table was never made)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = :t",
+                    {"t": TICKS}).fetchone() is None:
+        return []
+    return [dict(row) for row in conn.execute(
+        f"SELECT * FROM {TICKS} WHERE scheduler = :scheduler AND at > :since"
+        " ORDER BY seq", {"scheduler": scheduler, "since": since})]
 
 
 def parse(argv: list[str]) -> dict:
@@ -70,11 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     told = []
     signal.signal(signal.SIGTERM, lambda signum, frame: told.append(signum))
     started = ticks = 0
-    with opened(options["state"], own=tuple(control.TABLES)) as conn:
+    with opened(options["state"], own=(*control.TABLES, TICKS)) as conn:
         control.install(conn)
+        ensure_schema(conn, TICKS_DDL)
         while ticks < options["ticks"] and not told:
-            started += control.start_run(conn, options["name"]) is not None
+            run_id = control.start_run(conn, options["name"])
+            started += run_id is not None
             ticks += 1
+            record_tick(conn, options["name"], ticks, run_id)
             time.sleep(options["interval"])
     print(json.dumps({"ticks": ticks, "started": started}))
     return 0
