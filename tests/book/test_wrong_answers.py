@@ -147,3 +147,16 @@ def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request,
         f"{wrong.name} was not rejected (exit {graded.returncode}):\n"
         + graded.stdout[-2000:] + graded.stderr[-2000:])
     assert " failed" in graded.stdout
+
+
+@pytest.mark.parametrize("wrong", wrong_answers(),
+                         ids=lambda p: f"{p.parts[-4]}/{p.parent.name}/{p.stem}")
+def test_every_wrong_answer_is_explained_in_its_chapter(wrong):
+    """A recorded mistake the chapter's EXPLANATION.md never names is a trap
+    the reader meets without the reason: each label appears there as
+    ``LABEL.py``."""
+    explanation = SOLUTIONS / wrong.parts[-4] / "EXPLANATION.md"
+    assert explanation.is_file(), f"{wrong.parts[-4]} has no EXPLANATION.md"
+    assert f"{wrong.name}`" in explanation.read_text(), (
+        f"{explanation.relative_to(ROOT)} never names `{wrong.name}`: "
+        "say what the mistake is and which test catches it")
