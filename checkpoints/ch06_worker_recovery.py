@@ -93,6 +93,12 @@ class Case:
             self.work = claims.enqueue(conn, "phone:restock-flour", "counter",
                                        "Restock flour: two sacks left")
         self.supplier = None
+        # the parent's own instants (a kill, a freeze, a thaw, a cancel), for
+        # the timeline drawn beside the evidence (crashcourse.figures.timeline)
+        self.moments: list[dict] = []
+
+    def mark(self, what: str) -> None:
+        self.moments.append({"what": what, "at": time.time()})
 
     def supplier_up(self, *flags: str) -> None:
         self.supplier = start_supplier(self.harness, self.agent.with_name("sup.db"),
@@ -223,12 +229,14 @@ def frozen_after_admit(case: Case) -> dict:
     child.wait_for_boundary(experiment.TIMEOUT)
     status_when_frozen = case.agent_rows()["orders"][0]["status"]
     child.freeze()  # SIGSTOP: alive, admitted, its request not yet sent
+    case.mark("freeze")
     child.release()  # it will read this once thawed
     case.wait_for_expiry()
     case.replace()
     alive_during_replacement = child.alive()
     posts_before_thaw = len(case.supplier_rows()["requests"])
     child.thaw()
+    case.mark("thaw")
     finished = child.finish(experiment.TIMEOUT)
     found = facts(case) | {"child_exit": finished.returncode,
                            "agent_order_when_frozen": status_when_frozen,
@@ -248,6 +256,7 @@ def lost_ack(case: Case) -> dict:
     child = case.child("send", stop_at="before_receipt")
     child.wait_for_boundary(experiment.TIMEOUT)
     killed = child.kill()
+    case.mark("kill")
     status_at_kill = case.agent_rows()["orders"][0]["status"]
     seen_at_kill = len(case.supplier_rows()["requests"])  # the child's, all of them
     case.wait_for_expiry()
@@ -275,6 +284,7 @@ def crash_during_recovery(case: Case, rng: random.Random) -> dict:
     child = case.child("send", stop_at="after_sending_recorded")
     child.wait_for_boundary(experiment.TIMEOUT)
     killed = child.kill()  # admitted (SENDING), nothing sent
+    case.mark("kill")
     recoveries = []
     # The recovery itself killed: admitted again but not sent; sent but its
     # receipt not recorded; then at a random instant of a third one.
@@ -289,6 +299,7 @@ def crash_during_recovery(case: Case, rng: random.Random) -> dict:
         ended = not replacement.alive()
         status = (replacement.finish(experiment.TIMEOUT) if ended
                   else replacement.kill()).returncode
+        case.mark("ended by itself" if ended else f"kill recovery-{n}")
         recoveries.append({"killed_at": where or "random instant", "exit": status,
                            "ran_to_the_end": ended,
                            "claimed": len(case.agent_rows()["claims"]) > claimed})
@@ -306,6 +317,7 @@ def fenced_at_supplier(case: Case, hold: float) -> dict:
     child = case.child("send")
     # the child's own wait runs out first: it records UNKNOWN and exits
     finished = child.finish(experiment.TIMEOUT)
+    case.mark("child exited")
     status_after_child = case.agent_rows()["orders"][0]["status"]
     case.wait_for_expiry()
     case.replace()
@@ -377,12 +389,15 @@ def cancelled_while_frozen(case: Case, settle, fenced: bool) -> dict:
     status_when_frozen = case.agent_rows()["orders"][0]["status"]
     try:
         freeze_seen(child)
+        case.mark("freeze")
         child.release()  # read once it runs again
+        case.mark("cancel")
         settled = settle(case)
         seen_before_thaw = [(r["method"], r["generation"], r["answer"])
                             for r in case.supplier_rows()["requests"]]
     finally:
         child.thaw()  # thawed before anything else, an assertion included
+        case.mark("thaw")
     finished = child.finish(experiment.TIMEOUT)
     agent, remote = case.agent_rows(), case.supplier_rows()
     work = next(w for w in agent["work"] if w["id"] == case.work)
@@ -436,7 +451,8 @@ def common_holds(found: dict, lease: float) -> bool:
 
 def run_case(harness: Harness, folder: Path, name: str, one_case, lease: float,
              wait: float) -> dict:
-    return {"case": name, **one_case(Case(folder, harness, lease, wait))}
+    case = Case(folder, harness, lease, wait)
+    return {"case": name, **one_case(case), "moments": case.moments}
 
 
 def run(args) -> tuple[dict, list[dict]]:

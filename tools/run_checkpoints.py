@@ -5,7 +5,10 @@
 Each checkpoints/chNN_*.py takes ``--output PATH`` and refuses an existing path;
 this runner gives each a fresh name, runs them one after the other (a
 failure stops nothing), shows each trial's line as it ends (with the time
-since that checkpoint started) and names every one that failed at the end.
+since that checkpoint started), draws beside each evidence file a timeline
+of its trials from the evidence's rows (EVIDENCE.png and .svg, by
+crashcourse.figures.evidence; a checkpoint whose evidence records no instant
+is said to have none) and names every one that failed at the end.
 Exit status: 0 all held, 1 one or more did not, 2 bad input (an unknown
 chapter).
 """
@@ -50,11 +53,34 @@ def run_one(script: Path) -> bool:
               f" (no exit within {FULL_TIMEOUT:.0f} s, or nothing printed for"
               f" {QUIET_TIMEOUT:.0f} s)", file=sys.stderr, flush=True)
         return False
+    if output.exists():
+        picture(output)
     if done.returncode == 0:
         return True
     print(f"   {script.name}: exit status {done.returncode}", file=sys.stderr,
           flush=True)
     return False
+
+
+def picture(evidence: Path) -> None:
+    """Draw the evidence's timeline beside it and say where (or why not): a
+    picture that cannot be drawn fails nothing, the evidence is what counts."""
+    try:
+        from crashcourse.figures import evidence as timeline
+
+        written = timeline.write(evidence)
+    except ImportError as error:  # matplotlib is the book's, not the runtime's
+        print(f"   no picture: {error}", file=sys.stderr, flush=True)
+        return
+    except (timeline.BadEvidence, OSError, ValueError) as error:
+        print(f"   no picture: {error}", file=sys.stderr, flush=True)
+        return
+    if not written:
+        print("   no picture: the evidence records no instant to draw",
+              file=sys.stderr, flush=True)
+        return
+    shown = ", ".join(str(p.relative_to(ROOT)) for p in written)
+    print(f"   picture: {shown}", file=sys.stderr, flush=True)
 
 
 def chosen(argv: list[str] | None) -> list[Path]:

@@ -72,20 +72,30 @@ def paid_at(db, key, amount, currency, committed_unix, order=None):
 def test_no_policy_no_limit(tmp_path, room_for):
     db = service(tmp_path)
     payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
-    assert ask(db, room_for) is None
+    said = ask(db, room_for)
+    assert said is None, (
+        f"with no budget policy the payment was refused ({said!r}): no policy"
+        " means no limit")
 
 
 def test_action_limit_from_rows_not_checkpoints(tmp_path, room_for):
     db = service(tmp_path, max_actions=1, currency_caps={"USD": 10_000})
-    assert ask(db, room_for) is None
+    said = ask(db, room_for)
+    assert said is None, (
+        f"the first payment of a round of one was refused ({said!r})")
     with opened(tmp_path / "worker.db") as state:  # the worker's own file
         paying.install(state)
         paid = paying.pay_then_checkpoint(state, db, "restock-1", "k1", "PO-1",
                                           4000, "USD")
-        assert paid == {"outcome": "committed"}
+        assert paid == {"outcome": "committed"}, (
+            f"the set-up's payment did not commit: {paid}")
         state.execute("DELETE FROM checkpoints")  # a lost checkpoint
-        assert paying.checkpoints(state) == []
-    assert ask(db, room_for) == "budget_action_limit"
+        assert paying.checkpoints(state) == [], "the set-up's checkpoint stayed"
+    said = ask(db, room_for)
+    assert said == "budget_action_limit", (
+        f"a second payment in a round of one was answered {said!r}: the count"
+        " must come from the service's payment rows, not the worker's"
+        " checkpoints (one was lost)")
 
 
 @pytest.mark.parametrize(
@@ -99,15 +109,25 @@ def test_action_limit_from_rows_not_checkpoints(tmp_path, room_for):
 def test_currency_caps(tmp_path, room_for, caps, amount, currency, reason):
     db = service(tmp_path, max_actions=5, currency_caps=caps)
     payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
-    assert ask(db, room_for, amount, currency) == reason
+    said = ask(db, room_for, amount, currency)
+    assert said == reason, (
+        f"{amount} {currency} after 4000 USD paid, caps {caps}: answered"
+        f" {said!r}, not {reason!r} (a currency without a cap allows nothing;"
+        " the cap itself is allowed)")
 
 
 def test_a_new_round_starts_after_the_last_payment(tmp_path, room_for):
     db = service(tmp_path, max_actions=1, currency_caps={"USD": 4000})
     payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
     committed = authority.payment_history(db, "k1")["committed_unix"]
-    assert ask(db, room_for, round_start=committed) == "budget_action_limit"
-    assert ask(db, room_for, round_start=committed + 0.001) is None
+    said = ask(db, room_for, round_start=committed)
+    assert said == "budget_action_limit", (
+        f"a round starting at the last payment's commit was answered {said!r}:"
+        " a payment committed at the round's start belongs to the round")
+    said = ask(db, room_for, round_start=committed + 0.001)
+    assert said is None, (
+        f"a round starting just after the last payment was answered {said!r}:"
+        " an earlier round's payments do not count")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +140,11 @@ def test_which_payments_belong_to_the_round(tmp_path, room_for, committed_unix,
                                             reason):
     db = service(tmp_path, max_actions=1, currency_caps={"USD": 8000})
     paid_at(db, "k1", 1000, "USD", committed_unix)
-    assert ask(db, room_for, 1000, round_start=ROUND) == reason
+    said = ask(db, room_for, 1000, round_start=ROUND)
+    assert said == reason, (
+        f"a payment committed at {committed_unix} (round starts {ROUND}):"
+        f" answered {said!r}, not {reason!r} (a row without evidence counts in"
+        " every round)")
 
 
 def test_the_cap_counts_this_rounds_cents_in_this_currency(tmp_path, room_for):
@@ -128,9 +152,16 @@ def test_the_cap_counts_this_rounds_cents_in_this_currency(tmp_path, room_for):
     paid_at(db, "old", 6000, "USD", ROUND - 3600)  # last round's
     paid_at(db, "eur", 500, "EUR", ROUND + 1)  # this round, another currency
     paid_at(db, "new", 4000, "USD", ROUND + 2)
-    assert ask(db, room_for, 4000, round_start=ROUND) is None
-    assert ask(db, room_for, 4001, round_start=ROUND) == "budget_currency_cap"
-    assert ask(db, room_for, 1, "EUR", round_start=ROUND) == "budget_currency_cap"
+    said = ask(db, room_for, 4000, round_start=ROUND)
+    assert said is None, (
+        f"4000 USD beside this round's 4000 USD under an 8000 cap: answered"
+        f" {said!r}; last round's 6000 and this round's EUR do not count")
+    said = ask(db, room_for, 4001, round_start=ROUND)
+    assert said == "budget_currency_cap", (
+        f"4001 USD beside this round's 4000 under an 8000 cap: answered {said!r}")
+    said = ask(db, room_for, 1, "EUR", round_start=ROUND)
+    assert said == "budget_currency_cap", (
+        f"1 EUR beside this round's 500 under a 500 cap: answered {said!r}")
 
 
 # --- any ledger: the answer against the rules, written out plainly ----------
@@ -180,8 +211,11 @@ def test_any_ledger_is_judged_by_the_rules(room_for, max_actions, caps, ledger,
         payments.install(db, max_actions=max_actions, currency_caps=caps)
         for n, (order, cents, paid_in, at) in enumerate(ledger):
             paid_at(db, f"k{n}", cents, paid_in, at, order)
-        assert ask(db, room_for, amount, currency, round_start=ROUND) == (
-            by_the_rules(max_actions, caps, ledger, amount, currency))
+        said = ask(db, room_for, amount, currency, round_start=ROUND)
+        rules = by_the_rules(max_actions, caps, ledger, amount, currency)
+        assert said == rules, (
+            f"{amount} {currency} with max_actions {max_actions}, caps {caps},"
+            f" ledger {ledger}: answered {said!r}, the rules say {rules!r}")
 
 
 def test_the_callers_transaction_and_lock_survive(tmp_path, room_for):
@@ -190,5 +224,8 @@ def test_the_callers_transaction_and_lock_survive(tmp_path, room_for):
     plain BEGIN again lets a rival pay between the count and the insert."""
     db = service(tmp_path, max_actions=2, currency_caps={"USD": 8000})
     payments.issue_payment(db, "k1", "PO-1", 4000, "USD")
-    assert ask(db, room_for) is None
-    assert ask(db, room_for, 4001) == "budget_currency_cap"
+    said = ask(db, room_for)
+    assert said is None, f"a payment that fits was refused ({said!r})"
+    said = ask(db, room_for, 4001)
+    assert said == "budget_currency_cap", (
+        f"4001 USD beside 4000 under an 8000 cap: answered {said!r}")

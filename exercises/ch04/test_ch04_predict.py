@@ -48,4 +48,7 @@ def test_prediction_matches_the_ledger(sealed, tmp_path, boundary):
     open no database and read nothing under ``solutions/``."""
     predicted = sealed("ch04", "predict", "solutions", "experiment").predict(
         boundary)
-    assert predicted == observe(tmp_path, boundary)
+    observed = observe(tmp_path, boundary)
+    assert predicted == observed, (
+        f"the prediction for a kill at {boundary} is not what the ledger shows:"
+        f" predicted {predicted}, observed {observed}")

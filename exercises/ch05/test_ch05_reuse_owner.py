@@ -58,9 +58,16 @@ def conn(tmp_path):
 def test_the_old_claim_is_refused_as_superseded(mod, conn):
     work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
     old, new, refusal = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
-    assert old.owner == new.owner == "shop-worker"
-    assert (old.generation, new.generation) == (1, 2)
-    assert isinstance(refusal, fence.StaleClaim) and refusal.reason == "superseded"
+    assert old.owner == new.owner == "shop-worker", (
+        f"the two claims are owned by {old.owner!r} and {new.owner!r}: both must"
+        " be taken under the one label 'shop-worker'")
+    assert (old.generation, new.generation) == (1, 2), (
+        f"the claims have generations {old.generation} and {new.generation}:"
+        " the replacement must claim the same work again (generation 2)")
+    assert isinstance(refusal, fence.StaleClaim) and refusal.reason == "superseded", (
+        f"the old claim's finish was answered {refusal!r}, not a StaleClaim"
+        " 'superseded': the fence must refuse it for its generation, whatever"
+        " its owner is called")
 
 
 def test_the_refusal_is_the_one_the_database_gave(mod, conn, finishes):
@@ -73,28 +80,44 @@ def test_the_refusal_is_the_one_the_database_gave(mod, conn, finishes):
     assert offered, "fence.finish was never offered the old claim"
     assert any(call["raised"] is refusal for call in offered), (
         "the refusal returned is not the one fence.finish raised")
-    assert all(call["claim"] != new for call in finishes)  # the live claim goes on
+    assert all(call["claim"] != new for call in finishes), (
+        "the live claim (generation 2) was finished too: only the old claim"
+        " is offered to fence.finish, the live one goes on")
 
 
 def test_nothing_the_old_holder_tried_is_stored(mod, conn):
     work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
     old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
     row = claims.work_row(conn, work)
-    assert (row["status"], row["generation"], row["outcome"]) == ("RUNNING", 2, None)
-    refused = conn.execute("SELECT generation, action FROM refusals").fetchall()
-    assert [tuple(r) for r in refused] == [(1, "finish")]
-    granted = conn.execute("SELECT generation, owner FROM claims ORDER BY generation")
-    assert [tuple(r) for r in granted] == [(1, "shop-worker"), (2, "shop-worker")]
-    assert new.expires == pytest.approx(old.expires + 5)
+    found = (row["status"], row["generation"], row["outcome"])
+    assert found == ("RUNNING", 2, None), (
+        "the old holder's finish changed the work row (status, generation,"
+        f" outcome = {found}): a refused finish must store nothing")
+    refused = [tuple(r) for r in conn.execute(
+        "SELECT generation, action FROM refusals").fetchall()]
+    assert refused == [(1, "finish")], (
+        f"the refusals table holds {refused}, not one refused finish of"
+        " generation 1: the refusal must come from the fence, once")
+    granted = [tuple(r) for r in conn.execute(
+        "SELECT generation, owner FROM claims ORDER BY generation")]
+    assert granted == [(1, "shop-worker"), (2, "shop-worker")], (
+        f"the claims table holds {granted}, not two claims under 'shop-worker'")
+    assert new.expires == pytest.approx(old.expires + 5), (
+        f"the replacement's lease ends at {new.expires}, not one ttl after the"
+        f" first lease's end ({old.expires} + 5): it must claim once that lease"
+        " ended")
 
 
 def test_labels_tell_two_claims_under_one_owner_apart(mod, conn):
     work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
     old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
     first, second = mod.claim_label(old), mod.claim_label(new)
-    assert first != second
+    assert first != second, (
+        f"both claims got the label {first!r}: a label must tell two claims"
+        " under one owner apart (their generation)")
     for label in (first, second):
-        assert "shop-worker" in label and work in label
+        assert "shop-worker" in label and work in label, (
+            f"the label {label!r} does not name its owner and its work")
 
 
 def test_a_label_depends_on_the_claim_alone(mod, conn):
@@ -105,9 +128,14 @@ def test_a_label_depends_on_the_claim_alone(mod, conn):
     old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
     for claim in (old, new):
         copy = dataclasses.replace(claim)  # an equal claim, another object
-        assert copy is not claim
-        assert mod.claim_label(copy) == mod.claim_label(claim)
-        assert mod.claim_label(claim) == mod.claim_label(claim)
+        assert copy is not claim, "the set-up could not copy the claim"
+        assert mod.claim_label(copy) == mod.claim_label(claim), (
+            f"an equal copy of a claim got {mod.claim_label(copy)!r}, the claim"
+            f" {mod.claim_label(claim)!r}: the label is made of the object"
+            " (id, address), not of the claim's fields")
+        assert mod.claim_label(claim) == mod.claim_label(claim), (
+            "one claim labelled twice got two labels: the label is made of the"
+            " clock or a counter, not of the claim")
 
 
 LABELS_IN_A_CHILD = r"""
@@ -131,7 +159,8 @@ def labels_in_another_process(mod, found: list, hash_seed: str) -> list:
          json.dumps([dataclasses.asdict(claim) for claim in found])],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONHASHSEED": hash_seed})
-    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.returncode == 0, (
+        "claim_label failed in another process: " + ran.stderr[-2000:])
     return json.loads(ran.stdout.splitlines()[-1])
 
 
@@ -143,9 +172,13 @@ def test_another_process_gives_a_claim_the_same_label(mod, conn):
     work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
     old, new, _ = mod.replace_under_same_label(conn, work, "shop-worker", 5, T0)
     here = [mod.claim_label(old), mod.claim_label(new)]
-    assert here[0] != here[1]
+    assert here[0] != here[1], f"both claims got the label {here[0]!r}"
     for seed in ("1", "2"):
-        assert labels_in_another_process(mod, [old, new], seed) == here, seed
+        there = labels_in_another_process(mod, [old, new], seed)
+        assert there == here, (
+            f"another process (PYTHONHASHSEED={seed}) labels the claims {there},"
+            f" this one {here}: a label made of hash() names a claim only in"
+            " the process that printed it")
 
 
 # --- generated claims -------------------------------------------------------
@@ -171,7 +204,12 @@ def test_two_claims_share_a_label_only_when_they_are_one_claim(mod, one, other):
     same_claim = (one.id, one.generation) == (other.id, other.generation)
     if same_claim:
         other = dataclasses.replace(one)  # one claim: the row fixes the rest
-    assert (mod.claim_label(one) == mod.claim_label(other)) == same_claim
+    shared = mod.claim_label(one) == mod.claim_label(other)
+    assert shared == same_claim, (
+        f"claims {one.id} gen {one.generation} and {other.id} gen"
+        f" {other.generation} {'share' if shared else 'do not share'} a label:"
+        " two claims share one exactly when their work and generation are the"
+        f" same (labels {mod.claim_label(one)!r}, {mod.claim_label(other)!r})")
 
 
 @settings(max_examples=25, deadline=None,
@@ -189,8 +227,17 @@ def test_any_lease_and_label_the_old_claim_is_refused(mod, ttl, start, owner):
         work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
         old, new, refusal = mod.replace_under_same_label(conn, work, owner, ttl,
                                                          start)
-        assert (old.owner, new.owner, new.generation) == (owner, owner, 2)
-        assert refusal.reason == "superseded"
+        found = (old.owner, new.owner, new.generation)
+        assert found == (owner, owner, 2), (
+            f"with owner {owner!r}, ttl {ttl}, the claims are (old owner, new"
+            f" owner, new generation) = {found}, not ({owner!r}, {owner!r}, 2)")
+        assert refusal.reason == "superseded", (
+            f"with ttl {ttl} from {start}, the old claim was refused as"
+            f" {refusal.reason!r}, not 'superseded'")
         granted = conn.execute("SELECT claimed_at FROM claims WHERE generation = 2")
-        assert granted.fetchone()[0] == old.expires
-        assert mod.claim_label(old) != mod.claim_label(new)
+        claimed_at = granted.fetchone()[0]
+        assert claimed_at == old.expires, (
+            f"the replacement claimed at {claimed_at}, not when the first lease"
+            f" ended ({old.expires}): with ttl {ttl} from {start}")
+        assert mod.claim_label(old) != mod.claim_label(new), (
+            f"with owner {owner!r} both claims got one label")

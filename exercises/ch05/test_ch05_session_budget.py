@@ -44,7 +44,9 @@ def db(tmp_path, mod):
 def both_claimed(conn):
     first = claims.claim(conn, "w1", ttl=30)
     second = claims.claim(conn, "w2", ttl=30)
-    assert first and second and first.session != second.session
+    assert first and second and first.session != second.session, (
+        "the set-up could not claim flour and sugar for two sessions: has"
+        f" install() changed the work table? {first!r} {second!r}")
     return first, second
 
 
@@ -56,14 +58,24 @@ def total(conn):
 def test_only_the_affordable_reservation_is_admitted(mod, db):
     with opened(db) as conn:
         flour, sugar = both_claimed(conn)
-        assert mod.reserve(conn, flour, "key-flour", 600, CEILING) is True
-        assert mod.reserve(conn, sugar, "key-sugar", 600, CEILING) is False
-        assert mod.reserve(conn, sugar, "key-sugar-small", 400, CEILING) is True
-        assert total(conn) == CEILING
+        assert mod.reserve(conn, flour, "key-flour", 600, CEILING) is True, (
+            "600 of an empty 1,000 account was refused: reserve() must answer"
+            " True when the reservation fits")
+        assert mod.reserve(conn, sugar, "key-sugar", 600, CEILING) is False, (
+            "a second 600 was admitted beside the first: the ceiling must count"
+            " every session's reservations, not only this session's")
+        assert mod.reserve(conn, sugar, "key-sugar-small", 400, CEILING) is True, (
+            "400 that exactly fills the 1,000 ceiling was refused: the ceiling"
+            " itself is allowed (<=, not <)")
+        assert total(conn) == CEILING, (
+            f"the reservations table sums to {total(conn)}, not {CEILING}: a"
+            " refused reservation left a row, or an admitted one wrote none")
         kept = conn.execute(
             "SELECT operation_key, work_id FROM reservations ORDER BY operation_key")
-        assert [tuple(r) for r in kept] == [("key-flour", flour.id),
-                                            ("key-sugar-small", sugar.id)]
+        kept = [tuple(r) for r in kept]
+        assert kept == [("key-flour", flour.id), ("key-sugar-small", sugar.id)], (
+            "the reservation rows do not name the admitted keys and their work:"
+            f" {kept}")
 
 
 # --- a holder that is no longer current, each way it can stop being so -------
@@ -72,7 +84,8 @@ def test_only_the_affordable_reservation_is_admitted(mod, db):
 def superseded(conn, claim):
     conn.execute("UPDATE work SET expires = :past WHERE id = :id",
                  {"past": T_PAST, "id": claim.id})
-    assert claims.claim(conn, claim.owner, ttl=30, work_id=claim.id) is not None
+    assert claims.claim(conn, claim.owner, ttl=30, work_id=claim.id) is not None, (
+        "the set-up could not take the lapsed work over (a new generation)")
 
 
 def lapsed(conn, claim):  # its lease ran out and nobody came after it
@@ -106,7 +119,10 @@ def test_a_holder_that_is_not_current_reserves_nothing(mod, db, stale):
         stale(conn, flour)
         with pytest.raises(fence.StaleClaim):
             mod.reserve(conn, flour, "key-flour", 100, CEILING)
-        assert count_rows(conn, "reservations") == 0
+        assert count_rows(conn, "reservations") == 0, (
+            f"a holder that was {stale.__name__} still wrote a reservation row:"
+            " the fence must be checked in the same transaction, before the"
+            " insert")
 
 
 def test_a_lease_that_ran_out_on_the_clock_reserves_nothing(mod, db):
@@ -122,10 +138,14 @@ def test_a_lease_that_ran_out_on_the_clock_reserves_nothing(mod, db):
                    what="the flour lease run out")
         with pytest.raises(fence.StaleClaim):
             mod.reserve(conn, flour, "key-flour", 100, CEILING)
-        assert count_rows(conn, "reservations") == 0
+        assert count_rows(conn, "reservations") == 0, (
+            "a holder whose lease ran out on the clock still wrote a"
+            " reservation: the fence must judge the lease by the store's clock")
         row = claims.work_row(conn, flour.id)
-        assert (row["status"], row["generation"], row["expires"]) == (
-            claims.RUNNING, 1, flour.expires)  # the row is as the claim left it
+        found = (row["status"], row["generation"], row["expires"])
+        assert found == (claims.RUNNING, 1, flour.expires), (
+            "reserve() rewrote the work row (status, generation, expires ="
+            f" {found}): the fence reads the claim, it never renews or changes it")
 
 
 def test_a_lease_that_ran_out_and_was_taken_over_reserves_nothing(mod, db):
@@ -137,12 +157,17 @@ def test_a_lease_that_ran_out_and_was_taken_over_reserves_nothing(mod, db):
         wait_until(lambda: store.now(conn) > flour.expires, timeout=30,
                    what="the flour lease run out")
         taken = claims.claim(conn, "w2", ttl=30, work_id=flour.id)
-        assert taken is not None and taken.generation == 2
+        assert taken is not None and taken.generation == 2, (
+            f"the set-up's replacement did not get generation 2: {taken!r}")
         with pytest.raises(fence.StaleClaim):
             mod.reserve(conn, flour, "key-flour", 600, CEILING)
-        assert mod.reserve(conn, taken, "key-flour-2", 600, CEILING) is True
-        kept = conn.execute("SELECT operation_key, amount_cents FROM reservations")
-        assert [tuple(r) for r in kept] == [("key-flour-2", 600)]
+        assert mod.reserve(conn, taken, "key-flour-2", 600, CEILING) is True, (
+            "the replacement (generation 2) was refused its 600: the old"
+            " holder's refused attempt must leave nothing that counts")
+        kept = [tuple(r) for r in conn.execute(
+            "SELECT operation_key, amount_cents FROM reservations")]
+        assert kept == [("key-flour-2", 600)], (
+            f"the reservations are {kept}, not only the replacement's 600")
 
 
 def test_a_finished_order_still_holds_its_reservation(mod, db):
@@ -151,11 +176,17 @@ def test_a_finished_order_still_holds_its_reservation(mod, db):
     not give its 600 back to the account."""
     with opened(db) as conn:
         flour, sugar = both_claimed(conn)
-        assert mod.reserve(conn, flour, "key-flour", 600, CEILING) is True
+        assert mod.reserve(conn, flour, "key-flour", 600, CEILING) is True, (
+            "600 of an empty 1,000 account was refused")
         fence.finish(conn, flour, claims.DONE, "ordered")
-        assert mod.reserve(conn, sugar, "key-sugar", 600, CEILING) is False
-        assert mod.reserve(conn, sugar, "key-sugar-small", 400, CEILING) is True
-        assert total(conn) == CEILING
+        assert mod.reserve(conn, sugar, "key-sugar", 600, CEILING) is False, (
+            "finished work's 600 was given back to the account: the ceiling"
+            " must count every committed reservation, finished work's too")
+        assert mod.reserve(conn, sugar, "key-sugar-small", 400, CEILING) is True, (
+            "400 that exactly fills the ceiling beside finished work's 600 was"
+            " refused")
+        assert total(conn) == CEILING, (
+            f"the reservations sum to {total(conn)}, not {CEILING}")
 
 
 @pytest.mark.parametrize(("amount", "refusal"), [
@@ -165,7 +196,8 @@ def test_bad_amount_is_refused_before_writing(mod, db, amount, refusal):
         flour, _ = both_claimed(conn)
         with pytest.raises(refusal):
             mod.reserve(conn, flour, "key", amount, CEILING)
-        assert count_rows(conn, "reservations") == 0
+        assert count_rows(conn, "reservations") == 0, (
+            f"the bad amount {amount!r} was refused only after a row was written")
 
 
 @settings(max_examples=30, deadline=None,
@@ -185,9 +217,15 @@ def test_any_sequence_of_asks_is_admitted_by_the_account(mod, ceiling, asks):
             for n, (from_flour, amount) in enumerate(asks):
                 claim = flour if from_flour else sugar
                 fits = reserved + amount <= ceiling
-                assert mod.reserve(conn, claim, f"key-{n}", amount, ceiling) is fits
+                said = mod.reserve(conn, claim, f"key-{n}", amount, ceiling)
+                assert said is fits, (
+                    f"ask {n + 1} ({amount} with {reserved} of {ceiling} reserved)"
+                    f" answered {said!r}, not {fits}: admit exactly when what is"
+                    " reserved plus the ask fits the ceiling")
                 reserved += amount if fits else 0
-            assert total(conn) == reserved
+            assert total(conn) == reserved, (
+                f"the reservations sum to {total(conn)}, not the {reserved}"
+                " admitted: a refused ask left a row, or an admitted one none")
 
 
 # --- a rival reservation at every statement boundary -------------------------
@@ -241,11 +279,25 @@ def test_a_rival_at_any_statement_cannot_get_both_through(mod, tmp_path):
     your write lock keeps out runs after you): one of the two is admitted,
     never both, whichever statement it lands before."""
     count = statements_of(mod, queued(tmp_path / "probe.db", mod))
-    assert count >= 2
+    assert count >= 2, (
+        f"one reservation ran {count} SQL statement(s): reading the account and"
+        " writing the row cannot both be in it")
     for boundary in range(1, count + 1):
         ran = race_at(mod, queued(tmp_path / f"at-{boundary}.db", mod), boundary)
-        assert sorted([ran["flour"], ran["sugar"]]) == [False, True], boundary
-        assert ran["total"] == 600, boundary
+        answers = sorted([ran["flour"], ran["sugar"]])
+        assert answers != [True, True], (
+            f"the rival's reservation was admitted beside yours when it ran"
+            f" before your statement {boundary} of {count}: the ceiling was"
+            " read outside the write lock (take it, BEGIN IMMEDIATE, before"
+            f" reading the account); answers flour={ran['flour']!r}"
+            f" sugar={ran['sugar']!r}")
+        assert answers == [False, True], (
+            f"with the rival before your statement {boundary} of {count},"
+            f" neither 600 was admitted (flour={ran['flour']!r},"
+            f" sugar={ran['sugar']!r}): one of them fits and must get through")
+        assert ran["total"] == 600, (
+            f"with the rival before your statement {boundary} of {count}, the"
+            f" reservations sum to {ran['total']}, not the one admitted 600")
 
 
 # --- two real processes -------------------------------------------------------
@@ -304,7 +356,13 @@ def test_two_processes_cannot_both_get_through(mod, db):
     with opened(db) as conn:
         kept = [tuple(r) for r in conn.execute(
             "SELECT operation_key, amount_cents FROM reservations")]
-        assert total(conn) == 600 and len(kept) == 1, kept
+        assert total(conn) == 600 and len(kept) == 1, (
+            "two processes released together left the reservations"
+            f" {kept}, not one 600: only a lock in the database keeps the second"
+            " out (each process has its own memory)")
     admitted = [key for key, said in zip(("key-flour", "key-sugar"), answers,
                                          strict=True) if said is True]
-    assert [key for key, _ in kept] == admitted
+    assert [key for key, _ in kept] == admitted, (
+        f"the processes said {admitted} were admitted, the table keeps"
+        f" {[key for key, _ in kept]}: reserve() answered something it did not"
+        " commit")

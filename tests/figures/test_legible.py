@@ -14,6 +14,7 @@ here fails the last test.
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -23,11 +24,21 @@ pytest.importorskip("matplotlib")
 from matplotlib.text import Text  # noqa: E402
 
 from crashcourse import figures  # noqa: E402
-from crashcourse.figures import partition, powerloss, scaling, workflow  # noqa: E402
+from crashcourse.figures import (  # noqa: E402
+    evidence,
+    partition,
+    powerloss,
+    scaling,
+    workflow,
+)
 
 PAD_INCHES = 0.1  # matplotlib's pad around a bbox_inches="tight" PNG
-MODULES = (figures, partition, powerloss, scaling, workflow)
-NOT_FIGURES = {"new_figure", "count_ticks", "point_outcome", "partition_lanes"}
+MODULES = (figures, evidence, partition, powerloss, scaling, workflow)
+NOT_FIGURES = {"new_figure", "count_ticks", "point_outcome", "partition_lanes",
+               "trial_timeline", "evidence_trials", "shown_part", "trial_name",
+               "read_evidence", "write", "main"}
+# a quick run of chapter 06's checkpoint (8 trials), as make checkpoints writes it
+CH06_EVIDENCE = Path(__file__).parent / "data" / "ch06_worker_recovery_quick.json"
 
 STEPS = [str(n) for n in range(1, 44)]
 JOURNAL = {("journal", n): "ok" if int(n) < 32 else "doubt" if n == "32" else "idle"
@@ -84,6 +95,8 @@ CASES = {
         {"no row yet": "idle", "a step in doubt": "doubt", "between steps": "info",
          "every step confirmed": "ok"}, title="every SIGKILL", span=(0, 43),
         xlabel="the journal's last row at the kill"),
+    "draw": lambda: evidence.draw(evidence.read_evidence(CH06_EVIDENCE),
+                                  title="crashcourse/ch06_worker_recovery/1"),
     "claims_per_host": lambda: partition.claims_per_host(
         {f"{host}-{n}": 10 + n for host in "ab" for n in range(4)}),
     "partition_timeline": lambda: partition.partition_timeline(ROWS, 1.0, 2.6),

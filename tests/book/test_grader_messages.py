@@ -1,0 +1,85 @@
+"""Every grader's failing assertion says the mistake in a sentence (issue 32).
+
+``make exercise`` prints one line per failing test: the test's name in words
+and the assertion's message (exercises/conftest.py why_it_failed). A bare
+``assert [True, True] == [False, True]`` gives the reader only what was
+compared; a message says what the answer did wrong, then the detail. This
+check reads every grader (exercises/chNN/test_*.py) and finds each ``assert``
+without a message.
+
+PENDING holds the graders not yet converted, with how many bare asserts each
+still has: a count may only go down (and a file leaves the list at 0); a
+grader not listed must have none, so the class stays fixed where it is fixed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GRADERS = sorted((ROOT / "exercises").glob("ch[0-9][0-9]/test_*.py"))
+
+PENDING = {
+    "ch01/test_ch01_apply_checked.py": 42,
+    "ch01/test_ch01_place_order.py": 10,
+    "ch02/test_ch02_grader.py": 14,
+    "ch02/test_ch02_resume.py": 27,
+    "ch03/test_ch03_replay_first.py": 24,
+    "ch03/test_ch03_terms.py": 12,
+    "ch06/test_ch06_cancel_delayed.py": 22,
+    "ch06/test_ch06_unfenced_quote.py": 17,
+    "ch07/test_ch07_end_state.py": 7,
+    "ch07/test_ch07_predict.py": 10,
+    "ch07/test_ch07_probes.py": 8,
+    "ch07/test_ch07_reorder.py": 11,
+    "ch08/test_ch08_compensation.py": 28,
+    "ch08/test_ch08_predict.py": 15,
+    "ch08/test_ch08_transition.py": 45,
+    "ch09/test_ch09_may_run.py": 31,
+    "ch09/test_ch09_notify_once.py": 27,
+    "ch09/test_ch09_which_decision.py": 4,
+    "ch10/test_ch10_fenced_finish.py": 29,
+    "ch10/test_ch10_lease_clock.py": 19,
+    "ch10/test_ch10_which_lands.py": 4,
+    "ch11/test_ch11_breaking_point.py": 3,
+    "ch11/test_ch11_one_fsync.py": 8,
+    "ch11/test_ch11_predict.py": 2,
+    "ch12/test_ch12_action_key.py": 11,
+    "ch12/test_ch12_guard_tool.py": 11,
+    "ch12/test_ch12_predict.py": 4,
+}
+
+
+def bare_asserts(source: str) -> list[int]:
+    """The line of each ``assert`` in ``source`` that carries no message."""
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Assert) and node.msg is None]
+
+
+def test_the_graders_are_found():
+    assert len(GRADERS) >= 30, f"only {len(GRADERS)} graders under exercises/"
+
+
+def test_every_assert_in_a_grader_says_what_went_wrong():
+    found = {p.relative_to(ROOT / "exercises").as_posix(): bare_asserts(p.read_text())
+             for p in GRADERS}
+    unexpected = {name: lines for name, lines in found.items()
+                  if len(lines) > PENDING.get(name, 0)}
+    assert unexpected == {}, (
+        "these graders have asserts without a message (file: lines); give each"
+        " a sentence of what the answer did wrong, then the detail:"
+        f" {unexpected}")
+    done = sorted(name for name, count in PENDING.items()
+                  if len(found.get(name, [])) < count)
+    assert done == [], (
+        f"fewer bare asserts than PENDING says in {done}: lower their counts"
+        " (or remove them at 0), so the class cannot come back")
+
+
+def test_the_check_sees_a_bare_assert():
+    """Its negative control: a bare assert is found, one with a message not."""
+    assert bare_asserts("def test_x():\n    assert 1 == 2\n") == [2], (
+        "a bare assert was not found")
+    assert bare_asserts("def test_x():\n    assert 1 == 2, 'one is not two'\n"
+                        ) == [], "an assert with a message was counted as bare"
