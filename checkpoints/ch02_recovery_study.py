@@ -9,8 +9,9 @@ USD), starts the real ``pay_invoice`` worker, SIGKILLs it at a registered
 boundary (except the uninterrupted runs), optionally revokes the approval,
 and starts a replacement. In the ``recovery_killed_*`` trials recovery dies
 too: ``RECOVERY_KILLS`` replacements in a row are SIGKILLed at random instants
-(uniform over the lifetime of an uninterrupted run, measured first; drawn from
-``--seed``) before a last one runs to its end.
+(uniform over the life of a replacement in the same situation, measured
+first; drawn from ``--seed``) before a last one runs to its end. A replacement
+counts as killed only if it exited -9 (one can still end before its instant).
 
 The grader reads the durable rows of two files: the payment service's
 payments and the worker's own checkpoint. Each snapshot holds the rows and,
@@ -238,31 +239,38 @@ def identity(spec: Intervention, repetition: int) -> dict:
             "detected": False}
 
 
-def lifetime(harness: Harness, directory: Path) -> dict:
-    """How long an uninterrupted reference run lives on this machine, now: the
-    span the random instants are drawn from."""
-    spec = Intervention("span", None, REF, False, 1)
-    db = fresh_database(directory, spec, 0)
+def lifetime(harness: Harness, directory: Path, spec: Intervention) -> dict:
+    """How long a replacement lives on this machine, now, in ``spec``'s
+    situation (its worker killed at its boundary, a replacement run to its
+    end): the span its random instants are drawn from, so that they fall
+    within the life they are meant to cut short."""
+    db = fresh_database(directory, spec._replace(name=f"span-{spec.name}"), 0)
+    interrupt(harness, spec, db, monotonic)
     started = monotonic()
-    harness.run(worker_args(db, REF), experiment.TIMEOUT)
+    harness.run(worker_args(db, spec.retry), experiment.TIMEOUT)
     return {"span_s": monotonic() - started}
 
 
-def run_study(repetitions: int, seed: int = 2) -> tuple[list[dict], float]:
-    """Every intervention x ``repetitions``, each in a fresh database; and the
-    span (seconds) the recovery kills were drawn over."""
-    [measured] = experiment.run_trials([experiment.Trial("span")], lifetime,
-                                       progress=False)
-    if "error" in measured:  # no span, no instants: nothing to study
-        raise RuntimeError(f"the uninterrupted run failed: {measured['error']}")
-    span, rng = measured["span_s"], random.Random(seed)
+def run_study(repetitions: int, seed: int = 2) -> tuple[list[dict], dict]:
+    """Every intervention x ``repetitions``, each in a fresh database; and,
+    per recovery-killed intervention, the span (seconds) its kills were drawn
+    over."""
+    killing = [spec for spec in INTERVENTIONS if spec.recovery_kills]
+    measured = experiment.run_trials(
+        [experiment.Trial(f"span {spec.name}", {}, (spec,)) for spec in killing],
+        lifetime, progress=False)
+    if failed := [m["error"] for m in measured if "error" in m]:
+        # no span, no instants: nothing to study
+        raise RuntimeError(f"a replacement's run failed: {failed[0]}")
+    spans = {spec.name: m["span_s"] for spec, m in zip(killing, measured, strict=True)}
+    rng = random.Random(seed)
     plan = [experiment.Trial(f"{spec.name} #{repetition}",
                              identity(spec, repetition),
                              (spec, repetition, tuple(
-                                 rng.random() * span
+                                 rng.random() * spans[spec.name]
                                  for _ in range(spec.recovery_kills))))
             for repetition in range(1, repetitions + 1) for spec in INTERVENTIONS]
-    return experiment.run_trials(plan, run_trial), span
+    return experiment.run_trials(plan, run_trial), spans
 
 
 def summarize(trials: list[dict]) -> dict:
@@ -295,10 +303,15 @@ def summarize(trials: list[dict]) -> dict:
 
 def run(args) -> tuple[dict, list[dict]]:
     repetitions = 1 if args.quick else args.repetitions
-    trials, span = run_study(repetitions, args.seed)
-    return summarize(trials) | {"repetitions": repetitions, "seed": args.seed,
-                                "recovery_kills": RECOVERY_KILLS,
-                                "span_ms": round(span * 1000, 3)}, trials
+    trials, spans = run_study(repetitions, args.seed)
+    return summarize(trials) | {
+        "repetitions": repetitions, "seed": args.seed,
+        "recovery_kills": RECOVERY_KILLS,
+        "span_ms": {name: round(span * 1000, 3) for name, span in spans.items()},
+        "replacements_killed": sum(a["returncode"] == -9 for t in trials
+                                   for a in t.get("recovery_killed", ())),
+        "replacements_given_an_instant": sum(len(t.get("recovery_killed", ()))
+                                             for t in trials)}, trials
 
 
 main = experiment.script(

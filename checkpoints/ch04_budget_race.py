@@ -11,11 +11,14 @@ assistant's own file; the other has neither.
 
 Its negative control, ``race_read_first``: the same race run by the mutant
 ``charge_read_first``, which counts the budget BEFORE it takes the write
-lock. Both mutant racers are held where that leaves a gap (boundary
-``budget_read``: counted, lock not yet taken) and released together, so the
-race lands in the gap every time. Such a trial holds when the grader sees
-what the mutant does: both racers paid, one unit over the allowance. (The
-reference has no such gap: it counts inside the lock.)
+lock, its racers held at the SAME barrier (``before_payment``) and released
+together. Nothing holds them in the mutant's gap (counted, lock not yet
+taken): the race lands there only when the two really overlap, so this shows
+that the reference's racers overlapped too. A mutant trial holds when its rows
+agree with each other, whether both racers paid (three payments on a budget
+of two, one unit and 4000 cents over) or the first locked before the second
+counted (one paid, as in the reference); the control is LOST, and the run
+fails, unless at least one mutant race paid twice.
 
 Kills (real SIGKILL, a budget of one payment):
 
@@ -27,7 +30,7 @@ Kills (real SIGKILL, a budget of one payment):
   key is refused because the allowance is spent (the refusal's reason must be
   ``budget_action_limit``, and no payment may appear).
 
-Each race runs ``--repetitions`` times (default 20; ``--quick``: twice), the
+Each race runs ``--repetitions`` times (default 20; ``--quick``: four times), the
 kills once each. Every count is read from the payment database
 (``budget_snapshot`` and the rows); exit statuses and the workers' printed
 reports are recorded, never counted.
@@ -53,9 +56,9 @@ WORKER = ("-m", "crashcourse.workers.charge")
 # Each race's worker and the boundary its racers are held at together.
 RACES = {"race": (WORKER, "before_payment"),
          "race_read_first": (("-m", "crashcourse.workers.charge_read_first"),
-                             "budget_read")}
+                             "before_payment")}  # the same barrier
 AMOUNT, CURRENCY = 4000, "USD"
-QUICK_REPETITIONS = 2
+QUICK_REPETITIONS = 4  # the control pays twice in ~9 of 10 races: 0 of 4 ~ 1e-4
 RACERS = ("racer-a", "racer-b")
 
 
@@ -110,15 +113,19 @@ def judge_race(final: dict) -> tuple[list[str], list[str], dict]:
 
 
 def judge_mutant_race(final: dict) -> tuple[list[str], list[str], dict]:
-    """What the grader must see of the mutant: both racers paid (and finished),
-    three payments on a budget of two, one unit and 4000 cents over."""
+    """The mutant's rows, consistent either way: every racer that paid
+    finished and the others did not, one payment per paying racer beside the
+    earlier one, and the budget charged for each (over it when both paid)."""
     won = [r for r in RACERS if f"pay-{r}" in final["keys"]]
     unfinished = [r for r in RACERS if r not in final["checkpointed_tasks"]]
+    remaining = final["budget"]["remaining_cents"][CURRENCY]
     checks = {
-        "both_racers_committed": won == list(RACERS),
-        "three_payments_in_all": len(final["keys"]) == 3,
-        "one_action_over": final["budget"]["remaining_actions"] == -1,
-        "cents_cap_exceeded": final["budget"]["remaining_cents"][CURRENCY] < 0,
+        "at_least_one_racer_committed": len(won) >= 1,
+        "only_the_payers_checkpointed": unfinished == [r for r in RACERS
+                                                       if r not in won],
+        "one_payment_per_payer": len(final["keys"]) == 1 + len(won),
+        "every_payment_charged": final["budget"]["remaining_actions"] == 1 - len(won),
+        "cents_charged": remaining == (1 - len(won)) * AMOUNT,
     }
     return won, unfinished, checks
 
@@ -221,6 +228,11 @@ def run(args) -> tuple[dict, list[dict]]:
     trials = experiment.run_trials(plan(n), run_one)
     two = {name: sum(t.get("committed", 0) > 1 for t in trials if t["trial"] == name)
            for name in RACES}
+    if two["race_read_first"] == 0:  # the control lost nothing: no overlap shown
+        for t in trials:
+            if t["trial"] == "race_read_first":
+                t["checks"]["some_mutant_race_paid_twice"] = False
+                t["holds"] = False
     summary = {"trials": len(trials), "held": sum(t["holds"] for t in trials),
                "race_repetitions": n,
                "races_with_two_commits": two["race"],

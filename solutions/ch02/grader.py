@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from crashcourse.store import opened
@@ -28,7 +29,7 @@ def overcharged_orders(
 ) -> dict[tuple[str, str], dict[str, int]]:
     """Every order charged beyond its approval, per currency."""
     with opened(service) as conn:  # the service's file is the only witness
-        found = conn.execute(OVERCHARGED, {"nothing": 0}).fetchall()
+        found = overcharged_rows(conn)
     return {
         (row["order_id"], row["currency"]): {
             "payments": row["payments"],
@@ -37,3 +38,8 @@ def overcharged_orders(
         }
         for row in found
     }
+
+
+def overcharged_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """The overcharged rows, read and nothing written."""
+    return conn.execute(OVERCHARGED, {"nothing": 0}).fetchall()

@@ -50,12 +50,9 @@ def notice_key(task: str, order: str, recipient: str = SUPPLIER) -> str:
     return operation_key(task, 3, "notify_supplier", {"to": recipient, "order": order})
 
 
-def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
-                    order: str, amount: int, currency: str, *,
-                    recipient: str = SUPPLIER,
-                    credential: str | None = None) -> dict:
-    """Tell the supplier that ``task`` paid ``order``: at most once per notice
-    key, given one live notifier (the provider takes no key of its own)."""
+def refuse_unless_notifiable(state: sqlite3.Connection, task: str, order: str,
+                             amount: int, currency: str, recipient: str) -> None:
+    """ValueError unless the arguments are well formed and ``task`` is paid."""
     check_text("task", task)
     check_text("order", order)
     check_amount(amount)
@@ -64,6 +61,15 @@ def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
         raise ValueError(f"not an address: {recipient!r}")
     if paying.load_checkpoint(state, task) is None:
         raise ValueError(f"task {task!r} is not paid: there is nothing to notify")
+
+
+def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
+                    order: str, amount: int, currency: str, *,
+                    recipient: str = SUPPLIER,
+                    credential: str | None = None) -> dict:
+    """Tell the supplier that ``task`` paid ``order``: at most once per notice
+    key, given one live notifier (the provider takes no key of its own)."""
+    refuse_unless_notifiable(state, task, order, amount, currency, recipient)
     install(state)
     key = notice_key(task, order, recipient)
     where = {"task": task, "key": key, "recipient": recipient}

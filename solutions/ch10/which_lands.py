@@ -43,14 +43,29 @@ def lands(history: list) -> list[bool]:
     row = {"generation": 0, "owner": None, "expires": None, "running": False}
     verdicts = []
     for event in history:
-        if isinstance(event, Claimed):
-            row = {"generation": row["generation"] + 1, "owner": event.owner,
-                   "expires": event.at + event.ttl, "running": True}
-        elif isinstance(event, Cancelled):  # a new generation nobody holds
-            row = {**row, "generation": row["generation"] + 1, "running": False}
+        if isinstance(event, Wrote):
+            verdicts.append(row["running"] and same_claim(row, event)
+                            and in_lease(row, event))
         else:
-            verdicts.append(row["running"]
-                            and (event.generation, event.owner)
-                            == (row["generation"], row["owner"])
-                            and event.at < row["expires"])
+            row = after(row, event)
     return verdicts
+
+
+def after(row: dict, event: Claimed | Cancelled) -> dict:
+    """The work row once a claim or the operator's cancel is applied."""
+    if isinstance(event, Claimed):
+        return {"generation": row["generation"] + 1, "owner": event.owner,
+                "expires": event.at + event.ttl, "running": True}
+    # a cancel: a new generation nobody holds
+    return {**row, "generation": row["generation"] + 1, "running": False}
+
+
+def same_claim(row: dict, write: Wrote) -> bool:
+    """The write's claim is the row's newest one: generation AND owner."""
+    return (write.generation, write.owner) == (row["generation"], row["owner"])
+
+
+def in_lease(row: dict, write: Wrote) -> bool:
+    """The database's instant of the write is before the lease's end (a claim
+    may take the work AT that end, so the two never share an instant)."""
+    return write.at < row["expires"]

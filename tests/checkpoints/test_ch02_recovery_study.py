@@ -141,8 +141,13 @@ def test_recovery_itself_was_killed_and_the_last_resume_pays_once(quick):
         assert len(attempts) == study.RECOVERY_KILLS == 3
         # SIGKILLed at the instant, or already ended on its own before it
         assert {a["returncode"] for a in attempts} <= {-9, 0}
-        assert all(0 <= a["planned_ms"] <= evidence["summary"]["span_ms"]
+        # drawn over the measured life of a replacement in this situation
+        assert all(0 <= a["planned_ms"] <= evidence["summary"]["span_ms"][name]
                    for a in attempts)
+    given = [a for t in trials.values() for a in t.get("recovery_killed", ())]
+    assert evidence["summary"]["replacements_given_an_instant"] == len(given) == 9
+    assert evidence["summary"]["replacements_killed"] == sum(
+        a["returncode"] == -9 for a in given) >= 1
     for name in ("recovery_killed_before_payment", "recovery_killed_after_payment"):
         rows = trials[name]["final_snapshot"]["rows"]
         assert len(rows["payments"]) == 1

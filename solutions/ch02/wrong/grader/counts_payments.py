@@ -21,22 +21,6 @@ SELECT p.order_id,
          ON a.order_id = p.order_id
         AND a.currency = p.currency   -- cents of one currency, never mixed
  GROUP BY p.order_id, p.currency
-HAVING count(*) > :allowed             -- one approval pays one invoice once
+HAVING count(*) > 1                   -- one approval pays one invoice once
  ORDER BY p.order_id, p.currency
 """
-
-
-def overcharged_orders(
-    service: str | Path,
-) -> dict[tuple[str, str], dict[str, int]]:
-    """Every order charged beyond its approval, per currency."""
-    with opened(service) as conn:  # the service's file is the only witness
-        found = conn.execute(OVERCHARGED, {"nothing": 0, "allowed": 1}).fetchall()
-    return {
-        (row["order_id"], row["currency"]): {
-            "payments": row["payments"],
-            "charged_cents": row["charged_cents"],
-            "approved_cents": row["approved_cents"],
-        }
-        for row in found
-    }

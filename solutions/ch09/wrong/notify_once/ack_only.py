@@ -18,14 +18,7 @@ def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
                     recipient: str = SUPPLIER,
                     credential: str | None = None) -> dict:
     """Tell the supplier that ``task`` paid ``order`` (one live notifier)."""
-    check_text("task", task)
-    check_text("order", order)
-    check_amount(amount)
-    check_currency(currency)
-    if "@" not in str(recipient):
-        raise ValueError(f"not an address: {recipient!r}")
-    if paying.load_checkpoint(state, task) is None:
-        raise ValueError(f"task {task!r} is not paid: there is nothing to notify")
+    refuse_unless_notifiable(state, task, order, amount, currency, recipient)
     install(state)
     key = notice_key(task, order, recipient)
     where = {"task": task, "key": key, "recipient": recipient}

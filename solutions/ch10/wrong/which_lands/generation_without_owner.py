@@ -9,16 +9,5 @@ Caught by ``another_worker_presents_the_live_generation`` (a history written out
 """
 
 
-def lands(history: list) -> list[bool]:
-    row = {"generation": 0, "expires": None, "running": False}
-    verdicts = []
-    for event in history:
-        if isinstance(event, Claimed):
-            row = {"generation": row["generation"] + 1,
-                   "expires": event.at + event.ttl, "running": True}
-        elif isinstance(event, Cancelled):
-            row = {**row, "generation": row["generation"] + 1, "running": False}
-        else:
-            verdicts.append(row["running"] and event.generation == row["generation"]
-                            and event.at < row["expires"])
-    return verdicts
+def same_claim(row, write):
+    return write.generation == row["generation"]  # whoever presents it

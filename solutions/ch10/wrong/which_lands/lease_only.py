@@ -10,28 +10,11 @@ Caught by ``cancelled_in_the_middle_of_a_lease``.
 """
 
 
-class Claimed(NamedTuple):
-    owner: str
-    at: float
-    ttl: float
-
-
-class Cancelled(NamedTuple):
-    at: float
-
-
-class Wrote(NamedTuple):
-    owner: str
-    generation: int
-    at: float
-    local_clock: float
-
-
 def lands(history: list) -> list[bool]:
     leases, verdicts = [], []
     for event in history:
         if isinstance(event, Claimed):
             leases.append(event.at + event.ttl)
-        elif isinstance(event, Wrote):
+        elif isinstance(event, Wrote):  # its own claim's lease, cancelled or not
             verdicts.append(event.at < leases[event.generation - 1])
     return verdicts

@@ -10,19 +10,13 @@ Caught by ``test_the_same_order_for_two_tasks_is_two_messages``.
 """
 
 
-def order_desk_tool(mail_path: str, journal_path: str, task: str):
-    def notify_order_desk(sku: str, quantity: int, *, operation_key: str) -> dict:
-        """Tell the supplier's order desk an order is on its way."""
-        subject = f"order: {quantity} x {sku}"
-        for message in mail.messages(mail_path):
-            if (message["recipient"], message["subject"]) == (ORDER_DESK, subject):
-                return message
-        return mail.submit(mail_path, ORDER_DESK, subject,
-                           f"{quantity} x {sku} ordered today",
-                           {mail.KEY_HEADER: operation_key})
+def send(mail_path, sku, quantity, key, _reference=send):  # noqa: F821
+    subject = f"order: {quantity} x {sku}"
+    for message in mail.messages(mail_path):
+        if (message["recipient"], message["subject"]) == (ORDER_DESK, subject):
+            return message
+    return _reference(mail_path, sku, quantity, key)
 
-    def notified(sku: str, quantity: int, *, operation_key: str):
-        return False, {}
 
-    return EffectTool(notify_order_desk, notified, journal_path=journal_path,
-                      task=task, ttl=LEASE_S, wait_s=WAIT_S)
+def probe(mail_path, sku, quantity, key):
+    return False, {}

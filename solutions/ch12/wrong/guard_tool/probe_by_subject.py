@@ -10,19 +10,9 @@ Caught by ``test_a_lookalike_message_is_not_this_calls``.
 """
 
 
-def order_desk_tool(mail_path: str, journal_path: str, task: str):
-    def notify_order_desk(sku: str, quantity: int, *, operation_key: str) -> dict:
-        """Tell the supplier's order desk an order is on its way."""
-        return mail.submit(mail_path, ORDER_DESK, f"order: {quantity} x {sku}",
-                           f"{quantity} x {sku} ordered today",
-                           {mail.KEY_HEADER: operation_key})
-
-    def notified(sku: str, quantity: int, *, operation_key: str):
-        subject = f"order: {quantity} x {sku}"
-        for message in mail.messages(mail_path):
-            if (message["recipient"], message["subject"]) == (ORDER_DESK, subject):
-                return True, message
-        return False, {}
-
-    return EffectTool(notify_order_desk, notified, journal_path=journal_path,
-                      task=task, ttl=LEASE_S, wait_s=WAIT_S)
+def probe(mail_path, sku, quantity, key):
+    subject = f"order: {quantity} x {sku}"
+    for message in mail.messages(mail_path):
+        if (message["recipient"], message["subject"]) == (ORDER_DESK, subject):
+            return True, message
+    return False, {}
