@@ -30,7 +30,6 @@ PENDING = {
     "ch06/test_ch06_cancel_delayed.py": 22,
     "ch06/test_ch06_unfenced_quote.py": 17,
     "ch07/test_ch07_predict.py": 10,
-    "ch07/test_ch07_reorder.py": 11,
     "ch08/test_ch08_compensation.py": 28,
     "ch08/test_ch08_predict.py": 15,
     "ch08/test_ch08_transition.py": 45,
