@@ -26,7 +26,6 @@ PENDING = {
     "ch02/test_ch02_grader.py": 14,
     "ch02/test_ch02_resume.py": 27,
     "ch03/test_ch03_replay_first.py": 24,
-    "ch03/test_ch03_terms.py": 12,
     "ch06/test_ch06_cancel_delayed.py": 22,
     "ch06/test_ch06_unfenced_quote.py": 17,
     "ch07/test_ch07_predict.py": 10,
