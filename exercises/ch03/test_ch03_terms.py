@@ -51,16 +51,22 @@ NAMES = ["authorized", "no-approval", "other-amount", "other-currency", "revoked
 
 @pytest.mark.parametrize(("grant", "now", "policy", "reasons"), CASES, ids=NAMES)
 def test_every_reason(mod, grant, now, policy, reasons):
-    assert mod.every_reason(grant, ACTION, now, policy) == reasons
+    found = mod.every_reason(grant, ACTION, now, policy)
+    assert found == reasons, (
+        f"every_reason gave {found}, not {reasons}: name every term the"
+        " approval fails, each once, in the service's order")
 
 
 @pytest.mark.parametrize(("grant", "now", "policy", "reasons"), CASES, ids=NAMES)
 def test_the_first_reason_is_the_one_the_service_gives(mod, grant, now, policy,
                                                         reasons):
     found = mod.every_reason(grant, ACTION, now, policy)
-    assert isinstance(found, tuple)
-    assert (found or (None,))[0] == authority.refusal_reason(grant, ACTION, now,
-                                                             policy)
+    assert isinstance(found, tuple), (
+        f"every_reason returned a {type(found).__name__}, not a tuple")
+    service = authority.refusal_reason(grant, ACTION, now, policy)
+    assert (found or (None,))[0] == service, (
+        f"your first reason is {(found or (None,))[0]!r}, the service refuses"
+        f" with {service!r}: list the reasons in the service's order")
 
 
 def test_explain_survives_later_changes(mod, tmp_path):
@@ -72,10 +78,14 @@ def test_explain_survives_later_changes(mod, tmp_path):
     authority.set_policy_version(db, 2)
     payments.approve(db, "PO-1", 4000, "USD")  # re-granted under version 2
     payments.revoke(db, "PO-1")
-    assert mod.explain(db, "k1") == {"order_id": "PO-1", "amount_cents": 4000,
-                                     "currency": "USD", "policy_version": 1,
-                                     "expires_unix": expires}
-    assert mod.explain(db, "missing") is None
+    said = mod.explain(db, "k1")
+    assert said == {"order_id": "PO-1", "amount_cents": 4000, "currency": "USD",
+                    "policy_version": 1, "expires_unix": expires}, (
+        f"explain gave {said}: the terms the payment was made under (policy 1,"
+        " its expiry) come from its evidence row, not the approval as it is"
+        " now (re-granted under policy 2, revoked)")
+    said = mod.explain(db, "missing")
+    assert said is None, f"a key that was never paid was explained as {said}"
 
 
 def test_a_payment_without_evidence_is_still_a_payment(mod, tmp_path):
@@ -87,10 +97,13 @@ def test_a_payment_without_evidence_is_still_a_payment(mod, tmp_path):
     with opened(db) as conn, immediate(conn):
         conn.execute("INSERT INTO payments (key, order_id, amount_cents, currency)"
                      " VALUES ('k0', 'PO-0', 2500, 'EUR')")
-    assert mod.explain(db, "k0") == {"order_id": "PO-0", "amount_cents": 2500,
-                                     "currency": "EUR", "policy_version": None,
-                                     "expires_unix": None}
-    assert mod.explain(db, "k1") is None
+    said = mod.explain(db, "k0")
+    assert said == {"order_id": "PO-0", "amount_cents": 2500, "currency": "EUR",
+                    "policy_version": None, "expires_unix": None}, (
+        f"a payment without evidence was explained as {said}: it was paid"
+        " (its row), with no terms (None), not 'no payment'")
+    said = mod.explain(db, "k1")
+    assert said is None, f"a key that was never paid was explained as {said}"
 
 
 @settings(max_examples=200, deadline=None,
@@ -110,15 +123,23 @@ def test_any_approval_at_any_instant(mod, amount, currency, revoked, skew,
                      policy_version=granted)
     found = mod.every_reason(grant, ACTION, now, policy)
     if (amount, currency) != (ACTION["amount_cents"], ACTION["currency"]):
-        assert found == ("not_approved",)
+        assert found == ("not_approved",), (
+            f"an approval for {amount} {currency} against a payment of"
+            f" {ACTION['amount_cents']} {ACTION['currency']} gave {found}: another"
+            " amount or currency is not this payment's approval at all")
         return
     expected = tuple(reason for failed, reason in (
         (revoked == 1, "approval_revoked"),
         (skew is not None and skew <= 0, "approval_expired"),
         (granted != policy, "policy_changed")) if failed)
-    assert found == expected
-    assert (found or (None,))[0] == authority.refusal_reason(grant, ACTION, now,
-                                                             policy)
+    assert found == expected, (
+        f"revoked={revoked}, expiry {skew} s from now, granted under policy"
+        f" {granted} with policy {policy}: every_reason gave {found}, not"
+        f" {expected} (an approval expired at the instant it ends)")
+    service = authority.refusal_reason(grant, ACTION, now, policy)
+    assert (found or (None,))[0] == service, (
+        f"your first reason is {(found or (None,))[0]!r}, the service refuses"
+        f" with {service!r}: list the reasons in the service's order")
 
 
 @settings(max_examples=50, deadline=None,
@@ -129,5 +150,10 @@ def test_an_expiry_of_zero_is_an_expiry(mod, now, policy):
     only ``None`` means the approval never runs out. An answer that tests the
     expiry by truthiness lets an approval that ran out at the epoch pay."""
     grant = approval(expires_unix=0.0, policy_version=policy)
-    assert authority.refusal_reason(grant, ACTION, now, policy) == "approval_expired"
-    assert mod.every_reason(grant, ACTION, now, policy) == ("approval_expired",)
+    service = authority.refusal_reason(grant, ACTION, now, policy)
+    assert service == "approval_expired", (
+        f"the service itself gave {service!r} (the grader's world)")
+    found = mod.every_reason(grant, ACTION, now, policy)
+    assert found == ("approval_expired",), (
+        f"an approval that expired at the epoch (0.0) gave {found}: 0.0 is an"
+        " instant, only None means no expiry (test 'is None', not truthiness)")

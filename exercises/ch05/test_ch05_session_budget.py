@@ -287,9 +287,10 @@ def test_a_rival_at_any_statement_cannot_get_both_through(mod, tmp_path):
         answers = sorted([ran["flour"], ran["sugar"]])
         assert answers != [True, True], (
             f"the rival's reservation was admitted beside yours when it ran"
-            f" before your statement {boundary} of {count}: the ceiling was"
-            " read outside the write lock (take it, BEGIN IMMEDIATE, before"
-            f" reading the account); answers flour={ran['flour']!r}"
+            f" before your statement {boundary} of {count}: the account was"
+            " read outside the write lock, or without the other session's rows"
+            " (take the lock, BEGIN IMMEDIATE, before reading every"
+            f" reservation); answers flour={ran['flour']!r}"
             f" sugar={ran['sugar']!r}")
         assert answers == [False, True], (
             f"with the rival before your statement {boundary} of {count},"

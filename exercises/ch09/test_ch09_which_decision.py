@@ -274,7 +274,10 @@ def test_the_plan_is_wrong_and_a_gate_fails(mod, world):
 
 def test_the_plan_is_wrong_and_the_supplier_mail_was_accepted(mod, world):
     killed_at(world, f"step-{TO_SUPPLIER}:after_action")
-    assert len(mail.messages(world["where"]["mail"])) == 1  # the provider has it
+    sent = mail.messages(world["where"]["mail"])
+    assert len(sent) == 1, (  # the provider has it
+        f"the set-up's kill after the supplier's mail left {len(sent)} mails at"
+        " the provider, not 1 (the grader's world, not your answer)")
     decision, before, after, refused = decide(mod, world, plan_right=False)
     carried_out(decision, refused)
     no_further_step(decision, before, after)
@@ -285,7 +288,10 @@ def test_the_plan_is_wrong_and_the_supplier_mail_was_not_sent(mod, world):
     """The same journal as above (step 42 in doubt), but nothing left: an
     unwind or a hand-over both leave nothing owed; a resume sends."""
     killed_at(world, f"step-{TO_SUPPLIER}:after_intent")
-    assert mail.messages(world["where"]["mail"]) == []
+    sent = mail.messages(world["where"]["mail"])
+    assert sent == [], (
+        f"the set-up's kill before the supplier's mail left {len(sent)} mails at"
+        " the provider, not none (the grader's world, not your answer)")
     decision, before, after, refused = decide(mod, world, plan_right=False)
     carried_out(decision, refused)
     no_further_step(decision, before, after)
@@ -319,7 +325,9 @@ def test_an_interrupted_unwind_is_finished(mod, world):
     dying = {**world["actions"], "rename": real._replace(restore=dies_after_five)}
     with pytest.raises(RuntimeError):
         decisions.unwind(world["conn"], world["task"], dying, who="ana")
-    assert len(restored) == 5
+    assert len(restored) == 5, (
+        f"the set-up's unwind restored {len(restored)} files before it died,"
+        " not 5 (the grader's world, not your answer)")
     decision, _, after, refused = decide(mod, world, plan_right=True)
     carried_out(decision, refused)
     back_as_the_shop_left_it(decision, after, clause="C6")
@@ -328,7 +336,10 @@ def test_an_interrupted_unwind_is_finished(mod, world):
 
 def test_after_a_handover_the_day_shift_finishes(mod, world):
     killed_at(world, "step-12:after_action")
-    assert carry_out(world, DAYLIGHT) is None  # the night's decision
+    night = carry_out(world, DAYLIGHT)
+    assert night is None, (  # the night's decision
+        f"the set-up's hand-over at night was refused ({night!r}): the"
+        " grader's world, not your answer")
     decision, _, after, refused = decide(mod, world, plan_right=True)
     carried_out(decision, refused)
     finished_not_undone(decision, after)

@@ -119,15 +119,24 @@ def histories(draw) -> list:
 @pytest.mark.parametrize("name", HISTORIES)
 def test_your_predictions_for_the_written_out_histories(mod, name):
     history, expected = HISTORIES[name]
-    assert mod.lands(events(mod, history)) == expected
+    said = mod.lands(events(mod, history))
+    assert said == expected, (
+        f"for the history {name!r} you predicted {said} land, the fence lets"
+        f" {expected} land: a write lands when its generation is the current"
+        " one and the work is not cancelled, judged by the store's clock, not"
+        " the writer's")
 
 
 @pytest.mark.parametrize("name", HISTORIES)
 def test_then_run_the_runtime_agrees_with_you(mod, conn, name):
     history, expected = HISTORIES[name]
     ran = replay(conn, history, f"history:{name}")
-    assert ran == expected  # what the fence did
-    assert mod.lands(events(mod, history)) == ran
+    assert ran == expected, (  # what the fence did
+        f"the runtime let {ran} land for {name!r}, not the {expected} written"
+        " out: the grader's history is wrong, not your answer")
+    said = mod.lands(events(mod, history))
+    assert said == ran, (
+        f"for {name!r} you say {said} land, the runtime's fence let {ran} land")
 
 
 WORK = itertools.count()  # a new piece of work for every drawn history
@@ -138,4 +147,7 @@ WORK = itertools.count()  # a new piece of work for every drawn history
 @given(history=histories())
 def test_drawn_histories_are_judged_as_the_fence_judges_them(mod, conn, history):
     ran = replay(conn, history, f"drawn:{next(WORK)}")
-    assert mod.lands(events(mod, history)) == ran
+    said = mod.lands(events(mod, history))
+    assert said == ran, (
+        f"for the drawn history {history} you say {said} land, the runtime's"
+        f" fence let {ran} land")

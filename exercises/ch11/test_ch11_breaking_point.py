@@ -22,15 +22,26 @@ def test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk(
         answer, tmp_path):
     recorder = pay_then_checkpoint_run(tmp_path, NORMAL, FULL, 2)
     found = answer("ch11", "breaking_point").first_break(recorder, 2)
-    assert found == checkpoint_made_durable(recorder)
+    expected = checkpoint_made_durable(recorder)
+    assert found == expected, (
+        f"the first break was put at crash point {found}, not {expected}: the"
+        " ordering breaks just after the fsync that puts the first checkpoint"
+        " on disk (the worker's last WAL sync before it went on)")
 
 
 def test_with_three_tasks_too(answer, tmp_path):
     recorder = pay_then_checkpoint_run(tmp_path, NORMAL, FULL, 3)
     found = answer("ch11", "breaking_point").first_break(recorder, 3)
-    assert found == checkpoint_made_durable(recorder)
+    expected = checkpoint_made_durable(recorder)
+    assert found == expected, (
+        f"with three tasks the first break was put at crash point {found}, not"
+        f" {expected}: it must be derived from the run's events, not counted"
+        " for two tasks")
 
 
 def test_the_right_ordering_never_breaks(answer, tmp_path):
     recorder = pay_then_checkpoint_run(tmp_path, FULL, NORMAL, 2)
-    assert answer("ch11", "breaking_point").first_break(recorder, 2) is None
+    found = answer("ch11", "breaking_point").first_break(recorder, 2)
+    assert found is None, (
+        f"a break was found at crash point {found} where the service's record"
+        " is durable before the checkpoint: the right ordering never breaks")

@@ -30,8 +30,11 @@ def test_no_payment_lost_corrupt_or_charged_twice(answer, tmp_path, model):
     modes = modes_of(answer)
     found = pay_then_checkpoint_case(tmp_path, modes[SERVICE], modes[WORKER], 2,
                                      model=model, budget=6)
-    assert {name: found[name] for name in MUST_BE_NONE} == dict.fromkeys(
-        MUST_BE_NONE, 0)
+    counts = {name: found[name] for name in MUST_BE_NONE}
+    assert counts == dict.fromkeys(MUST_BE_NONE, 0), (
+        f"with the modes chosen ({modes[SERVICE]} for the record, {modes[WORKER]}"
+        f" for the progress) a power loss left {counts}: the system of record"
+        " must survive every crash image")
 
 
 def syncs_in_run(tmp_path, service: Mode, worker: Mode) -> int:
@@ -44,21 +47,29 @@ def test_the_worker_s_checkpoint_pays_no_fsync_per_commit(answer, tmp_path):
     modes = modes_of(answer)
     chosen = syncs_in_run(tmp_path / "chosen", modes[SERVICE], modes[WORKER])
     full = syncs_in_run(tmp_path / "full", modes[SERVICE], FULL)
-    assert chosen < full
+    assert chosen < full, (
+        f"the worker's file in {modes[WORKER]} cost {chosen} fsyncs, not fewer"
+        f" than the {full} of WAL+FULL: progress that can be re-derived need not"
+        " be synced on every commit")
 
 
 @pytest.mark.parametrize("model", [SYNCED_ONLY, UNSYNCED_SUBSETS])
 def test_a_journal_whose_probes_see_repeats_nothing(answer, tmp_path, model):
     found = journal_case(tmp_path, modes_of(answer)[JOURNAL_FILE], model=model,
                          budget=6)
-    assert (found["double_charges"], found["corrupt"], found["unfinished"]) == (
-        0, 0, 0)
+    counts = (found["double_charges"], found["corrupt"], found["unfinished"])
+    assert counts == (0, 0, 0), (
+        "a journal whose probes see was left with (double charges, corrupt,"
+        f" unfinished) = {counts} by a power loss: its mode loses what it needs")
 
 
 def test_a_journal_whose_probes_see_pays_no_fsync_per_commit(answer, tmp_path):
     chosen = journal_case(tmp_path / "chosen", modes_of(answer)[JOURNAL_FILE])
     full = journal_case(tmp_path / "full", FULL)
-    assert chosen["disk_calls"].get(SYNC, 0) < full["disk_calls"].get(SYNC, 0)
+    paid, at_full = chosen["disk_calls"].get(SYNC, 0), full["disk_calls"].get(SYNC, 0)
+    assert paid < at_full, (
+        f"the journal whose probes see cost {paid} fsyncs, not fewer than the"
+        f" {at_full} of WAL+FULL: its probes repair what a lost commit forgets")
 
 
 @pytest.mark.parametrize("model", [SYNCED_ONLY, UNSYNCED_SUBSETS])
@@ -68,8 +79,11 @@ def test_a_blind_journal_repeats_only_the_step_it_held_in_doubt(answer, tmp_path
     intent without an outcome): a SIGKILL there repeats it too."""
     found = journal_case(tmp_path, modes_of(answer)[BLIND_FILE], model=model,
                          budget=6, actions=blind_mail_actions)
-    assert (found["twice_without_doubt"], found["corrupt"], found["unfinished"]) \
-        == (0, 0, 0)
+    counts = (found["twice_without_doubt"], found["corrupt"], found["unfinished"])
+    assert counts == (0, 0, 0), (
+        "the blind journal was left with (repeats without doubt, corrupt,"
+        f" unfinished) = {counts}: a journal that cannot probe must keep every"
+        " commit")
 
 
 def test_the_choice_follows_the_role_not_the_name(answer):
@@ -80,9 +94,12 @@ def test_the_choice_follows_the_role_not_the_name(answer):
                                     "notes.sqlite": one_fsync.PROGRESS,
                                     "steps.sqlite": one_fsync.BLIND_JOURNAL,
                                     "plan.sqlite": one_fsync.JOURNAL})
-    assert other == {"ledger.sqlite": given[SERVICE], "cursor.sqlite": given[WORKER],
-                     "notes.sqlite": given[WORKER], "steps.sqlite": given[BLIND_FILE],
-                     "plan.sqlite": given[JOURNAL_FILE]}
+    wanted = {"ledger.sqlite": given[SERVICE], "cursor.sqlite": given[WORKER],
+              "notes.sqlite": given[WORKER], "steps.sqlite": given[BLIND_FILE],
+              "plan.sqlite": given[JOURNAL_FILE]}
+    assert other == wanted, (
+        f"files of the same roles under other names got {other}, not {wanted}:"
+        " choose_modes must decide by role, not by the file's name")
 
 
 def test_the_files_that_must_survive_pay_no_more_than_wal_full(answer, tmp_path):
@@ -92,9 +109,15 @@ def test_the_files_that_must_survive_pay_no_more_than_wal_full(answer, tmp_path)
     modes = modes_of(answer)
     chosen = syncs_in_run(tmp_path / "chosen", modes[SERVICE], modes[WORKER])
     full = syncs_in_run(tmp_path / "full", FULL, modes[WORKER])
-    assert chosen <= full
+    assert chosen <= full, (
+        f"the system of record in {modes[SERVICE]} cost {chosen} fsyncs, more"
+        f" than the {full} of WAL+FULL, which already loses nothing")
     blind = journal_case(tmp_path / "blind", modes[BLIND_FILE],
                          actions=blind_mail_actions)
     blind_full = journal_case(tmp_path / "blind-full", FULL,
                               actions=blind_mail_actions)
-    assert blind["disk_calls"].get(SYNC, 0) <= blind_full["disk_calls"].get(SYNC, 0)
+    paid, at_full = (blind["disk_calls"].get(SYNC, 0),
+                     blind_full["disk_calls"].get(SYNC, 0))
+    assert paid <= at_full, (
+        f"the blind journal in {modes[BLIND_FILE]} cost {paid} fsyncs, more than"
+        f" the {at_full} of WAL+FULL, which already loses nothing")

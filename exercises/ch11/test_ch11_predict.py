@@ -26,8 +26,11 @@ def test_a_hand_made_run(lost_at):
     run = by_hand((WRITE, WAL, 32, b"frame"), (MARK, "ack", 0, "k1"),
                   (SYNC, WAL), (WRITE, WAL, 4152, b"frame"), (MARK, "ack", 0, "k2"),
                   (WRITE, WAL, 8272, b"frame"), (SYNC, WAL), (MARK, "ack", 0, "k3"))
-    assert [lost_at(run, point) for point in range(len(run) + 1)] == [
-        [], [], ["k1"], [], [], ["k2"], ["k2"], [], []]
+    found = [lost_at(run, point) for point in range(len(run) + 1)]
+    assert found == [[], [], ["k1"], [], [], ["k2"], ["k2"], [], []], (
+        "the lost acknowledgements per crash point of the hand-made run are"
+        f" {found}: an acknowledged payment is lost exactly at the points after"
+        " its ack and before the sync that follows its frame")
 
 
 def measured(recorder) -> list[list[str]]:
@@ -46,4 +49,11 @@ def test_every_point_of_a_real_run(lost_at, tmp_path, mode, autocheckpoint):
     recorder = pl.service_run(tmp_path, mode, 3, autocheckpoint=autocheckpoint)
     predicted = [sorted(lost_at(list(recorder.events), point))
                  for point in range(len(recorder.events) + 1)]
-    assert predicted == measured(recorder)
+    found = measured(recorder)
+    wrong = [(point, p, m) for point, (p, m) in enumerate(zip(predicted, found,
+                                                               strict=False))
+             if p != m]  # (a prediction of the wrong length: the assert says)
+    assert predicted == found, (
+        f"the prediction differs from the crash images at {len(wrong)} point(s)"
+        f" of {len(found)} ({len(predicted)} predicted); (point, predicted,"
+        f" measured), first {wrong[:3]}")

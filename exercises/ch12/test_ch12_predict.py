@@ -69,10 +69,15 @@ def predicted(sealed):
 
 def test_the_prediction_names_every_cell(predicted):
     guess = predicted()
-    assert sorted(guess) == sorted(CELLS)
-    for counts in guess.values():
-        assert sorted(counts) == sorted(COUNTS)
-        assert all(type(n) is int and n >= 0 for n in counts.values())
+    assert sorted(guess) == sorted(CELLS), (
+        f"the prediction names the cells {sorted(guess)}, not {sorted(CELLS)}:"
+        " give one entry per framework and kill point")
+    for cell, counts in guess.items():
+        assert sorted(counts) == sorted(COUNTS), (
+            f"cell {cell} predicts the counts {sorted(counts)}, not"
+            f" {sorted(COUNTS)}")
+        assert all(type(n) is int and n >= 0 for n in counts.values()), (
+            f"cell {cell} predicts {counts}: each count is a whole number >= 0")
 
 
 def test_the_prediction_matches_the_kills(predicted, request):
@@ -80,4 +85,6 @@ def test_the_prediction_matches_the_kills(predicted, request):
     counted = request.getfixturevalue("measured")
     wrong = {cell: {"predicted": guess.get(cell), "measured": counted[cell]}
              for cell in CELLS if guess.get(cell) != counted[cell]}
-    assert wrong == {}
+    assert wrong == {}, (
+        f"{len(wrong)} of {len(CELLS)} cells predicted otherwise than the kills"
+        f" counted: {wrong}")
