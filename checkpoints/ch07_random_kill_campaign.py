@@ -25,13 +25,15 @@ instant   at a uniformly random INSTANT, wherever the worker is: starting up,
           kill.
 
 A killed worker's lease is never broken: the next process waits until it has
-run out (``journal.wait_out``), as any replacement must. While the worker is
-down, the supplier files its own document under the name the interrupted step
-gives (after an instant: the step in doubt, or else the first step not
-started). The gate then finds that the plan no longer fits the drive and ends
-the run, exit 3, before any mail. The campaign does what the person of
-chapter 09 would: it gives the supplier's document a name of its own and
-starts the run again. A last process finishes the plan; the mail provider
+run out (``journal.wait_out``), as any replacement must. A run that ends held
+(exit 4) or stale (exit 5) all the same fails its trial, with its own line,
+its stderr and the journal's holder: it is never started again (issue 36).
+While the worker is down, the supplier files its own document under the name
+the interrupted step gives (after an instant: the step in doubt, or else the
+first step not started). The gate then finds that the plan no longer fits the
+drive and ends the run, exit 3, before any mail. The campaign does what the
+person of chapter 09 would: it gives the supplier's document a name of its own
+and starts the run again. A last process finishes the plan; the mail provider
 delivers.
 
 A trial holds when the end state equals an uninterrupted run's, the services'
@@ -77,10 +79,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import crashcourse
-from crashcourse import journal
+from crashcourse import journal, store
 from crashcourse.lab import experiment
 from crashcourse.lab.example import restock_plan
-from crashcourse.lab.harness import BoundaryNotReached, Harness
+from crashcourse.lab.harness import BoundaryNotReached, Finished, Harness, last_words
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
 from crashcourse.validate import check_number
@@ -110,7 +112,6 @@ STOOD = ("no row yet", "a step in doubt", "between steps", "every step confirmed
 PAUSES = ("after_intent", journal.ADMITTED)
 STOPS = ("held", "frozen")
 MAX_STALE_KILLS = 3  # a held worker gives up after boundary.HOLD_SECONDS (30 s)
-LEASE_RETRIES = 3  # a run that lost its lease under load is started again
 SRC = str(Path(crashcourse.__file__).resolve().parent.parent)
 ENV = {"PYTHONPATH": SRC}  # added to every worker's environment
 # -S skips site-packages: the worker needs only the stdlib and src/ (PYTHONPATH)
@@ -275,24 +276,44 @@ def gate_refusal(directory: str, task: str) -> dict:
     return {"supplier_documents": found, "journal": view}
 
 
+class LeaseLost(BoundaryNotReached):
+    """A worker ended held (exit 4) or stale (exit 5) although the previous
+    lease was over by the store's clock when it started: the trial cannot go
+    on, and it is not started again (issue 36). Recorded as the trial's
+    error, with the worker's own line, its stderr and the journal's holder."""
+
+
+def lost_lease(directory: str, task: str, finished: Finished) -> str:
+    """Why a run ended held or stale, from its report and the journal's row."""
+    with opened(paths(directory)["journal"]) as conn:
+        seen = journal.holder(conn, task)
+        now = store.now(conn)
+    row = None if seen is None else dict(seen)
+    what = "held" if finished.returncode == HELD else "stale"
+    report = finished.stdout.strip().splitlines()[-1:] or ["(no report)"]
+    return (f"a worker ended {what} though no lease on {task} was live by the"
+            f" store's clock when it started: {report[0]}{last_words(finished)};"
+            f" the journal's holder then: {row} at store time {now}")
+
+
 def answered(launch, directory: str, task: str) -> tuple:
-    """``launch()`` (it returns its result and the worker's exit status, or
-    None while it runs); after a gate refusal, the person's answer and one
-    more ``launch()``. A worker that lost its lease under load (exit 5) or
-    found one live (exit 4) is started again once the lease is over.
-    Returns the last result, the refusals (at most two) and those restarts."""
-    refusals, restarts = [], 0
+    """``launch()`` (it returns its result, the worker's exit status or None
+    while it runs, and the exited worker's ``Finished`` or None), each once
+    no lease on the task is live (``settled``); after a gate refusal, the
+    person's answer and one more ``launch()``. A run that ends held or stale
+    is not started again: ``LeaseLost`` says why. Returns the last result
+    and the refusals (at most two)."""
+    refusals = []
     while True:
         settled(directory, task)
-        result, status = launch()
+        result, status, finished = launch()
         if status == REFUSED and len(refusals) < 2:
             refusals.append(gate_refusal(directory, task))
             if len(refusals) == 1:
                 continue  # moving the documents did not help: recorded, judged
-        elif status in (HELD, STALE) and restarts < LEASE_RETRIES:
-            restarts += 1
-            continue
-        return result, refusals, restarts
+        elif status in (HELD, STALE):
+            raise LeaseLost(lost_lease(directory, task, finished))
+        return result, refusals
 
 
 def look_around(directory: str, task: str, returncode: int) -> dict:
@@ -327,10 +348,11 @@ def kill_at_boundary(harness, world: World, directory: str, kill: BoundaryKill
         except BoundaryNotReached:
             if worker.process.returncode not in (REFUSED, HELD, STALE):
                 raise
-            return None, worker.process.returncode  # e.g. the gate refused first
-        return worker, None
+            # e.g. the gate refused first
+            return None, worker.process.returncode, worker.finished
+        return worker, None, None
 
-    worker, refusals, restarts = answered(launch, directory, task)
+    worker, refusals = answered(launch, directory, task)
     if worker is None:
         raise BoundaryNotReached(f"no run reached step-{kill.step}:{kill.boundary}")
     killed = worker.kill()
@@ -341,7 +363,7 @@ def kill_at_boundary(harness, world: World, directory: str, kill: BoundaryKill
         "journal_where_killed": all(seen["journal"][k] == v for k, v in want.items()),
     }
     return {"step": kill.step, "boundary": kill.boundary, **seen,
-            "gate_refusals": refusals, "lease_restarts": restarts,
+            "gate_refusals": refusals,
             "injected": inject_collision(directory, kill.step)}
 
 
@@ -361,9 +383,9 @@ def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
             pass  # still running at the instant: the usual case
         at = time.monotonic() - worker.started
         finished = worker.kill(expect_sigkill=False)  # SIGKILL unless it ended
-        return (finished, at), finished.returncode
+        return (finished, at), finished.returncode, finished
 
-    (finished, at), refusals, restarts = answered(launch, directory, task)
+    (finished, at), refusals = answered(launch, directory, task)
     seen = look_around(directory, task, finished.returncode)
     done = seen["journal"]["confirmed"] == len(PLAN.steps)
     seen["checks"]["killed_or_ran_to_the_end"] = (
@@ -375,7 +397,7 @@ def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
     return {"fraction": round(fraction, 6), "span_s": round(span, 4),
             "planned_s": round(planned, 4), "at_s": round(at, 4),
             "interrupted_step": step if killed else None,
-            **seen, "gate_refusals": refusals, "lease_restarts": restarts,
+            **seen, "gate_refusals": refusals,
             "injected": injected}
 
 
@@ -402,17 +424,16 @@ def run_trial(harness: Harness, directory: str, number: int, points: list,
 
     def finish():
         done = harness.run(world.args(directory), timeout=experiment.TIMEOUT)
-        return done, done.returncode
+        return done, done.returncode, done
 
-    resumed, refusals, restarts = answered(finish, directory, task)
+    resumed, refusals = answered(finish, directory, task)
     final = end_state(directory)
     after = journal_view(directory, task)
     return judge(number, kills, resumed.returncode, refusals, final, after,
-                 world.reference, restarts)
+                 world.reference)
 
 
-def judge(number, kills, resumed_rc, refusals, final, after, reference,
-          restarts=0) -> dict:
+def judge(number, kills, resumed_rc, refusals, final, after, reference) -> dict:
     """Each check as a named boolean; the trial holds when all are true."""
     checks = {name: all(k["checks"][name] for k in kills)
               for name in kills[0]["checks"]}
@@ -431,7 +452,6 @@ def judge(number, kills, resumed_rc, refusals, final, after, reference,
     return {"trial": number, "case": "killed_holder", "holds": all(checks.values()),
             "checks": checks, "kills": kills, "resume_gate_refusals": refusals,
             "resumed_returncode": resumed_rc, "journal_after": after,
-            "lease_restarts": restarts + sum(k["lease_restarts"] for k in kills),
             "duplicates": final["duplicates"], "files_differing": differs}
 
 
@@ -462,9 +482,9 @@ def stale_holder_trial(harness: Harness, directory: str, number: int,
     def finish():
         done = harness.run(world.args(directory, "replacement"),
                            timeout=experiment.TIMEOUT)
-        return done, done.returncode
+        return done, done.returncode, done
 
-    resumed, _, restarts = answered(finish, directory, task)
+    resumed, _ = answered(finish, directory, task)
     holder.thaw() if plan.stop == "frozen" else holder.release()
     late = holder.finish(experiment.TIMEOUT)
     where = paths(directory)
@@ -475,7 +495,7 @@ def stale_holder_trial(harness: Harness, directory: str, number: int,
             "SELECT coalesce(sum(replays), 0) FROM rename_requests").fetchone()[0]
     return judge_stale(number, plan, world.reference, {
         "at_pause": at_pause, "kills": kills, "resumed_returncode": resumed.returncode,
-        "holder_returncode": late.returncode, "lease_restarts": restarts,
+        "holder_returncode": late.returncode,
         "final": final, "journal_after": after, "messages": messages,
         "renames_replayed": replays, "span_s": world.span_s})
 
@@ -538,8 +558,6 @@ def judge_stale(number: int, plan: StaleHolder, reference: dict, seen: dict) -> 
             "at_pause": seen["at_pause"], "kills": kills,
             "resumed_returncode": seen["resumed_returncode"],
             "journal_after": seen["journal_after"],
-            "lease_restarts": seen["lease_restarts"]
-            + sum(k["lease_restarts"] for k in kills),
             "duplicates": final["duplicates"], "late_mail_duplicates": late,
             "late_duplicates_found_by_key": twice,
             "renames_replayed": seen["renames_replayed"]}
@@ -674,7 +692,6 @@ def summarize(results: list[dict], kill_at: str = "boundary") -> dict:
                                  for r in finished),
         "gate_refusals": sum(len(k["gate_refusals"]) for k in tried)
         + sum(len(r.get("resume_gate_refusals", ())) for r in finished),
-        "lease_restarts": sum(r["lease_restarts"] for r in finished),
         "max_in_doubt_at_kill": max((k["journal"]["in_doubt"] for k in kills),
                                     default=None),
         "kills_by_journal_state": {state: sum(k["journal_stood"] == state

@@ -265,3 +265,34 @@ def test_stale_holders_take_at_most_three_replacement_kills(tmp_path):
     done = campaign(tmp_path / "never.json", "--stale-holder", "--kills", "4")
     assert done.returncode == 2 and "at most 3" in done.stderr
     assert not (tmp_path / "never.json").exists()
+
+
+@pytest.mark.parametrize("status", ["HELD", "STALE"])
+def test_a_run_that_ends_held_or_stale_is_not_started_again_and_says_why(
+        tmp_path, status):
+    # Issue 36: no part of a trial is retried. The run is launched once, once
+    # no lease is live (here none ever was), and its end is the trial's error,
+    # with the worker's own line and the journal's holder row.
+    module = script("ch07_random_kill_campaign")
+    task = build_world(str(tmp_path), PLAN)
+    code = getattr(module, status)
+    line = json.dumps({status.lower(): "its lease ran out under load"})
+    launches = []
+
+    def launch():
+        launches.append(True)
+        ended = module.Finished(123, code, line + "\n", "last words\n")
+        return None, code, ended
+
+    with pytest.raises(module.LeaseLost) as lost:
+        module.answered(launch, str(tmp_path), task)
+    assert len(launches) == 1
+    said = str(lost.value)
+    assert f"a worker ended {status.lower()}" in said
+    assert "its lease ran out under load" in said and "last words" in said
+    assert f"(exit {code}; stderr: last words)" in said
+    assert "the journal's holder then:" in said
+    # the same launch ending 0 is returned as it is (the control)
+    assert module.answered(lambda: ("done", 0, None), str(tmp_path), task) == (
+        "done", [])
+    assert issubclass(module.LeaseLost, module.BoundaryNotReached)  # recorded
