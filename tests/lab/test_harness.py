@@ -391,9 +391,10 @@ def test_a_frozen_worker_is_stopped_not_dead_and_goes_on_when_thawed(tmp_path):
         worker.freeze()  # returns once the kernel shows it stopped (T)
         assert process_state(worker.pid) == "T"  # stopped by SIGSTOP, not gone
         frozen_at = ticks.stat().st_size  # a write under way finished before T
-        # A window in which a worker that still ran would write: its length
-        # cannot make this pass, only give a broken freeze the time to fail.
-        time.sleep(0.3)
+        # No window of time decides "it wrote nothing": the kernel's state
+        # does. Still T after the read (nothing here sends SIGCONT before
+        # thaw), so it could not run between the two reads of its file.
+        assert process_state(worker.pid) == "T"
         assert ticks.stat().st_size == frozen_at
         worker.thaw()
         wait_until(lambda: ticks.stat().st_size > frozen_at, 30, interval=0.01,
