@@ -110,6 +110,12 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "14b67640aba86a91a6974550abf8c37a9979d42210bb504203a93304d970eada",
         "gained waits_in(), where a thread is blocked, for tests and chapter 09;"
         " wait_until unchanged (issue 36)"),
+    "crashcourse/boundary.py": (
+        "94c5736650b4bdc71ca93603caff3326ed3d2f8d4cc55605f64e7f9284a1faaf",
+        "a held worker's bound may be set by its parent's environment"
+        " (CRASHCOURSE_HOLD_SECONDS, refused unless seconds above 0, before the"
+        " boundary is announced); unset, it is 30 s as the matrix ran it, and"
+        " release, kill or a closed pipe end the hold as before (issue 36)"),
     "crashcourse/workers/scheduler.py": (
         "c4d902be577ac275629eaa0c3e98a1ddd759a17163011d0329b2dff22251e398",
         "records each tick in its own scheduler_ticks row (tests wait for ticks,"

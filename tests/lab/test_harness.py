@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from crashcourse.boundary import HOLD_EXPIRED
+from crashcourse.boundary import (
+    HOLD_EXPIRED,
+    HOLD_SECONDS,
+    HOLD_SECONDS_ENV,
+    hold_seconds,
+)
 from crashcourse.lab import harness as harness_module
 from crashcourse.lab import processes
 from crashcourse.lab.harness import (
@@ -280,6 +285,27 @@ def test_a_held_worker_whose_parent_lets_go_of_it_never_goes_on():
         worker.control_fd = None
         done = worker.finish(timeout=30)
     assert (done.returncode, done.stdout) == (HOLD_EXPIRED, "")
+
+
+def test_the_hold_s_bound_is_the_harness_s_to_set(monkeypatch):
+    # Nobody releases, closes or kills it: the worker ends HOLD_EXPIRED after
+    # the bound its parent's environment set (0.2 s), well inside the 10 s
+    # finish() allows; a worker that ignored it would hold 30 s and fail here.
+    monkeypatch.delenv(HOLD_SECONDS_ENV, raising=False)
+    assert hold_seconds() == HOLD_SECONDS == 30.0  # the default, unchanged
+    with Harness(env={HOLD_SECONDS_ENV: "0.2"}) as harness:
+        worker = harness.start(HOLDS, stop_at="after_payment")
+        worker.wait_for_boundary(timeout=30)
+        done = worker.finish(timeout=10)
+    assert (done.returncode, done.stdout) == (HOLD_EXPIRED, "")
+
+
+@pytest.mark.parametrize("bound", ["0", "-1", "nan", "inf", "soon"])
+def test_a_bad_hold_bound_is_refused_before_the_boundary_is_announced(bound):
+    with Harness(env={HOLD_SECONDS_ENV: bound}) as harness:
+        worker = harness.start(HOLDS, stop_at="after_payment")
+        with pytest.raises(BoundaryNotReached, match=HOLD_SECONDS_ENV):
+            worker.wait_for_boundary(timeout=30)
 
 
 def test_kill_and_resume_reads_between_the_kill_and_the_replacement(tmp_path):
