@@ -47,11 +47,24 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/workers/host_worker.py": (
         "6c3af2062c2b0ef9697b8e9d7afcabc485b410f40a486ab4b64e113d77acee0a", SECONDS),
     "crashcourse/workers/journal_worker.py": (
-        "ead663f6e950ba361b780db03dea7c5d889d7f252de8e8fe97e6c2bfd9bb03b7", SECONDS),
+        "2d47921d42023c0d212736a0c8c5a70b5aa2d7ce36edbab3fb70e39b55fab840",
+        SECONDS + "; and a service's lock kept past the declared wait is"
+        " ServiceLocked, 'held' (4) with a line naming the service, where it"
+        " was 'held' blaming the journal's lock (issue 35): no matrix trial"
+        " meets a locked service"),
     "crashcourse/workers/shop_worker.py": (
         "82a4f5d1039e5a2179b96e26153c34e28a9e3ac2695d2d8827973fdea4ea05fa", SECONDS),
     "crashcourse/workers/workflow_worker.py": (
-        "145c1debb4a4d233ce9968c8d04f18f5e10225465cd95692733532ce18e56e3a", SECONDS),
+        "87cb7983c9d335ba8c5baa7205fa0fdf18d1b1d6b41560a4bb3619876d7443e2",
+        SECONDS + "; and the workflow's write lock kept past the busy timeout"
+        " is 'held' (4), a service's lock past the call's wait 'unreachable'"
+        " (5), where both were exit 74 or a traceback (issue 35): no matrix"
+        " trial meets a locked file"),
+    "crashcourse/workflow/__init__.py": (
+        "4e483f6a10e33d45bd9bc0819e8fbd9183c5cd384a597683e06c716e464e9f97",
+        "transition() gains the boundary moving:<state> inside its write"
+        " transaction, announced only by a process asked to stop there"
+        " (issue 35); the matrix never asks"),
     "crashcourse/workers/frameworks/records.py": (
         "1f1970a6b0c83fc100f7b1f959240484c772fd79611586b916099e101001a6f5",
         "names the OpenAI agent's RunState file itself (OPENAI_STATE) instead of"
