@@ -98,7 +98,10 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/workers/restock_note.py": (
         "09fa98f0e155539ef1360e7e5a83a9bc52553592ed10f9f3f6a178eb6d1004a9", RUNS_ON),
     "crashcourse/workflow/__init__.py": (
-        "e304745766074471b2fa9d40ba7657ff9ab729200c4baee72806abcceca604c0", RUNS_ON),
+        "5a01c9567fe2c66a69f2e07f519c22980bc5046b770ab7c9aef41003783e47e5", (RUNS_ON
+         + "; " + ("transition() gains the boundary moving:<state> inside its write"
+        " transaction, announced only by a process asked to stop there"
+        " (issue 35); the matrix never asks"))),
     "crashcourse/workflow/steps.py": (
         "82bd3f94e342ed28e9c6395675c36dc7db54bbd547c8dab92ac6b58e596215c6", RUNS_ON),
     "crashcourse/store/postgres_server.py": (
@@ -120,6 +123,18 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "c4d902be577ac275629eaa0c3e98a1ddd759a17163011d0329b2dff22251e398",
         "records each tick in its own scheduler_ticks row (tests wait for ticks,"
         " not sleeps); the matrix does not run the scheduler (issue 36)"),
+    "crashcourse/workers/journal_worker.py": (
+        "2d47921d42023c0d212736a0c8c5a70b5aa2d7ce36edbab3fb70e39b55fab840",
+        SECONDS + "; and a service's lock kept past the declared wait is"
+        " ServiceLocked, 'held' (4) with a line naming the service, where it"
+        " was 'held' blaming the journal's lock (issue 35): no matrix trial"
+        " meets a locked service"),
+    "crashcourse/workers/workflow_worker.py": (
+        "87cb7983c9d335ba8c5baa7205fa0fdf18d1b1d6b41560a4bb3619876d7443e2",
+        SECONDS + "; and the workflow's write lock kept past the busy timeout"
+        " is 'held' (4), a service's lock past the call's wait 'unreachable'"
+        " (5), where both were exit 74 or a traceback (issue 35): no matrix"
+        " trial meets a locked file"),
 }
 
 

@@ -939,3 +939,40 @@ def test_a_replacement_beside_a_holder_paused_holding_the_lock_says_held(world):
     assert after == before  # the replacement wrote nothing
     assert ended.returncode == STALE, ended.stderr
     assert rows(world) == before[0]  # nor did the thawed holder
+
+
+@sqlite_only
+def test_a_replacement_beside_a_holder_frozen_inside_the_mail_transaction(world):
+    """Issue 35 (review 2026-12-02): a holder frozen (SIGSTOP) inside the mail
+    provider's own transaction (``mail:submit:admitted``: admitted, its
+    message not yet committed) keeps the provider's lock. The replacement
+    exited 74 ("the machine refused: database is locked"), then 4 with a
+    line blaming the journal's lock. It is held, by a process inside the
+    service's transaction: 4, one line naming the mail provider, nothing
+    sent by it; the step stays in doubt. Thawed, the holder's message
+    commits (its residual window) and it exits stale; a third run probes,
+    finds that message and sends no second: each mail once, never twice."""
+    with Harness() as harness:
+        first = start(world, harness, f"{mail.SUBMIT}:admitted", "first")
+        first.wait_for_boundary()
+        first.freeze()  # inside the provider's transaction, holding its lock
+        first.release()  # read once it runs again
+        journal.wait_out(world["conn"], world["task"])
+        second = start(world, harness, owner="second").finish()
+        unsent = messages_per_step(world)
+        first.thaw()
+        ended = first.finish()
+        sent = messages_per_step(world)
+        third = start(world, harness, owner="third").finish()
+    mail_step = next(s.number for s in PLAN.steps if s.action == "send_mail")
+    assert second.returncode == HELD, second.stderr
+    assert second.stderr == ""
+    assert "mail provider" in json.loads(second.stdout)["held"]
+    assert unsent == {}  # the replacement's wait sent nothing
+    assert ended.returncode == STALE, ended.stderr
+    assert sent == {mail_step: 1}  # the frozen holder's, from its window
+    assert third.returncode == 0, third.stderr
+    assert messages_per_step(world) == {  # the probe found it; each step once
+        s.number: 1 for s in PLAN.steps if s.action == "send_mail"}
+    assert [r["outcome"] is not None for r in rows(world)
+            if r["step"] == mail_step] == [True]

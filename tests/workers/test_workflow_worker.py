@@ -22,7 +22,7 @@ from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.lab.harness import Harness
 from crashcourse.services import mail, payments
 from crashcourse.services.supplier.process import start_supplier
-from crashcourse.store import opened, table_rows
+from crashcourse.store import immediate, opened, table_rows
 from crashcourse.workers import workflow_worker
 from crashcourse.workers.workflow_worker import BOUNDARIES, EXIT
 from crashcourse.workflow import steps as workflow_steps
@@ -402,3 +402,69 @@ def test_recovery_killed_at_random_instants_ends_with_each_effect_once(world):
     assert last.returncode == 0, last.stderr
     assert world.read()["state"] == workflow.APPLIED
     assert world.ops() == Counter(set(world.keys().values()))  # each once
+
+
+def test_a_replacement_beside_a_holder_frozen_holding_the_lock_says_held(world):
+    """Issue 35: worker-1 frozen (SIGSTOP) inside its first transition's
+    write transaction (``moving:running``, the workflow's write lock taken)
+    made a replacement wait out the busy timeout and exit 74, "the machine
+    refused: database is locked". It is not the machine: another holder has
+    the workflow, so it is the documented "held" (4), one JSON line, nothing
+    written. Thawed, worker-1 commits its move and runs: each effect once."""
+    first = world.held("worker-1", "moving:running")
+    first.freeze()  # inside the transaction, holding the write lock
+    first.release()  # read once it runs again
+    before = world.history(), world.ops()
+    replacement = world.harness.run(world.args("recovery"))
+    after = world.history(), world.ops()
+    first.thaw()
+    ended = first.finish()
+    assert replacement.returncode == EXIT["held"], replacement.stderr
+    assert replacement.stderr == ""  # no traceback, no "the machine refused"
+    assert "write lock" in last_json(replacement)["held"]
+    assert after == before  # the replacement wrote nothing, called nothing
+    assert ended.returncode == 0, ended.stderr
+    assert {h["who"] for h in world.history()} == {"planner", "worker-1"}
+    assert world.ops() == Counter(set(world.keys().values()))  # each once
+    assert world.read()["state"] == workflow.APPLIED
+
+
+def test_a_recovery_beside_a_holder_frozen_inside_the_mail_transaction(world):
+    """Issue 35: worker-1 frozen inside the mail provider's own transaction
+    (``mail:submit:admitted``, its message not committed) keeps the
+    provider's lock. The recovery, once worker-1's lease is over, probes
+    (nothing), is admitted and waits the call's declared wait for the lock:
+    it exited 74 ("the machine refused: database is locked"). The provider
+    decided nothing: the documented 5, one line, the step in doubt. Thawed,
+    worker-1's message commits (its residual window) and its outcome is
+    refused; a third worker probes, finds it, and sends none."""
+    first = world.held("worker-1", f"{mail.SUBMIT}:admitted")
+    first.freeze()  # inside the provider's transaction, holding its lock
+    first.release()
+    recovery = world.harness.run(world.args("recovery"))
+    unsent = world.ops()[world.keys()["mail"]]
+    first.thaw()
+    ended = first.finish()
+    third = world.harness.run(world.args("third"))
+    assert recovery.returncode == EXIT["unreachable"], recovery.stderr
+    assert "Traceback" not in recovery.stderr
+    assert "mail provider" in last_json(recovery)["unreachable"]
+    assert unsent == 0  # the recovery's wait sent nothing
+    assert ended.returncode == EXIT["refused"], ended.stderr
+    assert third.returncode == 0, third.stderr
+    assert world.ops() == Counter(set(world.keys().values()))  # each once
+    assert world.read()["state"] == workflow.APPLIED
+
+
+def test_a_charge_beside_a_writer_holding_the_payment_service_exits_unreachable(
+        world):
+    """Issue 35: the payment service's lock kept past the call's declared
+    wait raised ``PaymentServiceBusy``, a RuntimeError: a traceback. Nothing
+    was charged: the documented 5, one line, the charge in doubt."""
+    with opened(world.paths["payments"]) as holder, immediate(holder):
+        busy = world.harness.run(world.args("worker-1"))
+    assert busy.returncode == EXIT["unreachable"], busy.stderr
+    assert "Traceback" not in busy.stderr
+    assert "busy" in last_json(busy)["unreachable"]
+    assert world.ops()[world.keys()["charge"]] == 0
+    assert world.report()["in_doubt"] == ["charge"]

@@ -35,7 +35,10 @@ it):
 4  held: another holder's lease on the task is live, or another holder keeps
    the journal's write lock past the busy timeout (one paused mid-write,
    issue 35: not the machine refusing); the transaction that waited wrote
-   nothing;
+   nothing; or a process keeps the drive's or the mail provider's lock past
+   the declared wait (a holder paused inside the service's transaction, in
+   its residual window): the service did nothing for this run, and the step
+   stays in doubt for the next holder's probe;
 5  stale: this run lost the task mid-run (superseded, its lease expired, or
    a step's declared wait no longer fit in it): it sent nothing after the
    refusal, and the step it had not recorded stays in doubt for the next
@@ -68,6 +71,7 @@ import json
 import os
 import sqlite3
 import sys
+from contextlib import contextmanager
 
 from crashcourse import claims, control, journal
 from crashcourse.journal import decisions
@@ -140,28 +144,46 @@ def restock_actions(drive_path: str, mail_path: str, probe: str = "correct",
     by_id = drive.probe_rename if probe == "correct" else drive.probe_rename_by_name
     busy_ms = max(1, int(wait_s * 1000))  # the declaration, as the lock wait
 
+    @contextmanager
+    def waited(service: str):  # the service's lock, not the journal's
+        try:
+            yield
+        except sqlite3.OperationalError as busy:
+            if "database is locked" not in str(busy):
+                raise  # the machine (74)
+            raise ServiceLocked(
+                f"the {service}'s file stayed locked past the declared wait"
+                f" ({wait_s} s; a process paused inside its transaction?): it did"
+                " nothing for this run, and the step stays in doubt for the next"
+                " holder's probe") from None
+
     def rename(args: dict, operation_key: str) -> dict:
-        return drive.rename_to(drive_path, args["file_id"], args["name"],
-                               credential=credential, operation_key=operation_key,
-                               busy_timeout_ms=busy_ms)
+        with waited("drive"):
+            return drive.rename_to(drive_path, args["file_id"], args["name"],
+                                   credential=credential,
+                                   operation_key=operation_key,
+                                   busy_timeout_ms=busy_ms)
 
     def renamed(args: dict, operation_key: str) -> tuple[bool, dict]:
         return by_id(drive_path, args["file_id"], args["name"])
 
     def rename_back(args: dict, before: dict, operation_key: str) -> dict:
         try:  # only while the file still has the name this run gave it
-            return drive.rename_to(drive_path, args["file_id"], before["name"],
-                                   credential=credential,
-                                   operation_key=operation_key, expect=args["name"],
-                                   busy_timeout_ms=busy_ms)
+            with waited("drive"):
+                return drive.rename_to(drive_path, args["file_id"], before["name"],
+                                       credential=credential,
+                                       operation_key=operation_key,
+                                       expect=args["name"],
+                                       busy_timeout_ms=busy_ms)
         except drive.NameChanged as changed:
             raise decisions.ChangedSince(str(changed), {
                 "file_id": changed.file_id, "name": changed.found}) from None
 
     def send(args: dict, operation_key: str) -> dict:
-        return mail.submit(mail_path, args["to"], args["subject"], args["body"],
-                           {mail.KEY_HEADER: operation_key}, credential=credential,
-                           busy_timeout_ms=busy_ms)
+        with waited("mail provider"):
+            return mail.submit(mail_path, args["to"], args["subject"], args["body"],
+                               {mail.KEY_HEADER: operation_key},
+                               credential=credential, busy_timeout_ms=busy_ms)
 
     def sent(args: dict, operation_key: str) -> tuple[bool, dict]:
         return mail.probe_sent(mail_path, operation_key)
@@ -195,6 +217,13 @@ SCOPE = f"{drive.RENAME} {mail.SUBMIT}"  # what a credential from --broker allow
 CREDENTIAL_TTL_S = 600.0  # one run's credential: well under the broker's cap
 REFUSED = 3  # exit status: a gate failed, a credential or decision was refused
 HELD = 4  # exit status: another holder's lease is live; nothing written
+
+
+class ServiceLocked(sqlite3.OperationalError):
+    """A service's file (the drive's, the mail provider's) stayed locked
+    past the action's declared wait: the service did nothing for this call,
+    which stays in doubt (issue 35). Not the journal's lock: the line says
+    whose."""
 STALE = 5  # exit status: the run lost its claim; nothing sent after that
 OWNER = "journal-worker"  # the claim's owner unless --owner says otherwise
 # Exit status 2 (options.BAD_INPUT): bad usage, a blank value, or a DIR whose
@@ -287,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         except (GateFailed, CredentialRefused, decisions.DecisionRefused,
                 journal.TaskCancelled) as refused:
             return said({"refused": str(refused)}, REFUSED)
-        except (journal.TaskHeld, journal.HolderMayStillAct) as held:
+        except (journal.TaskHeld, journal.HolderMayStillAct, ServiceLocked) as held:
             return said({"held": str(held)}, HELD)
         except sqlite3.OperationalError as busy:
             if "database is locked" not in str(busy):  # SQLite's, or the adapter's

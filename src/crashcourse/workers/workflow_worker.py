@@ -24,9 +24,13 @@ Exit status (``EXIT``; one JSON line on stdout, graders read rows): 0 it did
 what it could (``state``: applied, waiting_for_approval, failed, cancelled);
 3 refused: a worker or a person moved the workflow first, or the admission
 refused the call (``refused``); 4 held: an earlier attempt's lease outlasts
-the patience (``held``); 5 a service could not be reached or did not
-decide (the supplier down, a lost answer): the step stays in doubt, its
-attempt's lease runs out and the next worker probes it (``unreachable``);
+the patience, or another process kept the workflow's write lock past the
+busy timeout (a holder paused mid-write: boundary ``moving:running``, inside
+the first transition's transaction), and this run wrote nothing (``held``);
+5 a service could not be reached or did not decide (the supplier down, a
+lost answer, the payment service's or the mail provider's lock kept past
+the call's declared wait): the step stays in doubt, its attempt's lease
+runs out and the next worker probes it (``unreachable``);
 2 bad input (usage, a blank value, a ``--url`` that is not http(s)://host,
 an unknown workflow, a file in DIR not installed): one line on stderr,
 nothing written; 74 the machine refused a file mid-run: one line.
@@ -39,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sqlite3
 import sys
 import time
 
@@ -73,6 +78,12 @@ PATIENCE_S = 30.0  # the longest a recovery waits for an earlier attempt's lease
 # The supplier's client gives up after this; the payment service and the mail
 # provider wait this long at most for their file's write lock.
 CALL_WAIT_S = 3.0
+
+
+class ServiceBusy(TimeoutError):
+    """A service's file stayed locked past the call's declared wait (a
+    writer paused inside its transaction): the service decided nothing, the
+    step stays in doubt (issue 35)."""
 
 
 def paths(directory: str) -> dict[str, str]:
@@ -161,6 +172,8 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
             return workflow.FAILED, {"happened": False, "refused": "conflict"}
         except payments.ApprovalRefused as refused:  # a person must approve
             return WAITING, {"happened": False, "refused": refused.reason}
+        except payments.PaymentServiceBusy as busy:  # nothing charged
+            raise ServiceBusy(str(busy)) from None
         return RUNNING, {"happened": True, "answer": answer}
 
     def charged(args, key):
@@ -168,9 +181,15 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
         return found is not None, {**(found or {}), "copies": int(found is not None)}
 
     def send(args, key, token):
-        sent = mail.submit(where["mail"], args["to"], args["subject"],
-                           args["body"], {mail.KEY_HEADER: key},
-                           busy_timeout_ms=int(CALL_WAIT_S * 1000))
+        try:
+            sent = mail.submit(where["mail"], args["to"], args["subject"],
+                               args["body"], {mail.KEY_HEADER: key},
+                               busy_timeout_ms=int(CALL_WAIT_S * 1000))
+        except sqlite3.OperationalError as busy:
+            if "database is locked" not in str(busy):
+                raise  # the machine (74)
+            raise ServiceBusy("the mail provider's lock was kept past"
+                              f" {CALL_WAIT_S} s: nothing queued") from None
         return RUNNING, {"happened": True, "message_id": sent["message_id"]}
 
     def sent(args, key):  # by the key header: the provider keeps no key itself
@@ -348,6 +367,13 @@ def main(argv: list[str] | None = None) -> int:
         except workflow_steps.AttemptHeld as held:
             report |= {"held": {"step": held.step, "version": held.version,
                                 "who": held.who}}
+        except sqlite3.OperationalError as busy:  # the workflow's own file:
+            if "database is locked" not in str(busy):  # a service's is ServiceBusy
+                raise  # a full disk, an I/O error: the machine (74)
+            report |= {"held": "another process kept the workflow's write lock"
+                               " past the busy timeout (a holder paused"
+                               " mid-write?); this run's waiting transaction"
+                               " wrote nothing"}
         except KeyError:  # workflow.read found no such row: nothing written
             return refuse(f"no workflow {args['workflow']!r} in {where['workflow']}")
         except (ConnectionError, TimeoutError, supplier_client.NotDecided,

@@ -19,9 +19,11 @@ This is the worker's own store: every function takes an open connection.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 
+from crashcourse.boundary import STOP_AT_ENV, boundary
 from crashcourse.effects import operation_key
 from crashcourse.store import check_backend, ensure_schema, immediate, sql_list
 from crashcourse.store.dialect import POSTGRES, SQLITE
@@ -136,8 +138,19 @@ def transition(conn: sqlite3.Connection, workflow_id: str, *, expected_state: st
     refused move ``TransitionRefused``; none of them writes anything."""
     check_move(expected_state, expected_version, to_state, who, note)
     with immediate(conn):
-        return move(conn, workflow_id, expected_state, expected_version, to_state,
-                    who, note)
+        version = move(conn, workflow_id, expected_state, expected_version,
+                       to_state, who, note)
+        inside(f"moving:{to_state}")  # the write lock held, not yet committed
+        return version
+
+
+def inside(name: str) -> None:
+    """A boundary inside a write transaction (``moving:<state>``) where a
+    harness may hold, and freeze, a worker with the workflow's write lock
+    taken (issue 35); only a process asked to stop there announces it, so
+    in-process observers hear the same boundaries as before."""
+    if os.environ.get(STOP_AT_ENV) == name:
+        boundary(name)
 
 
 def cancel(conn: sqlite3.Connection, workflow_id: str, *, expected_version: int,
