@@ -65,7 +65,12 @@ def stored(db, key):
                            " WHERE key = :key", {"key": key}).fetchone()
     if row is None:
         return None
-    decoded = [None if v is None else json.loads(v) for v in tuple(row)[:2]]
+    try:
+        decoded = [None if v is None else json.loads(v) for v in tuple(row)[:2]]
+    except json.JSONDecodeError:
+        pytest.fail("the request row does not store its payload and result as"
+                    " JSON (canonical, not str(payload)): (payload, result) ="
+                    f" {tuple(row)[:2]!r}")
     return (*decoded, row["refusal"])
 
 

@@ -60,9 +60,9 @@ def previewed(preview, db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY,
     said = preview(db, key, order, amount, currency)
     real = service_says(db, key, order, amount, currency)
     assert said == real, (
-        f"the preview said {said!r} and the service, asked afterwards, answered"
-        f" {real!r}: the preview must read the file as the service does ({why});"
-        f" request {key!r} {order!r} {amount} {currency!r}")
+        f"the preview does not read the file as the service does ({why}): it"
+        f" said {said!r}, the service, asked afterwards, {real!r}; request"
+        f" {key!r} {order!r} {amount} {currency!r}")
     return said
 
 
