@@ -173,9 +173,14 @@ def shop_agrees_with_the_supplier(conn, supplier, claim, ops):
         row = status_of(conn, operation_key)
         if operation_key in placed:
             assert (row["status"], row["receipt"]) == (
-                orders.CONFIRMED, placed[operation_key]), label
+                orders.CONFIRMED, placed[operation_key]), (
+                f"the {label} order is at the supplier, and the shop does not"
+                " say CONFIRMED with its receipt: it was not looked up after"
+                f" the fence; it is {row['status']} with {row['receipt']!r}")
         else:
-            assert row["status"] == orders.REVOKED, (label, row["status"])
+            assert row["status"] == orders.REVOKED, (
+                f"the {label} order is not at the supplier (fenced), and the"
+                f" shop does not say REVOKED: it is {row['status']}")
 
 
 class Relay(http.server.ThreadingHTTPServer):
@@ -411,7 +416,10 @@ def test_the_held_post_arriving_before_any_of_your_requests_is_told_truly(
         late = settled_with_the_post_held(
             mod, tmp_path / f"before-{before}.db",
             f"phone:{tmp_path.name}-before-{before}", supplier, before)
-        assert late == [], before
+        assert late == [], (
+            f"with the held POST delivered before your request {before}, an"
+            " order landed after your settlement returned: the fence came too"
+            f" late or not at all; {late}")
 
 
 @pytest.mark.parametrize("refused", [503, 404])
@@ -542,10 +550,20 @@ def test_the_holder_letting_an_order_out_at_any_statement_is_looked_up(
         ran = cancel_with_the_holder_at(mod, tmp_path / f"at-{boundary}.db",
                                         f"phone:{tmp_path.name}-{boundary}",
                                         supplier, boundary)
-        assert ran["uncertain"] == set(), boundary
-        assert ran["unsent"] == orders.REVOKED, boundary
+        assert ran["uncertain"] == set(), (
+            f"with the holder admitting its order before statement {boundary}"
+            " of your cancel, an order was left uncertain: one admitted"
+            " before the cancel committed must be looked up too;"
+            f" {sorted(ran['uncertain'])}")
+        assert ran["unsent"] == orders.REVOKED, (
+            f"with the holder admitting its order before statement {boundary},"
+            f" the order ended {ran['unsent']}, not REVOKED")
         if ran["admitted"]:
-            assert ran["unsent_key"] in ran["report"]["looked_up"], boundary
+            assert ran["unsent_key"] in ran["report"]["looked_up"], (
+                f"the holder's order admitted before statement {boundary} of"
+                " your cancel was not looked up: the orders that may be"
+                " outside must be read after the cancel committed;"
+                f" looked_up = {sorted(ran['report']['looked_up'])}")
 
 
 def test_the_report_says_what_the_rows_say(mod, shop, supplier):
