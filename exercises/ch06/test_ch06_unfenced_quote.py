@@ -271,6 +271,13 @@ def test_no_replacement_fits_between_the_check_and_the_write(mod, tmp_path):
     for boundary in range(1, count + 1):
         ran = quote_with_a_rival_at(mod, tmp_path / f"at-{boundary}.db", boundary)
         if ran["replaced"] is not None:  # the replacement got in first
-            assert ran["refused"] and ran["quotes"] == [], boundary
+            assert ran["refused"] and ran["quotes"] == [], (
+                f"a replacement claimed the work before statement {boundary} of"
+                " the quote, and the superseded holder's quote was still"
+                " written: the check and the write must be one write-locked"
+                f" transaction; refused={ran['refused']}, quotes {ran['quotes']}")
         else:
-            assert ran["quotes"] == [("flour-25kg", 2150, 1)], boundary
+            assert ran["quotes"] == [("flour-25kg", 2150, 1)], (
+                f"no replacement got in before statement {boundary}, and the"
+                " current holder's quote was not written under its generation:"
+                f" quotes {ran['quotes']}")
