@@ -65,18 +65,35 @@ def stored(db, key):
                            " WHERE key = :key", {"key": key}).fetchone()
     if row is None:
         return None
-    decoded = [None if v is None else json.loads(v) for v in tuple(row)[:2]]
+    try:
+        decoded = [None if v is None else json.loads(v) for v in tuple(row)[:2]]
+    except json.JSONDecodeError:
+        pytest.fail("the request row does not store its payload and result as"
+                    " JSON (canonical, not str(payload)): (payload, result) ="
+                    f" {tuple(row)[:2]!r}")
     return (*decoded, row["refusal"])
 
 
 def test_first_call_applies_and_returns_the_result(mod, db):
     post = Poster()
     with opened(db) as conn:
-        assert mod.apply_checked(conn, "k-1", NOTE, post) == ("applied", {"note": 1})
-        assert count_rows(conn, "notes") == 1
-        assert count_rows(conn, "requests") == 1
+        said = mod.apply_checked(conn, "k-1", NOTE, post)
+        assert said == ("applied", {"note": 1}), (
+            "the first call under a new key did not answer ('applied', the"
+            f" mutation's result): answered {said!r}")
+        notes = count_rows(conn, "notes")
+        assert notes == 1, (
+            f"the mutation's note is not on file once: {notes} notes, not 1")
+        requests = count_rows(conn, "requests")
+        assert requests == 1, (
+            "the key's request row was not recorded once with the mutation:"
+            f" {requests} rows in requests, not 1")
     # the key's answer is the stored row: its payload and its result column
-    assert stored(db, "k-1") == (NOTE, {"note": 1}, None)
+    row = stored(db, "k-1")
+    assert row == (NOTE, {"note": 1}, None), (
+        "the request row does not hold the payload and the result as JSON (and"
+        " no refusal): a replay could not answer from it;"
+        f" (payload, result, refusal) = {row!r}")
 
 
 def test_a_replay_in_a_new_connection_returns_the_recorded_result(mod, db):
@@ -85,9 +102,16 @@ def test_a_replay_in_a_new_connection_returns_the_recorded_result(mod, db):
         mod.apply_checked(conn, "k-1", NOTE, post)
     with opened(db) as conn:  # as a replacement process would
         again = mod.apply_checked(conn, "k-1", dict(reversed(NOTE.items())), post)
-        assert count_rows(conn, "notes") == 1
-    assert again == ("already_applied", {"note": 1})
-    assert post.calls == 1
+        notes = count_rows(conn, "notes")
+        assert notes == 1, (
+            "the replay posted the note again: the payload with its keys in"
+            " another order is the same action (compare canonical JSON, not"
+            f" str(payload)); {notes} notes, not 1")
+    assert again == ("already_applied", {"note": 1}), (
+        "a replay from a new connection did not answer from the stored row:"
+        f" answered {again!r}, not ('already_applied', {{'note': 1}})")
+    assert post.calls == 1, (
+        f"the replay ran the mutation again: it ran {post.calls} times, not once")
 
 
 def test_a_changed_payload_is_refused_and_nothing_moves(mod, db):
@@ -102,11 +126,19 @@ def test_a_changed_payload_is_refused_and_nothing_moves(mod, db):
             "EffectConflict(key, recorded, offered): the recorded payload and"
             f" the offered one, as values; got {conflict.recorded!r},"
             f" {conflict.offered!r}")
-        assert post.calls == 1
-        assert count_rows(conn, "notes") == 1
+        assert post.calls == 1, (
+            "a conflicting payload ran the mutation: it ran"
+            f" {post.calls} times, not once")
+        notes = count_rows(conn, "notes")
+        assert notes == 1, (
+            f"a conflicting payload changed the notes: {notes} notes, not 1")
         row = conn.execute("SELECT payload FROM requests").fetchone()
-        assert json.loads(row[0]) == NOTE
-        assert not conn.in_transaction
+        assert json.loads(row[0]) == NOTE, (
+            "a conflicting payload overwrote the recorded one: the request row"
+            f" holds {row[0]!r}")
+        assert not conn.in_transaction, (
+            "the conflict was raised with a transaction left open on the"
+            " connection: roll back (or commit) before raising")
 
 
 def test_a_failing_mutation_leaves_no_request_row(mod, db):
@@ -117,9 +149,18 @@ def test_a_failing_mutation_leaves_no_request_row(mod, db):
     with opened(db) as conn:
         with pytest.raises(RuntimeError):
             mod.apply_checked(conn, "k-2", NOTE, fail_halfway)
-        assert count_rows(conn, "requests") == 0
-        assert count_rows(conn, "notes") == 0
-        assert mod.apply_checked(conn, "k-2", NOTE, Poster())[0] == "applied"
+        requests, notes = count_rows(conn, "requests"), count_rows(conn, "notes")
+        assert requests == 0, (
+            "a mutation that failed (not a refusal) left the key recorded: the"
+            " request row must roll back with it, so a retry runs again;"
+            f" {requests} request rows")
+        assert notes == 0, (
+            "a mutation that failed kept what it wrote before failing: its"
+            f" writes must roll back; {notes} notes")
+        said = mod.apply_checked(conn, "k-2", NOTE, Poster())
+        assert said[0] == "applied", (
+            "after a failed mutation the key was not free again: the retry"
+            f" answered {said!r}, not 'applied'")
 
 
 @pytest.mark.parametrize("key", ["", "  ", None, 42])
@@ -128,8 +169,13 @@ def test_bad_keys_are_refused_before_anything_is_written(mod, db, key):
     with opened(db) as conn:
         with pytest.raises(ValueError):
             mod.apply_checked(conn, key, NOTE, post)
-        assert count_rows(conn, "requests") == 0
-    assert post.calls == 0
+        requests = count_rows(conn, "requests")
+        assert requests == 0, (
+            f"a bad key {key!r} was refused after a request row was written:"
+            f" check the key before the transaction; {requests} rows")
+    assert post.calls == 0, (
+        f"the mutation ran for a bad key {key!r}: check the key before running"
+        f" anything; it ran {post.calls} times")
 
 
 def test_a_refusal_is_kept_and_a_replay_hears_it(mod, db):
@@ -137,20 +183,40 @@ def test_a_refusal_is_kept_and_a_replay_hears_it(mod, db):
     with opened(db) as conn:
         with pytest.raises(mod.Refused) as first:
             mod.apply_checked(conn, "k-3", NOTE, stock)
-        assert first.value.reason == "oat-milk is not stocked"
-        assert count_rows(conn, "notes") == 0  # what it wrote before refusing
+        assert first.value.reason == "oat-milk is not stocked", (
+            "the Refused raised does not carry the mutation's reason:"
+            f" {first.value.reason!r}")
+        notes = count_rows(conn, "notes")  # what it wrote before refusing
+        assert notes == 0, (
+            "the refused mutation's note was kept: what it wrote before"
+            " refusing must roll back (a savepoint) while the refusal is"
+            f" recorded; {notes} notes")
         row = conn.execute("SELECT payload, refusal FROM requests").fetchone()
-        assert (json.loads(row["payload"]), row["refusal"]) == (
-            NOTE, "oat-milk is not stocked")
-        assert not conn.in_transaction
+        kept = None if row is None else (json.loads(row["payload"]),
+                                         row["refusal"])
+        assert kept == (NOTE, "oat-milk is not stocked"), (
+            "the refusal is not on record under the key: the request row must"
+            " commit with the refusal before Refused is raised;"
+            f" (payload, refusal) = {kept!r}")
+        assert not conn.in_transaction, (
+            "Refused was raised with a transaction left open: commit the"
+            " refusal first")
     stock.fails_with = None  # oat milk is stocked now: the key still says no
     with opened(db) as conn:  # as a replacement process would
         with pytest.raises(mod.Refused) as again:
             mod.apply_checked(conn, "k-3", dict(reversed(NOTE.items())), stock)
-        assert again.value.reason == "oat-milk is not stocked"
-        assert count_rows(conn, "notes") == 0
-        assert count_rows(conn, "requests") == 1
-    assert stock.calls == 1
+        assert again.value.reason == "oat-milk is not stocked", (
+            "the replay of a refused key did not hear the recorded reason:"
+            f" {again.value.reason!r}")
+        notes, requests = count_rows(conn, "notes"), count_rows(conn, "requests")
+        assert notes == 0, (
+            "the replay of a refused key applied the note the first caller was"
+            f" told was refused: {notes} notes, not 0")
+        assert requests == 1, (
+            f"the refused key is not recorded once: {requests} request rows")
+    assert stock.calls == 1, (
+        "the replay of a refused key ran the mutation again: the refusal must"
+        f" be answered from the row; it ran {stock.calls} times, not once")
 
 
 def test_a_refused_key_with_another_payload_is_still_a_conflict(mod, db):
@@ -161,10 +227,17 @@ def test_a_refused_key_with_another_payload_is_still_a_conflict(mod, db):
         with pytest.raises(EffectConflict) as raised:
             mod.apply_checked(conn, "k-3", {**NOTE, "quantity": 12}, later)
         assert (raised.value.recorded, raised.value.offered) == (
-            NOTE, {**NOTE, "quantity": 12})
-        assert later.calls == 0
-        assert conn.execute("SELECT refusal FROM requests").fetchone()[0] == (
-            "oat-milk is not stocked")
+            NOTE, {**NOTE, "quantity": 12}), (
+            "the conflict on a refused key does not carry the recorded and the"
+            " offered payloads as values: recorded"
+            f" {raised.value.recorded!r}, offered {raised.value.offered!r}")
+        assert later.calls == 0, (
+            "another payload under a refused key ran the mutation: it is a"
+            f" conflict; it ran {later.calls} times")
+        refusal = conn.execute("SELECT refusal FROM requests").fetchone()[0]
+        assert refusal == "oat-milk is not stocked", (
+            "the conflicting call changed the key's recorded refusal:"
+            f" {refusal!r}")
 
 
 def test_a_failure_that_is_no_refusal_is_not_kept(mod, db):
@@ -172,11 +245,18 @@ def test_a_failure_that_is_no_refusal_is_not_kept(mod, db):
         with pytest.raises(LookupError):
             mod.apply_checked(conn, "k-4", NOTE,
                               Stocker(LookupError, "stock list unreachable"))
-        assert count_rows(conn, "requests") == 0
-        assert count_rows(conn, "notes") == 0
-        assert not conn.in_transaction
-        assert mod.apply_checked(conn, "k-4", NOTE, Stocker(None)) == (
-            "applied", {"note": 1})
+        requests, notes = count_rows(conn, "requests"), count_rows(conn, "notes")
+        assert requests == 0, (
+            "a failure that is no refusal was recorded under the key like a"
+            f" refusal: only Refused is kept; {requests} request rows")
+        assert notes == 0, (
+            f"a failed mutation kept what it wrote: {notes} notes, not 0")
+        assert not conn.in_transaction, (
+            "the failure left a transaction open on the connection")
+        said = mod.apply_checked(conn, "k-4", NOTE, Stocker(None))
+        assert said == ("applied", {"note": 1}), (
+            "after a failure that is no refusal the key was not free: the retry"
+            f" answered {said!r}")
 
 
 PAYLOADS = st.dictionaries(
@@ -197,18 +277,27 @@ def test_a_payload_is_the_same_as_json_whatever_its_key_order(mod, db, first,
     key = f"k-{uuid.uuid4().hex}"  # a new key for every example
     post = Poster()
     with opened(db) as conn:
-        assert mod.apply_checked(conn, key, first, post)[0] == "applied"
+        said = mod.apply_checked(conn, key, first, post)
+        assert said[0] == "applied", (
+            f"the first call under a new key answered {said!r}, not 'applied'")
     rebuilt = dict(reversed(list(second.items())))  # another key order
     with opened(db) as conn:  # as a replacement process would
         if second == first:
-            assert mod.apply_checked(conn, key, rebuilt, post)[0] == (
-                "already_applied")
+            said = mod.apply_checked(conn, key, rebuilt, post)
+            assert said[0] == "already_applied", (
+                "the same payload with its keys in another order was not a"
+                " replay: compare canonical JSON, not str(payload);"
+                f" {first!r} then {rebuilt!r} answered {said!r}")
         else:
             with pytest.raises(EffectConflict) as raised:
                 mod.apply_checked(conn, key, rebuilt, post)
-            assert (raised.value.key, raised.value.recorded,
-                    raised.value.offered) == (key, first, rebuilt)
-    assert post.calls == 1
+            got = (raised.value.key, raised.value.recorded, raised.value.offered)
+            assert got == (key, first, rebuilt), (
+                "the conflict does not carry the key, the recorded payload and"
+                f" the offered one, as values: {got!r}")
+    assert post.calls == 1, (
+        f"the mutation ran {post.calls} times for one key, not once:"
+        f" {first!r} then {second!r}")
 
 
 CHILD = """
@@ -243,10 +332,20 @@ def test_a_kill_inside_the_mutation_leaves_nothing_and_the_rerun_applies(mod, db
         running.wait_for_boundary(timeout=30)
         running.kill()
     with opened(db) as conn:
-        assert (count_rows(conn, "requests"), count_rows(conn, "notes")) == (0, 0)
+        rows = (count_rows(conn, "requests"), count_rows(conn, "notes"))
+        assert rows == (0, 0), (
+            "a kill inside the mutation left the key or the note on file: the"
+            " claim and the mutation must be one transaction;"
+            f" (requests, notes) = {rows}, not (0, 0)")
         post = Poster()
-        assert mod.apply_checked(conn, "k-9", NOTE, post) == ("applied", {"note": 1})
-        assert (count_rows(conn, "requests"), count_rows(conn, "notes")) == (1, 1)
+        said = mod.apply_checked(conn, "k-9", NOTE, post)
+        assert said == ("applied", {"note": 1}), (
+            "after a kill inside the mutation the replacement did not apply the"
+            f" key afresh: answered {said!r}")
+        rows = (count_rows(conn, "requests"), count_rows(conn, "notes"))
+        assert rows == (1, 1), (
+            "the replacement's apply did not leave one request row and one"
+            f" note: (requests, notes) = {rows}")
 
 
 REPLAY = """
@@ -276,7 +375,9 @@ def replay_in_a_fresh_process(mod, db, key, payload):
     with Harness() as harness:
         finished = harness.run(["-c", REPLAY, mod.__file__, str(db), key,
                                 json.dumps(payload)])
-    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert finished.returncode == 0, (
+        "the answer crashed when a new process replayed the key:"
+        f" {finished.stderr[-2000:]}")
     with opened(db) as conn:
         notes = count_rows(conn, "notes")
     return tuple(json.loads(finished.stdout.strip().splitlines()[-1])), notes
@@ -291,10 +392,18 @@ def test_a_replay_in_a_fresh_process_answers_from_the_stored_row(mod, db, result
         def post(conn):
             conn.execute("INSERT INTO notes (text) VALUES ('24 cartons')")
             return result
-        assert mod.apply_checked(conn, "k-5", NOTE, post) == ("applied", result)
-    assert stored(db, "k-5") == (NOTE, result, None)
-    assert replay_in_a_fresh_process(mod, db, "k-5", NOTE) == (
-        ("already_applied", result), 1)
+        said = mod.apply_checked(conn, "k-5", NOTE, post)
+        assert said == ("applied", result), (
+            f"the first call answered {said!r}, not ('applied', {result!r})")
+    row = stored(db, "k-5")
+    assert row == (NOTE, result, None), (
+        "the mutation's result is not stored as JSON in the request row: a"
+        " replay in another process could not answer from it;"
+        f" (payload, result, refusal) = {row!r}")
+    replayed = replay_in_a_fresh_process(mod, db, "k-5", NOTE)
+    assert replayed == (("already_applied", result), 1), (
+        "a replay in a fresh process did not answer the stored result (kept in"
+        f" memory instead?): (answer, notes) = {replayed!r}")
 
 
 KILLED = """
@@ -438,7 +547,10 @@ def test_a_rival_between_any_two_statements_is_answered_not_a_crash(mod, tmp_pat
         else:
             assert (said, notes) == (("applied", {"note": 1}), ["24 cartons"]), (
                 f"rival after statement {n}")
-            assert stored(db, "k-8") == (NOTE, {"note": 1}, None)
+            row = stored(db, "k-8")
+            assert row == (NOTE, {"note": 1}, None), (
+                f"rival after statement {n}: the answer applied but its request"
+                f" row does not hold the payload and result: {row!r}")
         if watched.statements <= n:  # the answer finished before the rival's turn
             return
     pytest.fail(f"more than {MOST_STATEMENTS} statements for one apply")

@@ -71,9 +71,18 @@ class RivalAfter:
 
 def test_places_once_then_reports_already_placed(mod, db):
     with opened(db) as conn:
-        assert mod.place_order_once(conn, "po-1", "oat-milk", 24) == "placed"
-        assert mod.place_order_once(conn, "po-1", "oat-milk", 24) == "already_placed"
-        assert count_rows(conn, "supplier_orders") == 1
+        said = mod.place_order_once(conn, "po-1", "oat-milk", 24)
+        assert said == "placed", (
+            "the first order under a new key was not reported as placed:"
+            f" place_order_once answered {said!r}, not 'placed'")
+        said = mod.place_order_once(conn, "po-1", "oat-milk", 24)
+        assert said == "already_placed", (
+            "the same order again under the same key was not recognised as a"
+            f" replay: answered {said!r}, not 'already_placed'")
+        rows = count_rows(conn, "supplier_orders")
+        assert rows == 1, (
+            "the replay wrote a second supplier order: the key must be checked"
+            f" before inserting; {rows} rows in supplier_orders, not 1")
 
 
 # Orders a rival may record under our key: sometimes ours, sometimes another.
@@ -126,8 +135,15 @@ def test_a_rival_insert_between_statements_is_an_answer_not_a_crash(mod, tmp_pat
     for n, inserted, said, rows in rival_at_every_boundary(mod, tmp_path, order,
                                                            order):
         expected_rows, expected = the_truth(inserted, order, order)
-        assert rows == list(expected_rows), f"rival after statement {n}"
-        assert said == expected, f"rival after statement {n}: answered {said!r}"
+        assert rows == list(expected_rows), (
+            f"with a rival's insert after statement {n}, the row under the key"
+            " is not the first writer's: a second order must never replace it;"
+            f" {rows}, not {list(expected_rows)}")
+        assert said == expected, (
+            f"with a rival's insert after statement {n}, the answer said"
+            f" {said!r} where the row then recorded calls for {expected!r}:"
+            " the read, the comparison and the insert must hold the write"
+            " lock together (BEGIN IMMEDIATE)")
 
 
 def test_a_rival_with_another_order_under_our_key_is_a_conflict(mod, tmp_path):
@@ -139,13 +155,27 @@ def test_a_rival_with_another_order_under_our_key_is_a_conflict(mod, tmp_path):
     for n, inserted, said, rows in rival_at_every_boundary(mod, tmp_path, ours,
                                                            theirs):
         expected_rows, expected = the_truth(inserted, ours, theirs)
-        assert rows == list(expected_rows), f"rival after statement {n}"
+        assert rows == list(expected_rows), (
+            f"with a rival's insert after statement {n}, the row under the key"
+            " is not the first writer's: a second order must never replace it;"
+            f" {rows}, not {list(expected_rows)}")
         if expected == "conflict":
             assert isinstance(said, EffectConflict), (
-                f"rival after statement {n}: answered {said!r}")
-            assert said.recorded == theirs and said.offered == ours
+                f"with a rival's other order under our key after statement {n},"
+                f" the answer said {said!r}, not a conflict: it compared before"
+                " the rival's row existed; the read, the comparison and the"
+                " insert must hold the write lock together")
+            assert said.recorded == theirs and said.offered == ours, (
+                f"rival after statement {n}: the conflict does not describe the"
+                " rival's row as recorded and this call's order as offered"
+                f" (swapped, or not dicts): recorded={said.recorded!r},"
+                f" offered={said.offered!r}; expected {theirs!r}, {ours!r}")
         else:
-            assert said == expected, f"rival after statement {n}: answered {said!r}"
+            assert said == expected, (
+                f"with a rival's insert after statement {n}, the answer said"
+                f" {said!r} where the row then recorded calls for {expected!r}:"
+                " the read, the comparison and the insert must hold the write"
+                " lock together (BEGIN IMMEDIATE)")
 
 
 @settings(max_examples=15, deadline=None,
@@ -157,21 +187,41 @@ def test_any_two_orders_at_any_boundary(mod, tmp_path_factory, ours, theirs):
     for n, inserted, said, rows in rival_at_every_boundary(mod, tmp_path, ours,
                                                            theirs):
         expected_rows, expected = the_truth(inserted, ours, theirs)
-        assert rows == list(expected_rows), f"rival after statement {n}"
+        assert rows == list(expected_rows), (
+            f"with a rival's insert after statement {n}, the row under the key"
+            " is not the first writer's: a second order must never replace it;"
+            f" {rows}, not {list(expected_rows)}")
         if expected == "conflict":
-            assert isinstance(said, EffectConflict), f"after {n}: {said!r}"
-            assert (said.recorded, said.offered) == (theirs, ours)
+            assert isinstance(said, EffectConflict), (
+                f"with a rival's other order under our key after statement {n},"
+                f" the answer said {said!r}, not a conflict: it compared before"
+                " the rival's row existed; the read, the comparison and the"
+                " insert must hold the write lock together")
+            assert (said.recorded, said.offered) == (theirs, ours), (
+                f"rival after statement {n}: the conflict does not describe the"
+                " rival's row as recorded and this call's order as offered"
+                f" (swapped, or not dicts): recorded={said.recorded!r},"
+                f" offered={said.offered!r}; expected {theirs!r}, {ours!r}")
         else:
-            assert said == expected, f"rival after statement {n}: answered {said!r}"
+            assert said == expected, (
+                f"with a rival's insert after statement {n}, the answer said"
+                f" {said!r} where the row then recorded calls for {expected!r}:"
+                " the read, the comparison and the insert must hold the write"
+                " lock together (BEGIN IMMEDIATE)")
 
 
 def test_a_rival_that_got_there_first_is_reported(mod, db):
     with opened(db) as first:
-        assert mod.place_order_once(first, "po-1", "oat-milk", 24) == "placed"
+        said = mod.place_order_once(first, "po-1", "oat-milk", 24)
+        assert said == "placed", (
+            "the first order under a new key was not reported as placed:"
+            f" answered {said!r}, not 'placed'")
     with opened(db) as second:
-        assert mod.place_order_once(second, "po-1", "oat-milk", 24) == (
-            "already_placed"
-        )
+        said = mod.place_order_once(second, "po-1", "oat-milk", 24)
+        assert said == "already_placed", (
+            "a second connection did not see the order the first one committed:"
+            " the answer must read the durable row, not remember in memory;"
+            f" answered {said!r}, not 'already_placed'")
 
 
 @pytest.mark.parametrize("changed", [("oat-milk", 48), ("rye-bread", 24)])
@@ -181,13 +231,21 @@ def test_the_same_key_for_another_order_is_a_conflict(mod, db, changed):
         with pytest.raises(EffectConflict) as raised:
             mod.place_order_once(conn, "po-1", *changed)
         conflict = raised.value  # what the caller reads to decide: the fields
-        assert conflict.key == "po-1"
+        assert conflict.key == "po-1", (
+            "the conflict does not name the key that was refused:"
+            f" conflict.key is {conflict.key!r}, not 'po-1'")
         assert conflict.recorded == {"sku": "oat-milk", "quantity": 24}, (
-            f"recorded: {conflict.recorded!r}, not the row's dict")
+            "the conflict's recorded is not the order on record, as a dict"
+            " of sku and quantity (the caller reads conflict.recorded['sku']):"
+            f" {conflict.recorded!r}")
         assert conflict.offered == {"sku": changed[0], "quantity": changed[1]}, (
-            f"offered: {conflict.offered!r}, not this call's dict")
+            "the conflict's offered is not this call's order, as a dict of"
+            f" sku and quantity: {conflict.offered!r}")
         rows = [tuple(r) for r in conn.execute("SELECT * FROM supplier_orders")]
-        assert rows == [("po-1", "oat-milk", 24)]
+        assert rows == [("po-1", "oat-milk", 24)], (
+            "a conflicting order changed what was recorded under the key: the"
+            " first order must stand untouched; supplier_orders holds"
+            f" {rows}, not [('po-1', 'oat-milk', 24)]")
 
 
 @pytest.mark.parametrize(
@@ -200,6 +258,10 @@ def test_bad_input_is_refused_and_nothing_is_written(mod, db, key, sku, quantity
     try:
         with pytest.raises((ValueError, TypeError)):
             mod.place_order_once(conn, key, sku, quantity)
-        assert count_rows(conn, "supplier_orders") == 0
+        rows = count_rows(conn, "supplier_orders")
+        assert rows == 0, (
+            "a refused order still wrote a row: the input must be checked"
+            f" before anything is inserted; {rows} rows for"
+            f" key={key!r} sku={sku!r} quantity={quantity!r}")
     finally:
         conn.close()

@@ -51,17 +51,24 @@ def run_worker(service, retry: str):
 def test_the_mutant_is_caught_although_it_exited_zero(mod, tmp_path):
     service = install_service(tmp_path / "mutant.db")
     trial = run_worker(service, "new-key")
-    assert trial.resumed_returncode == 0  # its own claim: success
-    assert mod.overcharged_orders(service) == {
+    assert trial.resumed_returncode == 0, (  # its own claim: success
+        "the grader's world, not your answer: the mutant worker was to exit 0"
+        f" after charging twice, and exited {trial.resumed_returncode}")
+    found = mod.overcharged_orders(service)
+    assert found == {
         (ORDER, CURRENCY): {"payments": 2, "charged_cents": 8000,
                             "approved_cents": 4000}
-    }
+    }, ("the double charge of a worker that exited 0 was not reported from"
+        f" the payment rows: overcharged_orders returned {found!r}")
 
 
 def test_the_reference_is_clean(mod, tmp_path):
     service = install_service(tmp_path / "reference.db")
     run_worker(service, "reuse-key")
-    assert mod.overcharged_orders(service) == {}
+    found = mod.overcharged_orders(service)
+    assert found == {}, (
+        "an order paid once, within its approval, was reported as overcharged:"
+        f" {found!r}")
 
 
 def test_two_orders_paid_once_each_are_clean(mod, tmp_path):
@@ -69,7 +76,10 @@ def test_two_orders_paid_once_each_are_clean(mod, tmp_path):
                                                     ("PO-1002", 1250, "USD")])
     payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
     payments.issue_payment(service, "k2", "PO-1002", 1250, "USD")
-    assert mod.overcharged_orders(service) == {}
+    found = mod.overcharged_orders(service)
+    assert found == {}, (
+        "two orders each paid once within its approval were reported: each"
+        f" order's payments must be compared with its own approval; {found!r}")
 
 
 def test_only_the_overcharged_order_is_reported(mod, tmp_path):
@@ -78,17 +88,22 @@ def test_only_the_overcharged_order_is_reported(mod, tmp_path):
     payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
     for key in ("k2", "k3", "k4"):
         payments.issue_payment(service, key, "PO-1002", 1250, "USD")
-    assert mod.overcharged_orders(service) == {
+    found = mod.overcharged_orders(service)
+    assert found == {
         ("PO-1002", "USD"): {"payments": 3, "charged_cents": 3750,
                              "approved_cents": 1250}
-    }
+    }, ("not exactly the order paid three times was reported, with its count"
+        f" and cents: {found!r}")
 
 
 def test_a_revoked_approval_still_covers_its_one_payment(mod, tmp_path):
     service = install_service(tmp_path / "revoked.db")
     payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
     payments.revoke(service, ORDER)
-    assert mod.overcharged_orders(service) == {}
+    found = mod.overcharged_orders(service)
+    assert found == {}, (
+        "a payment made under an approval revoked later was reported: a revoked"
+        f" approval still covers what it allowed; {found!r}")
 
 
 def test_grading_writes_nothing(mod, tmp_path):
@@ -98,8 +113,11 @@ def test_grading_writes_nothing(mod, tmp_path):
     payments.issue_payment(service, "k1", ORDER, AMOUNT, CURRENCY)
     payments.issue_payment(service, "k2", ORDER, AMOUNT, CURRENCY)
     before = payments.snapshot(service)
-    assert mod.overcharged_orders(service)[ORDER, CURRENCY]["payments"] == 2
-    assert payments.snapshot(service) == before
+    found = mod.overcharged_orders(service)
+    assert found.get((ORDER, CURRENCY), {}).get("payments") == 2, (
+        f"the order paid twice was not reported with its 2 payments: {found!r}")
+    assert payments.snapshot(service) == before, (
+        "grading changed the service's rows: the grader must only read")
 
 
 def import_payment(service, key, order, amount, currency=CURRENCY):
@@ -116,10 +134,13 @@ def import_payment(service, key, order, amount, currency=CURRENCY):
 def test_a_payment_without_any_approval_is_overcharged(mod, tmp_path):
     service = install_service(tmp_path / "unapproved.db")
     import_payment(service, "k9", "PO-9999", 500)
-    assert mod.overcharged_orders(service) == {
+    found = mod.overcharged_orders(service)
+    assert found == {
         ("PO-9999", "USD"): {"payments": 1, "charged_cents": 500,
                              "approved_cents": 0}
-    }
+    }, ("a payment with no approval at all was not reported with 0 approved"
+        " (an inner join drops it: the payments must be joined LEFT to the"
+        f" approvals); {found!r}")
 
 
 def test_installments_within_the_approval_are_clean(mod, tmp_path):
@@ -128,12 +149,17 @@ def test_installments_within_the_approval_are_clean(mod, tmp_path):
     service = install_service(tmp_path / "installments.db")
     import_payment(service, "k1", ORDER, AMOUNT // 2)
     import_payment(service, "k2", ORDER, AMOUNT // 2)
-    assert mod.overcharged_orders(service) == {}
+    found = mod.overcharged_orders(service)
+    assert found == {}, (
+        "two installments within the approval were reported: the cents must be"
+        f" summed, not the payments counted; {found!r}")
     import_payment(service, "k3", ORDER, 1)  # one cent too many
-    assert mod.overcharged_orders(service) == {
+    found = mod.overcharged_orders(service)
+    assert found == {
         (ORDER, CURRENCY): {"payments": 3, "charged_cents": AMOUNT + 1,
                             "approved_cents": AMOUNT}
-    }
+    }, ("one cent beyond the approval was not reported, with its count and"
+        f" cents: {found!r}")
 
 
 def test_a_payment_in_another_currency_is_not_covered(mod, tmp_path):
@@ -143,16 +169,22 @@ def test_a_payment_in_another_currency_is_not_covered(mod, tmp_path):
     service = install_service(tmp_path / "currencies.db")
     import_payment(service, "k1", ORDER, AMOUNT, "USD")
     import_payment(service, "k2", ORDER, AMOUNT, "EUR")
-    assert mod.overcharged_orders(service) == {
+    found = mod.overcharged_orders(service)
+    assert found == {
         (ORDER, "EUR"): {"payments": 1, "charged_cents": AMOUNT,
                          "approved_cents": 0}
-    }
+    }, ("the currency was ignored: a USD approval covers nothing in EUR, so"
+        " payments must be grouped and matched by order AND currency;"
+        f" {found!r}")
 
 
 def test_an_approval_larger_than_the_payment_is_clean(mod, tmp_path):
     service = install_service(tmp_path / "larger.db", [(ORDER, 5000, CURRENCY)])
     import_payment(service, "k1", ORDER, AMOUNT)
-    assert mod.overcharged_orders(service) == {}
+    found = mod.overcharged_orders(service)
+    assert found == {}, (
+        "a payment smaller than its approval was reported as overcharged:"
+        f" {found!r}")
 
 
 APPROVALS = st.dictionaries(
@@ -196,4 +228,8 @@ def test_any_ledger(mod, tmp_path_factory, approvals, paid):
             payments.revoke(service, order)
     for number, (order, amount, currency) in enumerate(paid):
         import_payment(service, f"k{number}", order, amount, currency)
-    assert mod.overcharged_orders(service) == expected_from(approvals, paid)
+    found, expected = mod.overcharged_orders(service), expected_from(approvals, paid)
+    assert found == expected, (
+        "on a random ledger the overcharged (order, currency) pairs differ from"
+        f" the payments summed against their approvals: returned {found!r},"
+        f" expected {expected!r}")

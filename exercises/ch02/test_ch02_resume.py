@@ -87,7 +87,10 @@ def kill_at(files, boundary: str) -> None:
     with Harness() as harness:
         started = harness.start(worker(files), stop_at=boundary)
         started.wait_for_boundary(timeout=10)
-        assert started.kill().returncode == -9
+        killed = started.kill().returncode
+        assert killed == -9, (
+            "the grader's world, not your answer: the reference worker was to"
+            f" die by SIGKILL at {boundary}, and ended with {killed}")
 
 
 def rows(files) -> tuple[list[dict], list[dict]]:
@@ -106,36 +109,71 @@ def resume(mod, files) -> str:
 
 def test_killed_after_payment_reconciles_without_a_second_charge(mod, files):
     kill_at(files, "after_payment")
-    assert resume(mod, files) == "already_committed"
+    said = resume(mod, files)
+    assert said == "already_committed", (
+        "killed after its payment, the task was not reconciled with the"
+        " service: the payment must be offered again under the worker's own"
+        f" derived key, which the service already has; answered {said!r}")
     paid, checkpoints = rows(files)
-    assert len(paid) == 1
-    assert [(c["key"], c["outcome"]) for c in checkpoints] == [
-        (paid[0]["key"], "already_committed")
-    ]
+    assert len(paid) == 1, (
+        "the supplier was charged a second time after a kill after payment:"
+        f" a key minted now is one the service never saw; {len(paid)} payments")
+    kept = [(c["key"], c["outcome"]) for c in checkpoints]
+    assert kept == [(paid[0]["key"], "already_committed")], (
+        "the checkpoint does not record the payment's key as already_committed:"
+        f" {kept}")
 
 
 def test_killed_before_payment_pays_once_under_the_workers_key(mod, files):
     kill_at(files, "before_payment")
-    assert resume(mod, files) == "committed"
+    said = resume(mod, files)
+    assert said == "committed", (
+        f"killed before its payment, the task was not paid: answered {said!r},"
+        " not 'committed'")
     paid, checkpoints = rows(files)
-    assert [p["key"] for p in paid] == [KEY]
-    assert [c["key"] for c in checkpoints] == [KEY]
+    keys = [p["key"] for p in paid]
+    assert keys == [KEY], (
+        "the payment was not made once under the worker's derived key"
+        " (pay_invoice.payment_key), which any other process can recompute:"
+        f" payment keys {keys}, not [{KEY!r}]")
+    keys = [c["key"] for c in checkpoints]
+    assert keys == [KEY], (
+        f"the checkpoint does not name the derived key: {keys}, not [{KEY!r}]")
 
 
 def test_a_finished_task_is_left_alone(mod, files):
     with Harness() as harness:
-        assert harness.run(worker(files), timeout=10).returncode == 0
+        ran = harness.run(worker(files), timeout=10).returncode
+        assert ran == 0, (
+            "the grader's world, not your answer: the reference worker was to"
+            f" finish the task, and exited {ran}")
     before = paying.snapshot(files.service, files.state)
-    assert resume(mod, files) == "already_committed"
-    assert paying.snapshot(files.service, files.state) == before
+    said = resume(mod, files)
+    assert said == "already_committed", (
+        "a finished task was not answered from its checkpoint:"
+        f" answered {said!r}, not 'already_committed'")
+    after = paying.snapshot(files.service, files.state)
+    assert after == before, (
+        "resuming a finished task changed the files: its checkpoint must be"
+        " read first and the task left alone (not asked again, not"
+        f" rewritten); before {before}, after {after}")
 
 
 def test_killed_after_its_checkpoint_the_task_is_left_alone(mod, files):
     kill_at(files, "after_checkpoint")
     before = paying.snapshot(files.service, files.state)
-    assert [c["outcome"] for c in before["checkpoints"]] == ["committed"]
-    assert resume(mod, files) == "already_committed"
-    assert paying.snapshot(files.service, files.state) == before
+    outcomes = [c["outcome"] for c in before["checkpoints"]]
+    assert outcomes == ["committed"], (
+        "the grader's world, not your answer: the worker killed after its"
+        f" checkpoint was to leave one 'committed', not {outcomes}")
+    said = resume(mod, files)
+    assert said == "already_committed", (
+        "a task killed after its checkpoint was not answered from that"
+        f" checkpoint: answered {said!r}, not 'already_committed'")
+    after = paying.snapshot(files.service, files.state)
+    assert after == before, (
+        "resuming a checkpointed task changed the files: the task must be left"
+        f" alone; before {before}, after {after}")
 
 
 def forget_keys(service):
@@ -152,10 +190,17 @@ def forget_keys(service):
 def test_a_finished_task_is_not_paid_again_after_the_service_forgot_its_key(
         mod, files):
     with Harness() as harness:
-        assert harness.run(worker(files), timeout=10).returncode == 0
+        ran = harness.run(worker(files), timeout=10).returncode
+        assert ran == 0, (
+            "the grader's world, not your answer: the reference worker was to"
+            f" finish the task, and exited {ran}")
     forget_keys(files.service)
     resume(mod, files)
-    assert len(rows(files)[0]) == 1, "a finished task was paid a second time"
+    paid = rows(files)[0]
+    assert len(paid) == 1, (
+        "a finished task was paid a second time once the service forgot its"
+        " key: the checkpoint must be read before the service is asked;"
+        f" {len(paid)} payments")
 
 
 def test_other_tasks_in_the_workers_file_are_not_touched(mod, files):
@@ -163,12 +208,21 @@ def test_other_tasks_in_the_workers_file_are_not_touched(mod, files):
     with opened(files.state) as state:
         paying.save_checkpoint(state, "restock-0", "restock-0/key", "committed")
     kill_at(files, "after_payment")
-    assert resume(mod, files) == "already_committed"
+    said = resume(mod, files)
+    assert said == "already_committed", (
+        "with another task's checkpoint in the worker's file, this task was"
+        f" not reconciled: answered {said!r}, not 'already_committed'")
     with opened(files.state) as state:
         by_task = {c["task"]: c for c in paying.checkpoints(state)}
-    assert by_task["restock-0"] == {"task": "restock-0", "key": "restock-0/key",
-                                    "outcome": "committed"}
-    assert by_task[TASK]["key"] == KEY
+    other = by_task.get("restock-0")
+    assert other == {"task": "restock-0", "key": "restock-0/key",
+                     "outcome": "committed"}, (
+        "another task's checkpoint was changed: only this task's row may be"
+        f" read and written; restock-0 is now {other}")
+    ours = by_task.get(TASK, {}).get("key")
+    assert ours == KEY, (
+        f"this task's checkpoint does not name the derived key: {ours!r},"
+        f" not {KEY!r}")
 
 
 CHILD = FORBID + """
@@ -194,32 +248,59 @@ def test_a_resume_killed_inside_its_charge_is_resumed_again(mod, files):
     with Harness() as harness:
         started = harness.start(args, stop_at="payment_inserted")
         started.wait_for_boundary(timeout=10)
-        assert started.kill().returncode == -9
-    assert rows(files) == ([], [])  # the charge died uncommitted
-    assert resume(mod, files) == "committed"
+        killed = started.kill().returncode
+        assert killed == -9, (
+            "the grader's world, not your answer: the resuming process was to"
+            f" die by SIGKILL inside its charge, and ended with {killed}")
+    found = rows(files)
+    assert found == ([], []), (  # the charge died uncommitted
+        "a resume killed inside its uncommitted charge left rows behind:"
+        f" (payments, checkpoints) = {found}")
+    said = resume(mod, files)
+    assert said == "committed", (
+        "after a resume died inside its charge, the next resume did not pay:"
+        f" answered {said!r}, not 'committed'")
     paid, checkpoints = rows(files)
-    assert [p["key"] for p in paid] == [KEY]
-    assert [c["key"] for c in checkpoints] == [KEY]
+    keys = [p["key"] for p in paid]
+    assert keys == [KEY], (
+        "the third process did not pay once under the derived key:"
+        f" payment keys {keys}, not [{KEY!r}]")
+    keys = [c["key"] for c in checkpoints]
+    assert keys == [KEY], (
+        f"the checkpoint does not name the derived key: {keys}, not [{KEY!r}]")
 
 
 def test_resuming_twice_still_pays_once(mod, files):
     kill_at(files, "after_payment")
     first, second = resume(mod, files), resume(mod, files)
-    assert (first, second) == ("already_committed", "already_committed")
-    assert len(rows(files)[0]) == 1
+    assert (first, second) == ("already_committed", "already_committed"), (
+        "two resumes of a task killed after payment did not both answer"
+        f" already_committed: answered {first!r}, then {second!r}")
+    paid = rows(files)[0]
+    assert len(paid) == 1, (
+        f"resuming twice charged again: {len(paid)} payments, not 1")
 
 
 def test_revoked_before_payment_refuses_and_records_nothing(mod, files):
     payments.revoke(files.service, ORDER)
     with pytest.raises(payments.ApprovalRefused):
         resume(mod, files)
-    assert rows(files) == ([], [])
+    found = rows(files)
+    assert found == ([], []), (
+        "a refused approval still left a payment or a checkpoint: nothing may"
+        f" be recorded when the service refuses; (payments, checkpoints) = {found}")
 
 
 def test_revoked_after_payment_still_finishes_the_history(mod, files):
     # the dead worker's charge, committed before it could checkpoint
     payments.issue_payment(files.service, KEY, ORDER, AMOUNT, CURRENCY)
     payments.revoke(files.service, ORDER)
-    assert resume(mod, files) == "already_committed"
+    said = resume(mod, files)
+    assert said == "already_committed", (
+        "a charge committed before the approval was revoked was not"
+        " reconciled: the history must be finished from the service's answer"
+        f" for the derived key; answered {said!r}")
     paid, checkpoints = rows(files)
-    assert len(paid) == 1 and len(checkpoints) == 1
+    assert len(paid) == 1 and len(checkpoints) == 1, (
+        "after a revoked approval the task does not hold one payment and one"
+        f" checkpoint: {len(paid)} payments, {len(checkpoints)} checkpoints")

@@ -17,6 +17,7 @@ from crashcourse.services.payments import authority
 from crashcourse.store import immediate, opened
 
 ORDER, AMOUNT, CURRENCY = "PO-3001", 4000, "USD"
+POLICY_READ = {"why": "the policy in force is the one in the file, not 1"}
 
 
 @pytest.fixture
@@ -52,40 +53,58 @@ def service_says(db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY):
     return {"committed": "would_commit"}.get(said, said)
 
 
-def previewed(preview, db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY):
+def previewed(preview, db, key, order=ORDER, amount=AMOUNT, currency=CURRENCY,
+              why="history first (what the key was used for), then the terms"
+                  " in force now"):
     """The preview (checked to write nothing), then the service asked for real."""
     said = preview(db, key, order, amount, currency)
-    assert said == service_says(db, key, order, amount, currency), (
-        "the service answers otherwise")
+    real = service_says(db, key, order, amount, currency)
+    assert said == real, (
+        f"the preview does not read the file as the service does ({why}): it"
+        f" said {said!r}, the service, asked afterwards, {real!r}; request"
+        f" {key!r} {order!r} {amount} {currency!r}")
     return said
 
 
+def previews(preview, db, expected, *request, **why):
+    """``previewed``, and the answer this file must give: a preview the service
+    agrees with is the answer's; what they both say is the grader's world."""
+    said = previewed(preview, db, *request, **why)
+    assert said == expected, (
+        "the grader's world, not your answer: the preview and the service agree"
+        f" on {said!r} for {request!r}, where this file should answer"
+        f" {expected!r}")
+
+
 def test_a_new_payment_would_commit(preview, db):
-    assert previewed(preview, db, "k1") == "would_commit"
-    assert len(payments.snapshot(db)["payments"]) == 1  # the service's, not ours
+    previews(preview, db, "would_commit", "k1")
+    paid = payments.snapshot(db)["payments"]
+    assert len(paid) == 1, (  # the service's, not ours
+        "the grader's world, not your answer: the service's own payment was to"
+        f" leave one row, and there are {len(paid)}")
 
 
 def test_revoke_before_payment_would_be_refused(preview, db):
     payments.revoke(db, ORDER)
-    assert previewed(preview, db, "k1") == "refused: approval_revoked"
+    previews(preview, db, "refused: approval_revoked", "k1")
 
 
 def test_revoke_after_payment_is_history(preview, db):
     payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
     payments.revoke(db, ORDER)
-    assert previewed(preview, db, "k1") == "already_committed"
-    assert previewed(preview, db, "k2") == "refused: approval_revoked"  # new effect
+    previews(preview, db, "already_committed", "k1")
+    previews(preview, db, "refused: approval_revoked", "k2")  # new effect
 
 
 def test_history_outlives_every_term(preview, db):
     payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
     authority.set_expiry(db, ORDER, time.time() - 1)
-    assert previewed(preview, db, "k2") == "refused: approval_expired"
+    previews(preview, db, "refused: approval_expired", "k2")
     authority.set_policy_version(db, 2)
-    assert previewed(preview, db, "k1") == "already_committed"
+    previews(preview, db, "already_committed", "k1")
     payments.approve(db, ORDER, AMOUNT, CURRENCY)  # granted again, under version 2
     authority.set_policy_version(db, 3)
-    assert previewed(preview, db, "k3") == "refused: policy_changed"
+    previews(preview, db, "refused: policy_changed", "k3")
 
 
 @pytest.mark.parametrize("granted_under", [1, 2, 3])
@@ -99,18 +118,18 @@ def test_the_current_policy_is_read_from_the_file(preview, db, policy,
     payments.approve(db, ORDER, AMOUNT, CURRENCY, policy_version=granted_under)
     expected = ("would_commit" if policy == granted_under
                 else "refused: policy_changed")
-    assert previewed(preview, db, "k1") == expected
+    previews(preview, db, expected, "k1", **POLICY_READ)
 
 
 def test_a_new_payment_after_the_policy_moved_twice(preview, db):
     """Granted under 1, outdated by 2, granted again under 2: a new payment
     would commit; moved to 3, it would not."""
     authority.set_policy_version(db, 2)
-    assert previewed(preview, db, "k1") == "refused: policy_changed"
+    previews(preview, db, "refused: policy_changed", "k1", **POLICY_READ)
     payments.approve(db, ORDER, AMOUNT, CURRENCY)  # under the current one, 2
-    assert previewed(preview, db, "k1") == "would_commit"
+    previews(preview, db, "would_commit", "k1", **POLICY_READ)
     authority.set_policy_version(db, 3)
-    assert previewed(preview, db, "k2") == "refused: policy_changed"
+    previews(preview, db, "refused: policy_changed", "k2", **POLICY_READ)
 
 
 @pytest.mark.parametrize("change", [("PO-3002", AMOUNT, CURRENCY),
@@ -119,12 +138,14 @@ def test_a_new_payment_after_the_policy_moved_twice(preview, db):
                          ids=["order", "amount", "currency"])
 def test_a_key_cannot_be_repurposed(preview, db, change):
     payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
-    assert previewed(preview, db, "k1", *change) == "conflict"
+    previews(preview, db, "conflict", "k1", *change,
+             why="a key already used answers from what it paid: order, amount"
+                 " and currency, not only that it exists")
 
 
 def test_another_amount_under_a_new_key_is_not_approved(preview, db):
-    assert previewed(preview, db, "k1", ORDER, 3000, CURRENCY) == (
-        "refused: not_approved")
+    previews(preview, db, "refused: not_approved", "k1", ORDER, 3000, CURRENCY,
+             why="an approval covers its own amount only")
 
 
 def test_a_payment_in_progress_does_not_hold_up_the_preview(preview, db):
@@ -141,7 +162,9 @@ def test_a_payment_in_progress_does_not_hold_up_the_preview(preview, db):
         said = preview(db, "k1", ORDER, AMOUNT, CURRENCY)
         waited = time.monotonic() - started
         paying.execute("ROLLBACK")
-    assert said == "would_commit"  # an INSERT not yet committed is no payment
+    assert said == "would_commit", (  # an INSERT not yet committed is no payment
+        "the preview counted a payment another process has inserted and not"
+        f" committed: it said {said!r}, not 'would_commit'")
     assert waited < 2.5, f"the preview waited {waited:.1f} s for the write lock"
 
 
@@ -152,10 +175,10 @@ def test_a_payment_still_in_the_write_ahead_log_is_history(preview, db):
     with opened(db) as held:
         held.execute("SELECT count(*) FROM payments").fetchone()  # holds it open
         payments.issue_payment(db, "k1", ORDER, AMOUNT, CURRENCY)
-        assert previewed(preview, db, "k1") == "already_committed"
-        assert previewed(preview, db, "k1", ORDER, AMOUNT + 100) == "conflict"
+        previews(preview, db, "already_committed", "k1")
+        previews(preview, db, "conflict", "k1", ORDER, AMOUNT + 100)
         payments.revoke(db, ORDER)
-        assert previewed(preview, db, "k2") == "refused: approval_revoked"
+        previews(preview, db, "refused: approval_revoked", "k2")
 
 
 HISTORY = re.compile(r"\bpayments\b", re.IGNORECASE)
@@ -256,18 +279,27 @@ def test_history_and_authority_come_from_one_snapshot(preview, db, monkeypatch,
     before, after, change, revoked = BETWEEN[case]
     if revoked:
         payments.revoke(db, ORDER)
-    assert service_says_of_a_copy(db) == before
+    copy = service_says_of_a_copy(db)
+    assert copy == before, (
+        "the grader's world, not your answer: the service was to answer"
+        f" {before!r} before the rival's commit, and answered {copy!r}")
     with CommitBetweenTheReads(monkeypatch, db, change) as watch:
         said = preview.unwatched(db, "k1", ORDER, AMOUNT, CURRENCY)
     assert watch.committed is not None, f"the rival's commit failed: {watch.fault!r}"
     if not watch.committed:  # no rival turn: the file did not change
-        assert said == before
+        assert said == before, (
+            f"the file did not change, and the preview said {said!r} where the"
+            f" service says {before!r}")
     else:
         assert said in (before, after), (
             f"the file said {before!r} before the rival's commit and {after!r}"
             f" after it; the preview said {said!r}: history and authority came"
             " from two snapshots")
-    assert service_says(db, "k1") == (after if watch.committed else before)
+    real = service_says(db, "k1")
+    assert real == (after if watch.committed else before), (
+        "the grader's world, not your answer: after the rival's turn the"
+        f" service was to answer {after if watch.committed else before!r},"
+        f" and answered {real!r}")
 
 
 class CommitBetweenTheCopies:
@@ -355,7 +387,10 @@ def test_a_copy_of_the_files_is_taken_in_one_moment(preview, db, tmp_path):
         with opened(path) as conn, immediate(conn):
             conn.execute("INSERT INTO payments (key, order_id, amount_cents, currency)"
                          " VALUES ('k9', 'PO-3002', 5000, 'USD')")
-        assert service_says_of_a_copy(path) == "would_commit"
+        copy = service_says_of_a_copy(path)
+        assert copy == "would_commit", (
+            "the grader's world, not your answer: the service was to answer"
+            f" 'would_commit' before the rival's commit, and answered {copy!r}")
         change = ("INSERT INTO payments (key, order_id, amount_cents, currency)"
                   " VALUES ('k1', 'PO-3001', 4000, 'USD');"
                   "INSERT INTO service_policy (id, version) VALUES (1, 2)"
@@ -364,14 +399,19 @@ def test_a_copy_of_the_files_is_taken_in_one_moment(preview, db, tmp_path):
             said = preview.unwatched(path, "k1", ORDER, AMOUNT, CURRENCY)
     assert watch.committed is not None, f"the rival's commit failed: {watch.fault!r}"
     if not watch.committed:  # no rival turn (no copy, or a write lock held)
-        assert said == "would_commit"
+        assert said == "would_commit", (
+            f"the file did not change, and the preview said {said!r} where the"
+            " service says 'would_commit'")
     else:
         assert said in ("would_commit", "already_committed"), (
             f"the file said 'would_commit' before the rival's commit and"
             f" 'already_committed' after it; the preview said {said!r}: its"
             " copy took the main file and its log a commit apart")
-    assert service_says(path, "k1") == (
-        "already_committed" if watch.committed else "would_commit")
+    expected = "already_committed" if watch.committed else "would_commit"
+    real = service_says(path, "k1")
+    assert real == expected, (
+        "the grader's world, not your answer: after the rival's turn the"
+        f" service was to answer {expected!r}, and answered {real!r}")
 
 
 @st.composite

@@ -92,7 +92,9 @@ def holding_four_orders(conn, origin, supplier):
         orders.admit(conn, claim, operation_key, wait_s=5)
     for operation_key, proposal in ((sent, SENT), (answer_lost, ANSWER_LOST)):
         status, _ = orders.post(supplier.url, operation_key, claim, proposal, 5)
-        assert status == 201
+        assert status == 201, (
+            "the grader's world, not your answer: the supplier was to accept"
+            f" the holder's order {proposal}, and answered {status}")
     orders.record(conn, answer_lost, orders.UNKNOWN)  # the reply never came
     return claim, {"sent": sent, "answer_lost": answer_lost,
                    "in_flight": in_flight, "unsent": unsent}
@@ -150,7 +152,11 @@ def cancelled_here(conn, claim):
     no claim holds (the one after the holder's); that generation."""
     row = claims.work_row(conn, claim.id)
     assert (row["status"], row["generation"]) == (claims.CANCELLED,
-                                                  claim.generation + 1)
+                                                  claim.generation + 1), (
+        "the cancel is not durable in the work row: it must be CANCELLED under"
+        " the generation after the holder's, so the holder's claim is stale;"
+        f" the row is {row['status']} at generation {row['generation']}, the"
+        f" holder's generation {claim.generation}")
     return row["generation"]
 
 
@@ -167,9 +173,14 @@ def shop_agrees_with_the_supplier(conn, supplier, claim, ops):
         row = status_of(conn, operation_key)
         if operation_key in placed:
             assert (row["status"], row["receipt"]) == (
-                orders.CONFIRMED, placed[operation_key]), label
+                orders.CONFIRMED, placed[operation_key]), (
+                f"the {label} order is at the supplier, and the shop does not"
+                " say CONFIRMED with its receipt: it was not looked up after"
+                f" the fence; it is {row['status']} with {row['receipt']!r}")
         else:
-            assert row["status"] == orders.REVOKED, (label, row["status"])
+            assert row["status"] == orders.REVOKED, (
+                f"the {label} order is not at the supplier (fenced), and the"
+                f" shop does not say REVOKED: it is {row['status']}")
 
 
 class Relay(http.server.ThreadingHTTPServer):
@@ -306,29 +317,49 @@ def test_the_cancel_is_durable_here_and_at_the_supplier(mod, shop, supplier):
     conn, claim, _ = shop
     report = mod.cancel_and_settle(conn, claim.id, supplier.url)
     generation = cancelled_here(conn, claim)
-    assert report["generation"] == generation
+    assert report["generation"] == generation, (
+        "the report's generation is not the one the work row holds:"
+        f" report {report['generation']}, row {generation}")
     fenced = at_the_supplier(supplier, claim.id)[1]
-    assert fenced is not None and fenced >= generation
+    assert fenced is not None and fenced >= generation, (
+        "the supplier was not fenced at the cancel's generation, so the"
+        f" holder's late POST could still land: fence {fenced}, cancel's"
+        f" generation {generation}")
     with pytest.raises(fence.StaleClaim):
         fence.finish(conn, claim, "DONE", "the delayed result")
-    assert claims.work_row(conn, claim.id)["status"] == claims.CANCELLED
+    status = claims.work_row(conn, claim.id)["status"]
+    assert status == claims.CANCELLED, (
+        f"the holder's delayed completion changed the cancelled work: {status}")
 
 
 def test_unsent_revoked_sent_discovered_nothing_resent(mod, shop, supplier):
     conn, claim, ops = shop
     before = posts(supplier, claim.id)
     report = mod.cancel_and_settle(conn, claim.id, supplier.url)
-    assert report["revoked"] == 1
-    assert status_of(conn, ops["unsent"])["status"] == orders.REVOKED
+    assert report["revoked"] == 1, (
+        "the report does not count the one signed-off, never-sent order as"
+        f" revoked: revoked={report['revoked']}")
+    unsent = status_of(conn, ops["unsent"])["status"]
+    assert unsent == orders.REVOKED, (
+        f"the order that was never sent was not revoked: it is {unsent}")
     placed, _ = at_the_supplier(supplier, claim.id)
     for found in ("sent", "answer_lost"):  # SENDING and UNKNOWN alike
         row = status_of(conn, ops[found])
         assert (row["status"], row["receipt"]) == (orders.CONFIRMED,
-                                                   placed[ops[found]])
-    assert report["looked_up"] == {ops["sent"]: orders.CONFIRMED,
-                                   ops["answer_lost"]: orders.CONFIRMED,
-                                   ops["in_flight"]: orders.NOT_FOUND}
-    assert posts(supplier, claim.id) == before
+                                                   placed.get(ops[found])), (
+            f"the {found} order the supplier holds was not looked up and"
+            " CONFIRMED with its receipt (SENDING and UNKNOWN may both be"
+            f" outside): it is {row['status']} with receipt {row['receipt']!r}")
+    looked_up = report["looked_up"]
+    assert looked_up == {ops["sent"]: orders.CONFIRMED,
+                         ops["answer_lost"]: orders.CONFIRMED,
+                         ops["in_flight"]: orders.NOT_FOUND}, (
+        "the report's looked_up does not name each order that may be outside"
+        f" with the supplier's answer: {looked_up}")
+    sent = posts(supplier, claim.id)
+    assert sent == before, (
+        "the settlement sent an order again: it must look orders up, never"
+        f" POST them; {sent - before} new POSTs")
 
 
 def settled_with_the_post_held(mod, path, origin, supplier, deliver_before=0):
@@ -378,12 +409,17 @@ def test_the_held_post_arriving_before_any_of_your_requests_is_told_truly(
     receipt; after the fence it is refused, and the shop must say REVOKED.
     Either way the two databases agree, whatever order you asked in."""
     count = requests_of(mod, tmp_path, supplier)
-    assert count >= 2  # the fence, and at least one lookup
+    assert count >= 2, (  # the fence, and at least one lookup
+        "the settlement sent fewer than two requests to the supplier: it must"
+        f" fence, then look up what may be outside; {count} requests")
     for before in range(1, count + 1):
         late = settled_with_the_post_held(
             mod, tmp_path / f"before-{before}.db",
             f"phone:{tmp_path.name}-before-{before}", supplier, before)
-        assert late == [], before
+        assert late == [], (
+            f"with the held POST delivered before your request {before}, an"
+            " order landed after your settlement returned: the fence came too"
+            f" late or not at all; {late}")
 
 
 @pytest.mark.parametrize("refused", [503, 404])
@@ -402,16 +438,31 @@ def test_without_a_confirmed_fence_nothing_is_revoked(mod, tmp_path, supplier,
                 mod.cancel_and_settle(conn, claim.id, down.url)
             assert down.deliver(), "the supplier never decided the held POST"
         cancelled_here(conn, claim)
-        assert status_of(conn, ops["unsent"])["status"] == orders.REVOKED
+        unsent = status_of(conn, ops["unsent"])["status"]
+        assert unsent == orders.REVOKED, (
+            "the order that was never sent was not revoked with the cancel:"
+            f" it is {unsent}")
         placed, fenced = at_the_supplier(supplier, claim.id)
-        assert fenced == claim.generation  # never fenced: the relay refused it
-        assert ops["in_flight"] in placed  # so the held POST was placed
-        assert status_of(conn, ops["in_flight"])["status"] in orders.UNCERTAIN
+        assert fenced == claim.generation, (  # never fenced: the relay refused it
+            "the grader's world, not your answer: the relay refused the fence,"
+            f" so the supplier's fence was to stay at {claim.generation}, and"
+            f" it is {fenced}")
+        assert ops["in_flight"] in placed, (  # so the held POST was placed
+            "the grader's world, not your answer: with no fence the held POST"
+            f" was to be placed, and the supplier holds only {sorted(placed)}")
+        in_flight = status_of(conn, ops["in_flight"])["status"]
+        assert in_flight in orders.UNCERTAIN, (
+            "the order in flight was settled although the fence was never"
+            " confirmed: a NOT_FOUND then proves nothing (the POST arrived"
+            f" after), so it must stay uncertain; it is {in_flight}")
         for found in ("sent", "answer_lost"):  # uncertain still, or found: true
             row = status_of(conn, ops[found])
             assert row["status"] in orders.UNCERTAIN or (
                 row["status"], row["receipt"]) == (orders.CONFIRMED,
-                                                   placed[ops[found]])
+                                                   placed.get(ops[found])), (
+                f"without a confirmed fence the {found} order was neither left"
+                " uncertain nor CONFIRMED with the supplier's receipt: it is"
+                f" {row['status']} with receipt {row['receipt']!r}")
 
 
 @pytest.mark.parametrize("table", ["work", "orders"])
@@ -434,7 +485,10 @@ def test_a_crash_inside_the_cancel_leaves_all_of_it_or_none(mod, shop, supplier,
         conn.set_authorizer(None)
     cancelled = claims.work_row(conn, claim.id)["status"] == claims.CANCELLED
     revoked = status_of(conn, ops["unsent"])["status"] == orders.REVOKED
-    assert cancelled == revoked
+    assert cancelled == revoked, (
+        f"a crash at the cancel's first write to {table} left half a cancel:"
+        " the work cancelled and its unsent order revoked must be one"
+        f" transaction; cancelled={cancelled}, revoked={revoked}")
 
 
 def statements_of(mod, folder, supplier) -> int:
@@ -488,15 +542,28 @@ def test_the_holder_letting_an_order_out_at_any_statement_is_looked_up(
     so REVOKED). Admitted after, it is refused, and the order is revoked.
     Either way nothing is left uncertain."""
     count = statements_of(mod, tmp_path, supplier)
-    assert count >= 3
+    assert count >= 3, (
+        "the cancel ran fewer than three statements on the shop's connection:"
+        " it must cancel the work, revoke the unsent orders and record the"
+        f" lookups there; {count} statements")
     for boundary in range(1, count + 1):
         ran = cancel_with_the_holder_at(mod, tmp_path / f"at-{boundary}.db",
                                         f"phone:{tmp_path.name}-{boundary}",
                                         supplier, boundary)
-        assert ran["uncertain"] == set(), boundary
-        assert ran["unsent"] == orders.REVOKED, boundary
+        assert ran["uncertain"] == set(), (
+            f"with the holder admitting its order before statement {boundary}"
+            " of your cancel, an order was left uncertain: one admitted"
+            " before the cancel committed must be looked up too;"
+            f" {sorted(ran['uncertain'])}")
+        assert ran["unsent"] == orders.REVOKED, (
+            f"with the holder admitting its order before statement {boundary},"
+            f" the order ended {ran['unsent']}, not REVOKED")
         if ran["admitted"]:
-            assert ran["unsent_key"] in ran["report"]["looked_up"], boundary
+            assert ran["unsent_key"] in ran["report"]["looked_up"], (
+                f"the holder's order admitted before statement {boundary} of"
+                " your cancel was not looked up: the orders that may be"
+                " outside must be read after the cancel committed;"
+                f" looked_up = {sorted(ran['report']['looked_up'])}")
 
 
 def test_the_report_says_what_the_rows_say(mod, shop, supplier):
@@ -505,9 +572,20 @@ def test_the_report_says_what_the_rows_say(mod, shop, supplier):
     conn, claim, ops = shop
     report = mod.cancel_and_settle(conn, claim.id, supplier.url)
     verdict = {orders.CONFIRMED: orders.CONFIRMED, orders.NOT_FOUND: orders.REVOKED}
-    assert set(report["looked_up"]) == {ops["sent"], ops["answer_lost"],
-                                        ops["in_flight"]}
+    looked_up = set(report["looked_up"])
+    expected = {ops["sent"], ops["answer_lost"], ops["in_flight"]}
+    assert looked_up == expected, (
+        "looked_up does not name every order that was uncertain (SENDING and"
+        f" UNKNOWN): missing {sorted(expected - looked_up)}, extra"
+        f" {sorted(looked_up - expected)}")
     for operation_key, answer in report["looked_up"].items():
-        assert status_of(conn, operation_key)["status"] == verdict[answer]
-    assert report["generation"] == claims.work_row(conn, claim.id)["generation"]
-    assert json.dumps(report)  # plain data: a caller may store it
+        status = status_of(conn, operation_key)["status"]
+        assert status == verdict.get(answer), (
+            f"the report says the supplier answered {answer} for"
+            f" {operation_key}, and the shop's row says {status}")
+    generation = claims.work_row(conn, claim.id)["generation"]
+    assert report["generation"] == generation, (
+        "the report's generation is not the one the work row holds:"
+        f" report {report['generation']}, row {generation}")
+    assert json.dumps(report), (  # plain data: a caller may store it
+        "the report is not plain data a caller could store as JSON")

@@ -44,7 +44,11 @@ def test_without_the_fence_the_stale_quote_replaces_the_current_one(mod, replace
     mod.record_quote_unfenced(conn, old, "flour-25kg", 1990)  # A's late answer
     with pytest.raises(fence.StaleClaim):
         fence.finish(conn, old, "DONE", "ordered at 1990")
-    assert quotes(conn) == [("flour-25kg", 1990, 1)]  # the current quote is gone
+    kept = quotes(conn)
+    assert kept == [("flour-25kg", 1990, 1)], (  # the current quote is gone
+        "record_quote_unfenced must keep the chapter's bug: the stale holder's"
+        " late quote replaces the current one, unchecked; quotes are"
+        f" {kept}, not [('flour-25kg', 1990, 1)]")
 
 
 def test_the_restored_fence_keeps_the_current_quote(mod, replaced):
@@ -52,17 +56,29 @@ def test_the_restored_fence_keeps_the_current_quote(mod, replaced):
     mod.record_quote(conn, new, "flour-25kg", 2150)
     with pytest.raises(fence.StaleClaim) as refused:
         mod.record_quote(conn, old, "flour-25kg", 1990)
-    assert refused.value.reason == "superseded"
-    assert quotes(conn) == [("flour-25kg", 2150, 2)]
-    assert refusals(conn) == [(1, "quote", "superseded")]
-    assert not conn.in_transaction
+    assert refused.value.reason == "superseded", (
+        "the stale holder was refused for the wrong reason: a newer claim took"
+        f" the work, so 'superseded', not {refused.value.reason!r}")
+    kept = quotes(conn)
+    assert kept == [("flour-25kg", 2150, 2)], (
+        "the stale holder's quote replaced the current holder's: the fence"
+        f" must check the claim before writing; quotes are {kept}")
+    kept = refusals(conn)
+    assert kept == [(1, "quote", "superseded")], (
+        "the refusal is not on record with the stale generation, the action"
+        f" and the reason: refusals are {kept}")
+    assert not conn.in_transaction, (
+        "the refusal was raised with a transaction left open")
 
 
 def test_a_stale_holder_cannot_add_a_quote_either(mod, replaced):
     conn, old, _ = replaced
     with pytest.raises(fence.StaleClaim):
         mod.record_quote(conn, old, "rye-10kg", 1800)
-    assert quotes(conn) == []
+    kept = quotes(conn)
+    assert kept == [], (
+        "a stale holder added a quote where there was none: the fence must"
+        f" guard every write, not only a replacement; quotes are {kept}")
 
 
 def test_the_current_holder_replaces_its_own_quote(mod, replaced):
@@ -70,8 +86,13 @@ def test_the_current_holder_replaces_its_own_quote(mod, replaced):
     mod.record_quote(conn, new, "flour-25kg", 2150)
     mod.record_quote(conn, new, "flour-25kg", 2090)  # the supplier's new price
     mod.record_quote(conn, new, "rye-10kg", 1800)
-    assert quotes(conn) == [("flour-25kg", 2090, 2), ("rye-10kg", 1800, 2)]
-    assert refusals(conn) == []
+    kept = quotes(conn)
+    assert kept == [("flour-25kg", 2090, 2), ("rye-10kg", 1800, 2)], (
+        "the current holder could not replace its own quote (the first quote"
+        " must not win for good) or add another, under its generation; quotes"
+        f" are {kept}")
+    kept = refusals(conn)
+    assert kept == [], f"the current holder's quotes were refused: {kept}"
 
 
 # --- a holder that stopped being current, each way it can -------------------
@@ -110,8 +131,15 @@ def test_a_holder_that_stopped_being_current_changes_no_quote(mod, replaced, sta
         mod.record_quote(conn, current, "flour-25kg", 1990)
     with pytest.raises(fence.StaleClaim):
         mod.record_quote(conn, current, "rye-10kg", 1800)
-    assert quotes(conn) == [("flour-25kg", 2150, 2)]
-    assert [(g, action) for g, action, _ in refusals(conn)] == [(2, "quote")] * 2
+    kept = quotes(conn)
+    assert kept == [("flour-25kg", 2150, 2)], (
+        f"a holder that stopped being current ({stale.__name__}) changed a"
+        " quote: the fence must check the work row's status, owner, lease and"
+        f" the pause, not only the generation; quotes are {kept}")
+    kept = [(g, action) for g, action, _ in refusals(conn)]
+    assert kept == [(2, "quote")] * 2, (
+        f"the two refused quotes ({stale.__name__}) are not on record under the"
+        f" holder's generation: refusals are {kept}")
 
 
 # --- a lease that runs out on the real clock --------------------------------
@@ -142,12 +170,23 @@ def test_a_holder_whose_lease_ran_out_on_the_clock_changes_no_quote(mod, short_l
     waiting) still finds it inside its lease, forever."""
     conn, holder = short_lease
     row = claims.work_row(conn, holder.id)
-    assert (row["generation"], row["expires"]) == (1, holder.expires)
+    assert (row["generation"], row["expires"]) == (1, holder.expires), (
+        "the grader's world, not your answer: the work row was to stay as the"
+        f" holder left it, and it is generation {row['generation']}, expires"
+        f" {row['expires']}")
     with pytest.raises(fence.StaleClaim) as refused:
         mod.record_quote(conn, holder, "flour-25kg", 1990)
-    assert refused.value.reason == "lease expired"
-    assert quotes(conn) == [("flour-25kg", 2150, 1)]
-    assert refusals(conn) == [(1, "quote", "lease expired")]
+    assert refused.value.reason == "lease expired", (
+        "the holder whose lease ran out was refused for the wrong reason:"
+        f" 'lease expired', not {refused.value.reason!r}")
+    kept = quotes(conn)
+    assert kept == [("flour-25kg", 2150, 1)], (
+        "the holder whose lease ran out on the clock changed its quote: the"
+        " lease must be judged on the store's clock now, not at an instant"
+        f" inside the lease; quotes are {kept}")
+    kept = refusals(conn)
+    assert kept == [(1, "quote", "lease expired")], (
+        f"the refusal for the expired lease is not on record: refusals are {kept}")
 
 
 def test_a_replacement_on_the_real_clock_keeps_its_quote(mod, short_lease):
@@ -155,11 +194,16 @@ def test_a_replacement_on_the_real_clock_keeps_its_quote(mod, short_lease):
     and quotes; the resumed holder's late quote must not replace it."""
     conn, holder = short_lease
     replacement = claims.claim(conn, "worker-c", ttl=3600, work_id=holder.id)
-    assert replacement is not None and replacement.generation == 2
+    assert replacement is not None and replacement.generation == 2, (
+        "the grader's world, not your answer: the replacement was to claim the"
+        f" work at generation 2, and got {replacement!r}")
     mod.record_quote(conn, replacement, "flour-25kg", 2090)
     with pytest.raises(fence.StaleClaim):
         mod.record_quote(conn, holder, "flour-25kg", 1990)
-    assert quotes(conn) == [("flour-25kg", 2090, 2)]
+    kept = quotes(conn)
+    assert kept == [("flour-25kg", 2090, 2)], (
+        "the resumed holder's late quote replaced the replacement's: quotes"
+        f" are {kept}, not [('flour-25kg', 2090, 2)]")
 
 
 # --- a replacement's claim before every statement of the write --------------
@@ -221,10 +265,19 @@ def test_no_replacement_fits_between_the_check_and_the_write(mod, tmp_path):
     land under the generation it superseded; where it cannot get in, the
     quote is written."""
     count = writes_of(mod, tmp_path)
-    assert count >= 2
+    assert count >= 2, (
+        "the quote ran fewer than two statements on the connection: the fence"
+        f" must check the claim and write the quote there; {count} statements")
     for boundary in range(1, count + 1):
         ran = quote_with_a_rival_at(mod, tmp_path / f"at-{boundary}.db", boundary)
         if ran["replaced"] is not None:  # the replacement got in first
-            assert ran["refused"] and ran["quotes"] == [], boundary
+            assert ran["refused"] and ran["quotes"] == [], (
+                f"a replacement claimed the work before statement {boundary} of"
+                " the quote, and the superseded holder's quote was still"
+                " written: the check and the write must be one write-locked"
+                f" transaction; refused={ran['refused']}, quotes {ran['quotes']}")
         else:
-            assert ran["quotes"] == [("flour-25kg", 2150, 1)], boundary
+            assert ran["quotes"] == [("flour-25kg", 2150, 1)], (
+                f"no replacement got in before statement {boundary}, and the"
+                " current holder's quote was not written under its generation:"
+                f" quotes {ran['quotes']}")
