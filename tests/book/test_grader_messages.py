@@ -28,7 +28,6 @@ PENDING = {
     "ch03/test_ch03_replay_first.py": 24,
     "ch06/test_ch06_cancel_delayed.py": 22,
     "ch06/test_ch06_unfenced_quote.py": 17,
-    "ch07/test_ch07_predict.py": 10,
     "ch08/test_ch08_compensation.py": 28,
     "ch08/test_ch08_predict.py": 15,
     "ch08/test_ch08_transition.py": 45,
