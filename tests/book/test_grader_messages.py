@@ -29,7 +29,6 @@ PENDING = {
     "ch06/test_ch06_cancel_delayed.py": 22,
     "ch06/test_ch06_unfenced_quote.py": 17,
     "ch08/test_ch08_compensation.py": 28,
-    "ch08/test_ch08_predict.py": 15,
     "ch08/test_ch08_transition.py": 45,
     "ch09/test_ch09_may_run.py": 31,
     "ch09/test_ch09_notify_once.py": 27,
