@@ -30,7 +30,6 @@ PENDING = {
     "ch06/test_ch06_unfenced_quote.py": 17,
     "ch10/test_ch10_fenced_finish.py": 29,
     "ch10/test_ch10_lease_clock.py": 19,
-    "ch12/test_ch12_guard_tool.py": 11,
 }
 
 
