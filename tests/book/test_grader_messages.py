@@ -28,7 +28,6 @@ PENDING = {
     "ch03/test_ch03_replay_first.py": 24,
     "ch06/test_ch06_cancel_delayed.py": 22,
     "ch06/test_ch06_unfenced_quote.py": 17,
-    "ch10/test_ch10_lease_clock.py": 19,
 }
 
 
