@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from crashcourse.lab.harness import Harness
+from crashcourse.lab.harness import BoundaryNotReached, Harness
 from crashcourse.services import mail
 
 TASK = "restock-flour-0042"
@@ -157,7 +157,13 @@ def test_a_lookalike_message_is_not_this_calls(answer, world):
     with Harness() as harness:
         worker = harness.start(child(module, world, task=NEXT_WEEK),
                                stop_at="submitting")
-        worker.wait_for_boundary()
+        try:
+            worker.wait_for_boundary()
+        except BoundaryNotReached as never:
+            pytest.fail("next week's call ended before it sent anything to the"
+                        " provider (if it exited 0, it took this week's identical"
+                        " message for its own: ask by the adapter's key, not by"
+                        f" what the message says): {never}")
         worker.kill()
         held = len(mail.messages(world[0]))
         assert held == 1, (  # next week's never left
