@@ -34,6 +34,7 @@ CASES = {
     "held:admitted:mail": {"reserve": RELEASED, "charge": OWED, "mail": WAIT},
     "cancel:after_remote:mail": {"reserve": RELEASED, "charge": OWED, "mail": SENT},
 }
+WORLD = "the grader's world, not your answer: "  # a set-up assert's message
 COMPARED = ("step", "operation_key", "action", "status", "compensation_key")
 
 
@@ -50,17 +51,25 @@ class World:
             held = self.worker(case.split(":", 1)[1])
             self.cancel()
             held.release()
-            assert held.finish(WAIT_S).returncode == 3  # its outcome is refused
+            code = held.finish(WAIT_S).returncode
+            assert code == 3, (  # its outcome is refused
+                f"{WORLD}the worker held at {case} was to have its outcome refused"
+                f" after the cancel (exit 3), and exited {code}")
         elif case.startswith("held:"):  # held after its admission, and still held
             self.held = self.worker(case.split(":", 1)[1])
             self.cancel()
         elif case.startswith("killed:"):
-            assert self.worker(case.split(":", 1)[1]).kill().returncode == -9
+            code = self.worker(case.split(":", 1)[1]).kill().returncode
+            assert code == -9, (
+                f"{WORLD}the worker was to be SIGKILLed at {case}, and exited {code}")
             self.cancel()
         else:
             if case == "cancel:waiting_for_approval":
                 ran = harness.run(self.args(), WAIT_S)
-                assert ran.returncode == 0 and self.read()["state"] == workflow.WAITING
+                state = self.read()["state"]
+                assert ran.returncode == 0 and state == workflow.WAITING, (
+                    f"{WORLD}the unapproved worker was to stop waiting for its"
+                    f" approval, exit 0; it exited {ran.returncode}, state {state!r}")
             self.cancel()
 
     def args(self) -> list[str]:
@@ -129,15 +138,25 @@ def agrees(plan: list[dict], report: dict) -> None:
     """The plan says what the runtime's compensation wrote, step by step."""
     rows = {row["step"]: row for row in report["compensations"]}
     for entry in plan:
+        said = {k: entry[k] for k in COMPARED}
         if entry["step"] in rows:
-            assert {k: entry[k] for k in COMPARED} == {
-                k: rows[entry["step"]][k] for k in COMPARED}
+            wrote = {k: rows[entry["step"]][k] for k in COMPARED}
+            assert said == wrote, (
+                f"the plan for {entry['step']} is not what the runtime's"
+                " compensation then wrote (a release needs its own key, a step"
+                f" the probe did not find has nothing to undo); planned {said},"
+                f" the runtime wrote {wrote}")
         elif entry["step"] in report["in_doubt"]:  # no row yet: may be in flight
             assert (entry["action"], entry["status"], entry["compensation_key"]) == (
-                *WAIT, None)
+                *WAIT, None), (
+                f"{entry['step']} is left in doubt by the runtime (its call may"
+                " still be in flight), and the plan settled it instead of"
+                f" waiting: planned {said}")
         else:  # the runtime writes no row for a step never attempted or refused
             assert (entry["action"], entry["status"], entry["compensation_key"]) == (
-                *NONE, None)
+                *NONE, None), (
+                f"{entry['step']} was never done (the runtime writes no row for"
+                f" it), and the plan undoes it anyway: planned {said}")
 
 
 @pytest.fixture
@@ -165,16 +184,33 @@ def test_the_plan_is_what_the_runtime_then_does(mod, harness, tmp_path, case):
     probed = world.probed()
     before = world.rows()
     plan = world.plan(mod, probed)
-    assert world.rows() == before  # the plan writes nothing and calls nobody
-    assert world.plan(mod, probed) == plan  # and says the same thing twice
-    assert {e["step"]: (e["action"], e["status"]) for e in plan} == CASES[case]
-    assert [e["step"] for e in plan] == ["reserve", "charge", "mail"]
-    assert all(isinstance(e["note"], str) and e["note"].strip() for e in plan)
+    assert world.rows() == before, (  # the plan writes nothing and calls nobody
+        f"making the plan ({case}) changed rows of the worker or the supplier:"
+        " a plan only reads, it writes nothing and calls nobody")
+    again = world.plan(mod, probed)
+    assert again == plan, (  # and says the same thing twice
+        f"asked twice on the same rows ({case}) the plan said two things:"
+        f" {plan}, then {again}")
+    fates = {e["step"]: (e["action"], e["status"]) for e in plan}
+    assert fates == CASES[case], (
+        f"after {case} the plan decided the steps wrong: a step in doubt with"
+        " no admission has nothing to undo, an admitted call waits for its"
+        " lease, only what the probe finds is undone; planned"
+        f" {fates}, expected {CASES[case]}")
+    listed = [e["step"] for e in plan]
+    assert listed == ["reserve", "charge", "mail"], (
+        f"the plan ({case}) does not list every step in order, so a step"
+        f" missing reads as forgotten: it lists {listed}")
+    assert all(isinstance(e["note"], str) and e["note"].strip() for e in plan), (
+        f"an entry of the plan ({case}) has no note for the person who reads"
+        f" it: {[e['note'] for e in plan]}")
     report = world.compensate()
     agrees(plan, report)
     released = [r["operation_key"] for r in world.rows()["supplier"]["releases"]]
-    assert released == [e["compensation_key"] for e in plan
-                        if e["action"] == "released"]
+    planned = [e["compensation_key"] for e in plan if e["action"] == "released"]
+    assert released == planned, (
+        f"the supplier's releases after {case} are not the ones the plan names:"
+        f" released under {released}, planned {planned}")
 
 
 def test_the_release_has_its_own_key_so_carrying_it_out_twice_releases_once(
@@ -184,15 +220,26 @@ def test_the_release_has_its_own_key_so_carrying_it_out_twice_releases_once(
     world = World(harness, tmp_path, "cancel:after_remote:mail")
     [release] = [e for e in world.plan(mod, world.probed())
                  if e["action"] == "released"]
-    assert release["compensation_key"] != release["operation_key"]
+    assert release["compensation_key"] != release["operation_key"], (
+        "the release was planned under the reservation's own key: it is a"
+        " second effect and needs its own key;"
+        f" both are {release['operation_key']!r}")
     status, _ = supplier_client.release_order(
         world.url, release["operation_key"], release["compensation_key"],
         work_id=world.id, generation=world.read()["version"])
-    assert status == 201
+    assert status == 201, (
+        "the supplier refused the release the plan names (the person's, by"
+        f" hand): status {status}, key {release['compensation_key']!r}")
     report = world.compensate()
-    assert report["undone"] == ["reserve"]
+    assert report["undone"] == ["reserve"], (
+        "the runtime's compensation after the person's release did not undo"
+        f" the reservation (alone): undone {report['undone']}")
     releases = world.rows()["supplier"]["releases"]
-    assert [r["operation_key"] for r in releases] == [release["compensation_key"]]
+    keys = [r["operation_key"] for r in releases]
+    assert keys == [release["compensation_key"]], (
+        "the person's release and the runtime's were not one release: the"
+        " plan's key is not the one the runtime uses, so the supplier kept"
+        f" two; releases under {keys}, planned {release['compensation_key']!r}")
 
 
 def test_a_workflow_that_was_not_cancelled_has_no_plan(mod, harness, tmp_path):
@@ -200,10 +247,16 @@ def test_a_workflow_that_was_not_cancelled_has_no_plan(mod, harness, tmp_path):
     with opened(built["paths"]["workflow"]) as conn:
         before = workflow_steps.snapshot(conn)
         with pytest.raises(ValueError):
-            mod.compensation_plan(conn, built["workflow_id"])
+            said = mod.compensation_plan(conn, built["workflow_id"])
+            pytest.fail("a workflow that was not cancelled (pending) was given"
+                        f" a plan instead of a ValueError: {said}")
         with pytest.raises(KeyError):
-            mod.compensation_plan(conn, "restock-404")
-        assert workflow_steps.snapshot(conn) == before
+            said = mod.compensation_plan(conn, "restock-404")
+            pytest.fail("a workflow that does not exist (restock-404) was given"
+                        f" a plan instead of a KeyError: {said}")
+        assert workflow_steps.snapshot(conn) == before, (
+            "asking for a plan of a workflow not cancelled changed its rows:"
+            " a plan only reads")
 
 
 @pytest.mark.parametrize("probed", [
@@ -215,8 +268,13 @@ def test_a_workflow_that_was_not_cancelled_has_no_plan(mod, harness, tmp_path):
 def test_a_step_in_doubt_needs_exactly_one_answer(mod, mail_in_doubt, probed):
     before = mail_in_doubt.rows()
     with pytest.raises(ValueError):
-        mail_in_doubt.plan(mod, probed)
-    assert mail_in_doubt.rows() == before
+        said = mail_in_doubt.plan(mod, probed)
+        pytest.fail(
+            f"the probe's answers {probed} are not exactly one bool for each"
+            " step in doubt (the mail), and the plan was made anyway instead"
+            f" of a ValueError: {said}")
+    assert mail_in_doubt.rows() == before, (
+        f"refusing the probe's answers {probed} changed rows: a plan only reads")
 
 
 def test_after_the_lease_the_probe_decides(mod, harness, tmp_path):
@@ -228,18 +286,31 @@ def test_after_the_lease_the_probe_decides(mod, harness, tmp_path):
     world = World(harness, tmp_path, "killed:admitted:mail")
     end = world.lease_end("mail")
     probed = world.probed()
-    assert probed == {"mail": False}  # the provider never saw it
+    assert probed == {"mail": False}, (  # the provider never saw it
+        f"{WORLD}the killed worker's mail was never to reach the provider;"
+        f" the probe answered {probed}")
     expected = {"reserve": RELEASED, "charge": OWED, "mail": WAIT}
 
     def fate(plan):
         return {e["step"]: (e["action"], e["status"]) for e in plan}
 
-    assert fate(world.plan(mod, probed, now=end - 1)) == expected
+    during = fate(world.plan(mod, probed, now=end - 1))
+    assert during == expected, (
+        "while the admitted mail's lease lasts its call may still leave, and"
+        f" the plan did not wait: planned {during}, expected {expected}")
     later = world.plan(mod, probed, now=end + 1)
-    assert fate(later) == expected  # after the lease, still only "not yet"
-    assert fate(world.plan(mod, {"mail": True}, now=end + 1))["mail"] == SENT
+    assert fate(later) == expected, (  # after the lease, still only "not yet"
+        "after the lease the provider's 'no message' was taken as final: a"
+        " paused worker can still send, so it is 'not yet', in doubt;"
+        f" planned {fate(later)}, expected {expected}")
+    found = fate(world.plan(mod, {"mail": True}, now=end + 1))["mail"]
+    assert found == SENT, (
+        "after the lease a mail the probe found was not planned as sent, which"
+        f" cannot be undone: planned {found}, expected {SENT}")
     with pytest.raises(ValueError):  # after the lease the probe is needed
-        world.plan(mod, None, now=end + 1)
+        said = world.plan(mod, None, now=end + 1)
+        pytest.fail("after the lease the mail in doubt was planned without the"
+                    f" probe's answer instead of a ValueError: {said}")
     agrees(later, world.compensate(now=end + 1))
 
 
@@ -276,20 +347,46 @@ def test_an_earlier_admitted_attempt_is_not_forgotten(mod, tmp_path, step):
                                              now=t0 + 30)
         workflow.cancel(conn, wid, expected_version=second, who="person")
         attempts = workflow_steps.step_of(conn, wid, step)["attempts"]
-        assert [a["admitted_at"] is not None for a in attempts] == [True, False]
+        admitted = [a["admitted_at"] is not None for a in attempts]
+        assert admitted == [True, False], (
+            f"{WORLD}the first attempt at {step} was to be admitted and the second"
+            f" not; admitted: {admitted}")
 
         def fate(probed, now):
             plan = mod.compensation_plan(conn, wid, probed, now)
             return {e["step"]: (e["action"], e["status"]) for e in plan}[step]
 
+        last = "only the last attempt (never admitted) was read: an earlier"
         if step == "reserve":  # fenced: the probe decides, lease or no lease
-            assert fate({step: True}, now=t0 + 5) == RELEASED
-            assert fate({step: False}, now=t0 + 5) == NONE
+            said = fate({step: True}, now=t0 + 5)
+            assert said == RELEASED, (
+                f"{last} admitted reservation the probe found was not released;"
+                f" planned {said}, expected {RELEASED}")
+            said = fate({step: False}, now=t0 + 5)
+            assert said == NONE, (
+                "the fenced supplier found no reservation, which is final, and"
+                f" the plan did not say nothing to undo; planned {said},"
+                f" expected {NONE}")
             with pytest.raises(ValueError):  # the rows cannot say
-                mod.compensation_plan(conn, wid, None, t0 + 5)
+                said = mod.compensation_plan(conn, wid, None, t0 + 5)
+                pytest.fail(f"{last} admitted reservation is in doubt and was"
+                            f" planned without the probe's answer: {said}")
         else:
-            assert fate(None, now=t0 + 5) == WAIT  # the first lease still runs
-            assert fate({step: True}, now=t0 + 35) == OWED
-            assert fate({step: False}, now=t0 + 35) == WAIT  # not yet
+            said = fate(None, now=t0 + 5)
+            assert said == WAIT, (  # the first lease still runs
+                f"{last} admitted charge may still be in flight while its lease"
+                f" runs, and the plan did not wait; planned {said},"
+                f" expected {WAIT}")
+            said = fate({step: True}, now=t0 + 35)
+            assert said == OWED, (
+                f"{last} admitted charge the probe found was not planned as a"
+                f" refund owed; planned {said}, expected {OWED}")
+            said = fate({step: False}, now=t0 + 35)
+            assert said == WAIT, (  # not yet
+                "after the lease the payment service's 'not found' was taken as"
+                " final: a paused worker can still charge, so it is 'not yet';"
+                f" planned {said}, expected {WAIT}")
         with pytest.raises(ValueError):  # the probe is needed: the rows cannot say
-            mod.compensation_plan(conn, wid, None, t0 + 35)
+            said = mod.compensation_plan(conn, wid, None, t0 + 35)
+            pytest.fail(f"{last} admitted {step} is in doubt after its lease and"
+                        f" was planned without the probe's answer: {said}")

@@ -55,34 +55,65 @@ def move(mod, conn, seen, to_state, who="driver", delivery_id="flour-1"):
                           expected_version=version, to_state=to_state, who=who)
 
 
+def goes_through(mod, conn, seen, to_state, who, version, why,
+                 delivery_id="flour-1"):
+    """The move is made and returns ``version``; ``why`` says what an answer
+    that refuses it got wrong."""
+    try:
+        got = move(mod, conn, seen, to_state, who, delivery_id)
+    except TransitionRefused as refusal:
+        got = refusal
+    assert got == version, (
+        f"{why}: the move of {delivery_id} from {seen} to {to_state!r} answered"
+        f" {got!r}, expected version {version}")
+
+
 def refused(mod, conn, seen, to_state, reason):
     """The move is refused for ``reason``, nothing written, no transaction
     left open; the refusal's ``current`` as the row says."""
     before = rows(conn)
     with pytest.raises(TransitionRefused) as caught:
         move(mod, conn, seen, to_state, who="late")
-    assert caught.value.reason == reason
-    assert rows(conn) == before and not conn.in_transaction
+    assert caught.value.reason == reason, (
+        f"a move from {seen} to {to_state!r} was refused for the wrong reason:"
+        " a move not in the table is illegal_move whatever the version, then a"
+        " view older than the row is stale_version, then a waiting request is"
+        f" cancel_requested; refused {caught.value.reason!r}, expected {reason!r}")
+    assert rows(conn) == before and not conn.in_transaction, (
+        f"the refused move from {seen} to {to_state!r} wrote rows or left its"
+        f" transaction open (in_transaction={conn.in_transaction}): a refusal"
+        " writes nothing")
     [row] = [r for r in before["deliveries"] if r["id"] == "flour-1"]
-    assert caught.value.current == {"state": row["state"], "version": row["version"]}
+    current = {"state": row["state"], "version": row["version"]}
+    assert caught.value.current == current, (
+        "the refusal's current is not what the row says, so the caller cannot"
+        f" read again from it: said {caught.value.current}, the row {current}")
 
 
 def test_each_move_makes_the_next_version_and_a_history_row(mod, shop):
     conn, _ = shop
-    assert move(mod, conn, ("booked", 0), "on_the_van", who="loader") == 1
-    assert move(mod, conn, ("on_the_van", 1), "booked", who="driver") == 2
-    assert move(mod, conn, ("booked", 2), "on_the_van", who="loader") == 3
-    assert move(mod, conn, ("on_the_van", 3), "delivered", who="driver") == 4
-    assert mod.read(conn, "flour-1") == {"delivery_id": "flour-1",
-                                         "state": "delivered", "version": 4}
-    assert history(conn) == [(0, None, "booked", "supplier"),
-                             (1, "booked", "on_the_van", "loader"),
-                             (2, "on_the_van", "booked", "driver"),
-                             (3, "booked", "on_the_van", "loader"),
-                             (4, "on_the_van", "delivered", "driver")]
-    assert all(isinstance(r["at"], float)
-               for r in table_rows(conn, "delivery_history"))
-    assert not conn.in_transaction
+    for seen, to_state, who, version in [(("booked", 0), "on_the_van", "loader", 1),
+                                         (("on_the_van", 1), "booked", "driver", 2),
+                                         (("booked", 2), "on_the_van", "loader", 3),
+                                         (("on_the_van", 3), "delivered", "driver", 4)]:
+        got = move(mod, conn, seen, to_state, who=who)
+        assert got == version, (
+            f"the move from {seen} to {to_state!r} did not return the next"
+            f" version: returned {got!r}, expected {version}")
+    got = mod.read(conn, "flour-1")
+    assert got == {"delivery_id": "flour-1", "state": "delivered", "version": 4}, (
+        f"after four moves read() does not say delivered at version 4: {got}")
+    expected = [(0, None, "booked", "supplier"), (1, "booked", "on_the_van", "loader"),
+                (2, "on_the_van", "booked", "driver"),
+                (3, "booked", "on_the_van", "loader"),
+                (4, "on_the_van", "delivered", "driver")]
+    assert history(conn) == expected, (
+        "the history does not hold one row per move (version, from, to, who):"
+        f" {history(conn)}, expected {expected}")
+    ats = [r["at"] for r in table_rows(conn, "delivery_history")]
+    assert all(isinstance(at, float) for at in ats), (
+        f"a history row's 'at' is not a time in seconds (a float): {ats}")
+    assert not conn.in_transaction, "the moves left a transaction open"
 
 
 def test_a_stale_version_is_refused_and_writes_nothing(mod, shop):
@@ -99,7 +130,10 @@ def test_the_same_state_at_a_newer_version_is_still_stale(mod, shop):
     move(mod, conn, ("booked", 0), "on_the_van")
     move(mod, conn, ("on_the_van", 1), "booked")
     refused(mod, conn, ("booked", 0), "cancelled", STALE_VERSION)
-    assert mod.read(conn, "flour-1")["state"] == "booked"
+    state = mod.read(conn, "flour-1")["state"]
+    assert state == "booked", (
+        "the clerk's cancel from version 0 moved a delivery that had been on"
+        f" the road since (booked again at version 2): now {state!r}")
 
 
 def test_a_caller_wrong_about_the_state_is_refused(mod, shop):
@@ -146,8 +180,14 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(mod, shop, change, error)
             **change}
     before = rows(conn)
     with pytest.raises(error):
-        mod.transition(conn, call.pop("delivery_id"), **call)
-    assert rows(conn) == before and not conn.in_transaction
+        got = mod.transition(conn, call.pop("delivery_id"), **call)
+        names = " or ".join(e.__name__ for e in (
+            error if isinstance(error, tuple) else (error,)))
+        pytest.fail(f"a move with {change} was accepted (returned {got!r})"
+                    f" instead of a clear error ({names})")
+    assert rows(conn) == before and not conn.in_transaction, (
+        f"the bad move ({change}) wrote rows or left its transaction open"
+        f" (in_transaction={conn.in_transaction}): a bad input writes nothing")
 
 
 @pytest.mark.parametrize("table", WRITTEN)
@@ -167,9 +207,16 @@ def test_a_crash_inside_the_move_leaves_all_of_it_or_none(mod, shop, table):
             move(mod, conn, ("booked", 0), "on_the_van")
     finally:
         conn.set_authorizer(None)
-    assert mod.read(conn, "flour-1")["version"] == 0
-    assert history(conn) == [(0, None, "booked", "supplier")]
-    assert not conn.in_transaction
+    version = mod.read(conn, "flour-1")["version"]
+    assert version == 0, (
+        f"the move died at its write to {table}, and the delivery moved anyway"
+        f" (version {version}): the state and its history row are one"
+        " transaction, all of it or none")
+    assert history(conn) == [(0, None, "booked", "supplier")], (
+        f"the move died at its write to {table}, and the history claims a move:"
+        f" {history(conn)}; the state and its history row are one transaction")
+    assert not conn.in_transaction, (
+        f"the move that died at its write to {table} left its transaction open")
 
 
 def test_the_clerk_moves_between_your_read_and_your_write(mod, shop):
@@ -179,15 +226,50 @@ def test_the_clerk_moves_between_your_read_and_your_write(mod, shop):
     no lock held it gets in first and the driver's write must be refused."""
     conn, path = shop
     move(mod, conn, ("booked", 0), "on_the_van", who="loader")
+    outcome, clerk_tries = the_clerk_writes_in_between(
+        mod, conn, path,
+        lambda clerk: move(mod, clerk, ("on_the_van", 1), "returned", who="clerk"))
+    if outcome.get("clerk", "locked") == "locked":  # after the driver's commit
+        outcome["clerk"] = clerk_tries(busy_timeout_ms=5000)
+    winners = [who for who, got in outcome.items() if type(got) is int]
+    assert len(winners) == 1, (
+        "the clerk's move between the driver's read and write did not leave"
+        " exactly one winner: the row was not held from the check to the"
+        f" write, and one move was written over the other; outcome {outcome}")
+    [winner], [loser] = winners, [who for who in outcome if who not in winners]
+    assert outcome[winner] == 2, (
+        f"the winner ({winner}) did not make version 2: {outcome}")
+    assert isinstance(outcome[loser], TransitionRefused), (
+        f"the loser ({loser}) was not refused with a TransitionRefused:"
+        f" {outcome}")
+    assert outcome[loser].reason == STALE_VERSION, (
+        f"the loser ({loser}) saw version 1, which the winner moved on, and was"
+        f" refused {outcome[loser].reason!r}, not stale_version")
+    to_state = {"driver": "delivered", "clerk": "returned"}[winner]
+    assert history(conn)[2:] == [(2, "on_the_van", to_state, winner)], (
+        f"the history after the race does not hold the winner's ({winner})"
+        f" one move alone: {history(conn)[2:]}")
+    got = mod.read(conn, "flour-1")
+    assert got == {"delivery_id": "flour-1", "state": to_state, "version": 2}, (
+        f"the row after the race is not the winner's ({winner}) move: {got}")
+
+
+def the_clerk_writes_in_between(mod, conn, path, clerk_does):
+    """The driver delivers flour (on the van at version 1) on ``conn``; at its
+    first write, or its BEGIN after a read, the clerk on a second connection
+    (busy timeout 200 ms) does ``clerk_does(clerk_conn)``, once. Returns what
+    each got (the driver's result, refusal, or "crashed: ..."; the clerk's
+    result, "locked", or the error it raised) and ``clerk_tries`` to try the
+    clerk's write again after the driver's commit."""
     outcome, has_read = {}, []
 
     def clerk_tries(busy_timeout_ms):
         clerk = connect(path, busy_timeout_ms=busy_timeout_ms)
         try:
-            return move(mod, clerk, ("on_the_van", 1), "returned", who="clerk")
+            return clerk_does(clerk)
         except sqlite3.OperationalError:
             return "locked"  # the driver's transaction holds the write lock
-        except Exception as error:  # graded below
+        except Exception as error:  # graded by the caller
             return error
         finally:
             clerk.close()
@@ -205,20 +287,11 @@ def test_the_clerk_moves_between_your_read_and_your_write(mod, shop):
         outcome["driver"] = move(mod, conn, ("on_the_van", 1), "delivered")
     except TransitionRefused as refusal:
         outcome["driver"] = refusal
+    except sqlite3.OperationalError as error:  # not an answer: graded by the caller
+        outcome["driver"] = f"crashed: {error}"
     finally:
         conn.set_trace_callback(None)
-    if outcome.get("clerk", "locked") == "locked":  # after the driver's commit
-        outcome["clerk"] = clerk_tries(busy_timeout_ms=5000)
-    winners = [who for who, got in outcome.items() if type(got) is int]
-    assert len(winners) == 1, outcome
-    [winner], [loser] = winners, [who for who in outcome if who not in winners]
-    assert outcome[winner] == 2
-    assert isinstance(outcome[loser], TransitionRefused), outcome
-    assert outcome[loser].reason == STALE_VERSION
-    to_state = {"driver": "delivered", "clerk": "returned"}[winner]
-    assert history(conn)[2:] == [(2, "on_the_van", to_state, winner)]
-    assert mod.read(conn, "flour-1") == {"delivery_id": "flour-1",
-                                         "state": to_state, "version": 2}
+    return outcome, clerk_tries
 
 
 def load_rye(mod, conn):
@@ -248,42 +321,30 @@ def test_another_delivery_moving_in_between_is_no_reason_to_refuse(mod, shop,
     conn, path = shop
     mod.book(conn, "rye-1", who="supplier")
     move(mod, conn, ("booked", 0), "on_the_van", who="loader")
-    outcome, has_read = {}, []
-
-    def clerk_tries(busy_timeout_ms):
-        clerk = connect(path, busy_timeout_ms=busy_timeout_ms)
-        try:
-            return elsewhere(mod, clerk)
-        except sqlite3.OperationalError:
-            return "locked"  # the driver's transaction holds the write lock
-        finally:
-            clerk.close()
-
-    def the_clerk_steps_in(sql: str) -> None:
-        """Once: at the driver's first write, or its BEGIN after a read."""
-        has_read.extend(READS_DELIVERIES.findall(sql))
-        starts = STARTS_TO_WRITE.match(sql)
-        if starts and "clerk" not in outcome and (
-                has_read or starts[1].upper() != "BEGIN"):
-            outcome["clerk"] = clerk_tries(busy_timeout_ms=200)
-
-    conn.set_trace_callback(the_clerk_steps_in)
-    try:
-        outcome["driver"] = move(mod, conn, ("on_the_van", 1), "delivered")
-    except TransitionRefused as refusal:
-        outcome["driver"] = refusal.reason
-    except sqlite3.OperationalError as error:  # not an answer: graded below
-        outcome["driver"] = f"crashed: {error}"
-    finally:
-        conn.set_trace_callback(None)
-    assert "clerk" in outcome, "the move never wrote"
+    outcome, clerk_tries = the_clerk_writes_in_between(
+        mod, conn, path, lambda clerk: elsewhere(mod, clerk))
+    assert "clerk" in outcome, (
+        f"the driver's move never wrote (it answered {outcome['driver']!r})")
     if outcome["clerk"] == "locked":  # after the driver's commit
         outcome["clerk"] = clerk_tries(busy_timeout_ms=5000)
-    assert outcome["driver"] == 2, outcome
-    assert outcome["clerk"] not in ("locked", None), outcome
-    assert mod.read(conn, "flour-1") == {"delivery_id": "flour-1",
-                                         "state": "delivered", "version": 2}
-    assert history(conn)[2:] == [(2, "on_the_van", "delivered", "driver")]
+    driver = outcome["driver"]
+    if isinstance(driver, TransitionRefused):
+        driver = outcome["driver"] = driver.reason
+    assert driver == 2, (
+        f"the clerk's write to another delivery ({elsewhere.__name__}) stopped"
+        " the driver's move of flour, whose version is as the driver saw it:"
+        " 'database is locked' is no stale version, take the write lock"
+        f" before you read; outcome {outcome}")
+    assert outcome["clerk"] not in ("locked", None) and not isinstance(
+        outcome["clerk"], Exception), (
+        f"the clerk's write to another delivery ({elsewhere.__name__}) never"
+        f" went through, even after the driver's commit: outcome {outcome}")
+    got = mod.read(conn, "flour-1")
+    assert got == {"delivery_id": "flour-1", "state": "delivered", "version": 2}, (
+        f"flour is not delivered at version 2 after the driver's move: {got}")
+    assert history(conn)[2:] == [(2, "on_the_van", "delivered", "driver")], (
+        "the history does not hold the driver's one move of flour:"
+        f" {history(conn)[2:]}")
 
 
 def test_a_busy_database_is_not_a_stale_version(mod, shop):
@@ -299,12 +360,20 @@ def test_a_busy_database_is_not_a_stale_version(mod, shop):
         other.execute("BEGIN IMMEDIATE")  # held for the whole of the move
         before = rows(conn)
         with pytest.raises(Exception) as caught:  # noqa: PT011  (any error)
-            move(mod, driver, ("booked", 0), "on_the_van", who="loader")
-        assert not isinstance(caught.value, TransitionRefused), caught.value
-        assert not driver.in_transaction
+            got = move(mod, driver, ("booked", 0), "on_the_van", who="loader")
+            pytest.fail("another writer held the write lock the whole time, and"
+                        f" the move answered {got!r}: it cannot have been done")
+        assert not isinstance(caught.value, TransitionRefused), (
+            "a busy database was reported as a refusal: the driver's view is"
+            " current, 'database is locked' is 'not done', not stale_version;"
+            f" refused {caught.value.reason!r}")
+        assert not driver.in_transaction, (
+            "the move that could not get the write lock left its transaction open")
         other.execute("ROLLBACK")
-        assert rows(conn) == before
-        assert move(mod, driver, ("booked", 0), "on_the_van", who="loader") == 1
+        assert rows(conn) == before, (
+            "the move that could not get the write lock wrote rows anyway")
+        goes_through(mod, driver, ("booked", 0), "on_the_van", "loader", 1,
+                     "once the lock was let go the same move did not go through")
     finally:
         driver.close()
         other.close()
@@ -334,14 +403,27 @@ def test_two_connections_race_and_exactly_one_wins(mod, shop):
             thread.start()
         for thread in people:  # bounded: a hung thread fails the assert below
             thread.join(WAIT_S)
-        assert not any(thread.is_alive() for thread in people)
+        assert not any(thread.is_alive() for thread in people), (
+            f"a move of rye-{n} raced by two connections hung for {WAIT_S} s")
         winners = [who for who, result in got.items() if type(result) is int]
-        assert len(winners) == 1, got
+        assert len(winners) == 1, (
+            f"driver and clerk raced to move rye-{n} from version 1 and not"
+            " exactly one won: the compare-and-set does not check the version"
+            f" under the write lock; they got {got}")
         [loser] = set(got) - set(winners)
-        assert isinstance(got[loser], TransitionRefused), got
-        assert got[loser].reason == STALE_VERSION
-        assert [h[0] for h in history(conn, f"rye-{n}")] == [0, 1, 2]
-        assert history(conn, f"rye-{n}")[2][3] == winners[0]
+        assert isinstance(got[loser], TransitionRefused), (
+            f"the loser of the race for rye-{n} ({loser}) was not refused with"
+            f" a TransitionRefused: {got}")
+        assert got[loser].reason == STALE_VERSION, (
+            f"the loser of the race for rye-{n} ({loser}) was refused"
+            f" {got[loser].reason!r}: its version was moved on, stale_version")
+        versions = [h[0] for h in history(conn, f"rye-{n}")]
+        assert versions == [0, 1, 2], (
+            f"the race for rye-{n} left history versions {versions}, not one"
+            " row for the winner's move: [0, 1, 2]")
+        who = history(conn, f"rye-{n}")[2][3]
+        assert who == winners[0], (
+            f"rye-{n}'s history names {who!r} for the move {winners[0]!r} won")
 
 
 CANCEL_REQUESTED = "cancel_requested"
@@ -351,10 +433,15 @@ def test_a_waiting_request_stops_the_delivery_going_on(mod, shop):
     """Loaded at version 1; the clerk asks to cancel, naming no version."""
     conn, _ = shop
     move(mod, conn, ("booked", 0), "on_the_van", who="loader")
-    assert mod.request_cancel(conn, "flour-1", who="clerk") is True
+    asked = mod.request_cancel(conn, "flour-1", who="clerk")
+    assert asked is True, (
+        f"the first cancel request for flour was not recorded: answered {asked!r}")
     refused(mod, conn, ("on_the_van", 1), "delivered", CANCEL_REQUESTED)
-    assert move(mod, conn, ("on_the_van", 1), "returned", who="driver") == 2
-    assert history(conn)[-1] == (2, "on_the_van", "returned", "driver")
+    goes_through(mod, conn, ("on_the_van", 1), "returned", "driver", 2,
+                 "turning back honours the waiting request, and was stopped")
+    last = history(conn)[-1]
+    assert last == (2, "on_the_van", "returned", "driver"), (
+        f"the history's last row is not the driver turning back: {last}")
 
 
 def test_the_moves_that_honour_a_request_go_on(mod, shop):
@@ -362,21 +449,29 @@ def test_the_moves_that_honour_a_request_go_on(mod, shop):
     conn, _ = shop
     move(mod, conn, ("booked", 0), "on_the_van", who="loader")
     mod.request_cancel(conn, "flour-1", who="clerk")
-    assert move(mod, conn, ("on_the_van", 1), "booked", who="driver") == 2
+    goes_through(mod, conn, ("on_the_van", 1), "booked", "driver", 2,
+                 "turning back honours the waiting request, and was stopped")
     refused(mod, conn, ("booked", 2), "on_the_van", CANCEL_REQUESTED)
-    assert move(mod, conn, ("booked", 2), "cancelled", who="clerk") == 3
-    assert mod.read(conn, "flour-1")["state"] == "cancelled"
+    goes_through(mod, conn, ("booked", 2), "cancelled", "clerk", 3,
+                 "cancelling is what the request asked for, and was stopped")
+    state = mod.read(conn, "flour-1")["state"]
+    assert state == "cancelled", f"flour was cancelled and reads {state!r}"
 
 
 def test_a_request_stops_only_its_own_delivery(mod, shop):
     conn, _ = shop
     mod.book(conn, "rye-1", who="supplier")
     mod.request_cancel(conn, "rye-1", who="clerk")
-    assert move(mod, conn, ("booked", 0), "on_the_van", who="loader") == 1
-    assert move(mod, conn, ("on_the_van", 1), "delivered", who="driver") == 2
+    other = "the request for rye stopped flour: look up this delivery's request"
+    goes_through(mod, conn, ("booked", 0), "on_the_van", "loader", 1, other)
+    goes_through(mod, conn, ("on_the_van", 1), "delivered", "driver", 2, other)
     with pytest.raises(TransitionRefused) as caught:
-        move(mod, conn, ("booked", 0), "on_the_van", "loader", "rye-1")
-    assert caught.value.reason == CANCEL_REQUESTED
+        got = move(mod, conn, ("booked", 0), "on_the_van", "loader", "rye-1")
+        pytest.fail("rye went on the van with its cancel request waiting:"
+                    f" answered {got!r}")
+    assert caught.value.reason == CANCEL_REQUESTED, (
+        f"rye, with its cancel request waiting, was refused"
+        f" {caught.value.reason!r}, not cancel_requested")
 
 
 def test_illegal_then_stale_then_a_request(mod, shop):
@@ -423,11 +518,20 @@ def test_the_clerk_asks_between_your_read_and_your_write(mod, shop):
         conn.set_trace_callback(None)
     assert "clerk" in outcome, "the move never looked at the cancel requests"
     if outcome["clerk"] == "locked":  # the move held the lock: it came first
-        assert outcome["driver"] == 2
-        assert clerk_asks(busy_timeout_ms=5000) is True
+        assert outcome["driver"] == 2, (
+            "the driver held the write lock, so its move came first and stands;"
+            f" it answered {outcome['driver']!r}")
+        asked = clerk_asks(busy_timeout_ms=5000)
+        assert asked is True, (
+            f"the clerk's request after the driver's move was not recorded: {asked!r}")
     else:  # the request committed before the move decided
-        assert outcome == {"clerk": True, "driver": CANCEL_REQUESTED}
-        assert mod.read(conn, "flour-1")["version"] == 1
+        assert outcome == {"clerk": True, "driver": CANCEL_REQUESTED}, (
+            "the clerk's request committed between the driver's look at the"
+            " requests and its write, and the delivery went out anyway: look"
+            f" for the request under the write lock; outcome {outcome}")
+        version = mod.read(conn, "flour-1")["version"]
+        assert version == 1, (
+            f"flour moved (version {version}) with a cancel request waiting")
 
 
 DELIVERIES = ("flour-1", "rye-1", "oats-1")
@@ -457,8 +561,11 @@ def test_any_history_of_moves_and_requests_ends_as_the_rules_say(mod, tmp_path,
         for step in steps:
             row = rules[step[1]]
             if step[0] == "request":
-                assert mod.request_cancel(conn, step[1], who="clerk") is (
-                    not row["asked"])
+                asked = mod.request_cancel(conn, step[1], who="clerk")
+                assert asked is (not row["asked"]), (
+                    f"a cancel request for {step[1]} answered {asked!r}: True for"
+                    " the first request, False once one waits; steps so far"
+                    f" {steps}")
                 row["asked"] = True
                 continue
             _, delivery, to_state, view = step
@@ -482,10 +589,18 @@ def test_any_history_of_moves_and_requests_ends_as_the_rules_say(mod, tmp_path,
                                      to_state=to_state, who="someone")
             except TransitionRefused as refusal:
                 got = refusal.reason
-            assert got == expected, (step, rules)
+            assert got == expected, (
+                f"the move {step} answered {got!r}, the rules say {expected!r}"
+                " (illegal first, then stale, then a waiting request for this"
+                f" delivery); the rules' rows before it {rules}")
         for delivery, row in rules.items():
-            assert mod.read(conn, delivery) == {"delivery_id": delivery,
-                                                "state": row["state"],
-                                                "version": row["version"]}
-            assert [h[0] for h in history(conn, delivery)] == list(
-                range(row["version"] + 1))
+            want = {"delivery_id": delivery, "state": row["state"],
+                    "version": row["version"]}
+            got = mod.read(conn, delivery)
+            assert got == want, (
+                f"after the moves {steps} {delivery} reads {got}, the rules say"
+                f" {want}")
+            versions = [h[0] for h in history(conn, delivery)]
+            assert versions == list(range(row["version"] + 1)), (
+                f"after the moves {steps} {delivery}'s history has versions"
+                f" {versions}: one row for each version 0..{row['version']}")

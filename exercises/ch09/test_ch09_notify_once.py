@@ -17,6 +17,7 @@ from crashcourse.store import opened
 from crashcourse.workers import paying
 from crashcourse.workers.pay_invoice import payment_key
 
+WORLD = "the grader's world, not your answer: "  # a set-up assert's message
 AMOUNT, CURRENCY = 4000, "USD"
 INVOICES = {"restock-0042": "SUP-0042", "restock-0043": "SUP-0043"}
 TASK, ORDER = "restock-0042", "SUP-0042"
@@ -87,7 +88,9 @@ def pay(files, task=TASK, *, notify_owner=True):
     with Harness() as harness:
         done = harness.run(args + (["--notify", str(files["mail"])]
                                    if notify_owner else []))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (
+        f"{WORLD}the payment worker for {task} failed (exit"
+        f" {done.returncode}): {done.stderr[-2000:]}")
 
 
 @pytest.fixture
@@ -114,7 +117,10 @@ def killed_at(mod, files, boundary, task=TASK):
     with Harness() as harness:
         running = harness.start(child(mod, files, task), stop_at=boundary)
         running.wait_for_boundary()
-        assert running.kill().returncode == -9
+        code = running.kill().returncode
+        assert code == -9, (
+            f"{WORLD}the notice's process was to be SIGKILLed at {boundary},"
+            f" and exited {code}")
     return rows(mod, files), to_supplier(files)
 
 
@@ -122,7 +128,9 @@ def resume(mod, files, task=TASK) -> None:
     """The same notice again, in a new process, run to its end."""
     with Harness() as harness:
         done = harness.run(child(mod, files, task))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (
+        f"the resumed notice for {task}, run to its end in a new process, failed"
+        f" (exit {done.returncode}): {done.stderr[-2000:]}")
 
 
 def rows(mod, files):
@@ -143,11 +151,24 @@ def keys_of(files):
 
 def test_the_notice_has_a_key_of_its_own(mod):
     key = mod.notice_key(TASK, ORDER)
-    assert key == mod.notice_key(TASK, ORDER)  # derived, never drawn
-    assert key != payment_key(TASK, ORDER, AMOUNT, CURRENCY)
-    assert key != mod.notice_key("restock-0043", "SUP-0043")
-    assert key != mod.notice_key(TASK, ORDER, "accounts@supplier.example")
-    assert key.startswith(f"{TASK}/3/notify_supplier/")
+    again = mod.notice_key(TASK, ORDER)
+    assert key == again, (  # derived, never drawn
+        "the notice's key was drawn, not derived: the same notice got two keys,"
+        f" {key!r} and {again!r}, so a resumed process cannot find its own")
+    paying_key = payment_key(TASK, ORDER, AMOUNT, CURRENCY)
+    assert key != paying_key, (
+        f"the notice reuses the payment's key ({key!r}): it is a second effect"
+        " and needs a key of its own")
+    other = mod.notice_key("restock-0043", "SUP-0043")
+    assert key != other, (
+        f"two invoices' notices share the key {key!r}: one key per notice")
+    elsewhere = mod.notice_key(TASK, ORDER, "accounts@supplier.example")
+    assert key != elsewhere, (
+        f"notices to two recipients share the key {key!r}: the recipient is"
+        " part of what the notice is")
+    assert key.startswith(f"{TASK}/3/notify_supplier/"), (
+        f"the key {key!r} is not the task's step 3, notify_supplier:"
+        f" it should begin {TASK}/3/notify_supplier/")
 
 
 def test_paid_notified_and_told_are_three_records(mod, paid):
@@ -155,41 +176,83 @@ def test_paid_notified_and_told_are_three_records(mod, paid):
     [message] = to_supplier(paid)
     [row] = rows(mod, paid)
     payment, owner = keys_of(paid)
-    assert report == {"notification": mod.SENT, "message_id": message["message_id"]}
-    assert (row["state"], row["settled_by"], row["message_id"]) == (
-        mod.NOTIFIED, mod.SENT, message["message_id"])
-    assert message["operation_key"] == row["operation_key"] == mod.notice_key(
-        TASK, ORDER)
-    assert row["operation_key"] not in (payment, owner)
-    assert notice(mod, paid) == {"notification": mod.ALREADY,
-                                 "message_id": message["message_id"]}
-    assert len(to_supplier(paid)) == 1
+    expected = {"notification": mod.SENT, "message_id": message["message_id"]}
+    assert report == expected, (
+        f"the first notice's report is not 'sent' with the provider's message id:"
+        f" {report}, expected {expected}")
+    got = (row["state"], row["settled_by"], row["message_id"])
+    want = (mod.NOTIFIED, mod.SENT, message["message_id"])
+    assert got == want, (
+        "the notice's row does not say notified, settled by sending, with the"
+        f" message id: (state, settled_by, message_id) {got}, expected {want}")
+    key = mod.notice_key(TASK, ORDER)
+    assert message["operation_key"] == row["operation_key"] == key, (
+        "the message, the row and notice_key do not carry one key: message"
+        f" {message['operation_key']!r}, row {row['operation_key']!r}, key {key!r}")
+    assert row["operation_key"] not in (payment, owner), (
+        f"the notice's key {row['operation_key']!r} is the payment's or the"
+        " owner's notification's: three records, three keys")
+    again = notice(mod, paid)
+    expected = {"notification": mod.ALREADY, "message_id": message["message_id"]}
+    assert again == expected, (
+        "the notice asked for a second time did not answer 'already', with the"
+        f" same message id: {again}, expected {expected}")
+    assert len(to_supplier(paid)) == 1, (
+        f"the notice asked twice sent {len(to_supplier(paid))} messages to the"
+        " supplier: the row says it was notified, send nothing")
 
 
 def test_killed_after_the_provider_accepted_the_supplier_gets_one_message(mod, paid):
     left, sent = killed_at(mod, paid, AFTER)
-    assert [m["status"] for m in sent] == [mail.QUEUED]  # accepted, not delivered
+    statuses = [m["status"] for m in sent]
+    assert statuses == [mail.QUEUED], (  # accepted, not delivered
+        "killed after the provider accepted, the supplier's message was to be"
+        f" queued (accepted, not delivered): statuses {statuses}")
     resume(mod, paid)
     told = to_supplier(paid)
-    assert len(told) == 1, f"the supplier got {len(told)} notices for one invoice"
-    assert mail.duplicate_messages(paid["mail"]) == 0
-    assert [r["state"] for r in left] == [mod.PENDING]  # the intent, no outcome
+    assert len(told) == 1, (
+        f"the supplier got {len(told)} notices for one invoice: killed after the"
+        " provider accepted, the resume must ask the provider by the key"
+        " whether it accepted (queued counts), not whether it delivered")
+    dupes = mail.duplicate_messages(paid["mail"])
+    assert dupes == 0, f"the provider holds {dupes} duplicate messages (same key)"
+    states = [r["state"] for r in left]
+    assert states == [mod.PENDING], (  # the intent, no outcome
+        "killed after the provider accepted, the notice's row was not the intent"
+        f" alone (pending), written before the mail: states {states}")
     [row] = rows(mod, paid)  # the resumed process found it by asking
-    assert (row["state"], row["settled_by"], row["message_id"]) == (
-        mod.NOTIFIED, mod.PROBED, told[0]["message_id"])
+    got = (row["state"], row["settled_by"], row["message_id"])
+    want = (mod.NOTIFIED, mod.PROBED, told[0]["message_id"])
+    assert got == want, (
+        "the resumed notice did not settle by asking the provider (probed):"
+        f" (state, settled_by, message_id) {got}, expected {want}")
 
 
 def test_killed_before_the_provider_accepted_the_resume_sends_it(mod, paid):
     """The owner was told about this order already: that mail is not the
     supplier's notice, whatever its subject says."""
     left, sent = killed_at(mod, paid, BEFORE)
-    assert [r["state"] for r in left] == [mod.PENDING]  # written before the mail
-    assert sent == []
+    states = [r["state"] for r in left]
+    assert states == [mod.PENDING], (  # written before the mail
+        "killed before the provider accepted, there was no pending row: write"
+        f" the intent before the mail; states {states}")
+    assert sent == [], (
+        f"{WORLD}killed before the provider accepted, the supplier holds {sent}")
     resume(mod, paid)
-    [message] = to_supplier(paid)
+    told = to_supplier(paid)
+    assert len(told) == 1, (
+        f"the resume sent {len(told)} messages to the supplier, not one: the"
+        " owner's mail about the order is not the supplier's notice; ask by"
+        " the notice's key")
+    [message] = told
     [row] = rows(mod, paid)
-    assert (row["state"], row["settled_by"]) == (mod.NOTIFIED, mod.SENT)
-    assert message["operation_key"] == row["operation_key"]
+    got = (row["state"], row["settled_by"])
+    assert got == (mod.NOTIFIED, mod.SENT), (
+        "the resumed notice found nothing and sent it, so its row says notified,"
+        f" settled by sending: {got}")
+    assert message["operation_key"] == row["operation_key"], (
+        f"the message's key {message['operation_key']!r} is not the row's"
+        f" {row['operation_key']!r}")
 
 
 def test_a_second_invoice_gets_its_own_notice(mod, paid):
@@ -217,21 +280,39 @@ def test_a_revoked_credential_leaves_the_notice_pending(mod, files, tmp_path):
     token = broker.issue(where, "paying-worker", "mail:submit", ttl=300)
     broker.revoke(where, token, "night-rota")
     with opened(files["state"]) as state, pytest.raises(broker.CredentialRefused):
-        mod.notify_supplier(state, str(files["mail"]), TASK, ORDER, AMOUNT, CURRENCY,
-                            credential=token)
-    assert [r["state"] for r in rows(mod, files)] == [mod.PENDING]
-    assert mail.messages(files["mail"]) == []
+        got = mod.notify_supplier(state, str(files["mail"]), TASK, ORDER, AMOUNT,
+                                  CURRENCY, credential=token)
+        pytest.fail("the notice under a revoked credential did not let the"
+                    f" provider's refusal through: it answered {got}")
+    states = [r["state"] for r in rows(mod, files)]
+    assert states == [mod.PENDING], (
+        "the provider refused the revoked credential, and the notice's intent"
+        f" did not stay pending: states {states}")
+    held = mail.messages(files["mail"])
+    assert held == [], f"the revoked credential's notice reached the provider: {held}"
     with pytest.raises(broker.HolderStopped):  # the stop holds for the holder
         broker.issue(where, "paying-worker", "mail:submit", ttl=300)
+        pytest.fail(f"{WORLD}the broker issued a credential to a revoked holder")
     broker.grant(where, "paying-worker", "day-rota")  # a person decides
     fresh = broker.issue(where, "paying-worker", "mail:submit", ttl=300)
     with opened(files["state"]) as state:
         report = mod.notify_supplier(state, str(files["mail"]), TASK, ORDER, AMOUNT,
                                      CURRENCY, credential=fresh)
-    assert report["notification"] == mod.SENT
-    [message] = to_supplier(files)
-    assert mail.snapshot(files["mail"])["messages"][0]["credential"] == fresh
-    assert message["operation_key"] == mod.notice_key(TASK, ORDER)
+    assert report["notification"] == mod.SENT, (
+        "under the new credential the pending notice was not sent:"
+        f" report {report}")
+    told = to_supplier(files)
+    assert len(told) == 1, (
+        f"the supplier got {len(told)} notices under the new credential, not one")
+    [message] = told
+    used = mail.snapshot(files["mail"])["messages"][0]["credential"]
+    assert used == fresh, (
+        "the notice was not sent under the credential it was given (the new"
+        f" one): it used {used!r}")
+    key = mod.notice_key(TASK, ORDER)
+    assert message["operation_key"] == key, (
+        f"the notice went out under the key {message['operation_key']!r},"
+        f" not its own {key!r}")
 
 
 @pytest.mark.parametrize(("task", "order", "amount", "currency", "recipient"), [
@@ -247,7 +328,14 @@ def test_a_revoked_credential_leaves_the_notice_pending(mod, files, tmp_path):
 def test_bad_input_is_refused_and_nothing_written(mod, paid, task, order, amount,
                                                   currency, recipient):
     with opened(paid["state"]) as state, pytest.raises((ValueError, TypeError)):
-        mod.notify_supplier(state, str(paid["mail"]), task, order, amount, currency,
-                            recipient=recipient)
-    assert rows(mod, paid) == []
-    assert [m["recipient"] for m in mail.messages(paid["mail"])] == [paying.OWNER]
+        got = mod.notify_supplier(state, str(paid["mail"]), task, order, amount,
+                                  currency, recipient=recipient)
+        pytest.fail(f"a bad notice ({task!r}, {order!r}, {amount!r},"
+                    f" {currency!r}, {recipient!r}) was sent (answered {got})"
+                    " instead of a ValueError or TypeError")
+    assert rows(mod, paid) == [], (
+        f"the refused notice wrote rows: {rows(mod, paid)}")
+    recipients = [m["recipient"] for m in mail.messages(paid["mail"])]
+    assert recipients == [paying.OWNER], (
+        f"the refused notice sent mail: recipients {recipients}, only the"
+        " owner's was there")

@@ -28,6 +28,14 @@ def shop(open_store):
     return conn
 
 
+def finishes(mod, conn, claim, outcome, expected: bool, why: str) -> None:
+    """``finish`` answers ``expected``; ``why`` says the mistake if not."""
+    said = mod.finish(conn, claim, outcome)
+    assert said is expected, (
+        f"{why}: finish({claim.owner!r}, generation {claim.generation},"
+        f" {outcome!r}) answered {said!r}")
+
+
 def row(conn) -> dict:
     return dict(conn.execute("SELECT * FROM work").fetchone())
 
@@ -59,53 +67,84 @@ class Watched:
 def test_the_live_holder_writes(mod, shop):
     claim = claims.claim(shop, "a-holder", ttl=60)
     before = store.now(shop)
-    assert mod.finish(shop, claim, "6 sacks ordered") is True
+    finishes(mod, shop, claim, "6 sacks ordered", True,
+             "the live holder's write was refused")
     after = store.now(shop)
     found = row(shop)
-    assert (found["status"], found["outcome"], found["expires"]) == (
-        "DONE", "6 sacks ordered", None)
-    assert before <= found["finished"] <= after  # the database's now
+    got = (found["status"], found["outcome"], found["expires"])
+    assert got == ("DONE", "6 sacks ordered", None), (
+        "the live holder's finish did not leave the row DONE with its outcome"
+        f" and the lease cleared: (status, outcome, expires) {got}")
+    assert before <= found["finished"] <= after, (  # the database's now
+        "the finish was not stamped by the database's clock during the call:"
+        f" finished {found['finished']}, the database's clock read {before}"
+        f" before and {after} after")
 
 
 def test_it_is_one_update_and_nothing_else(mod, shop):
     claim = claims.claim(shop, "a-holder", ttl=60)
     watched = Watched(shop)
-    assert mod.finish(watched, claim, "6 sacks ordered") is True
-    assert len(watched.statements) == 1, watched.statements
-    assert WRITES.match(watched.statements[0]).group(1).upper() == "UPDATE"
+    finishes(mod, watched, claim, "6 sacks ordered", True,
+             "the live holder's write was refused")
+    assert len(watched.statements) == 1, (
+        f"the finish took {len(watched.statements)} statements: a read and a"
+        " write leave a gap another writer can commit in; the fence belongs in"
+        f" the one UPDATE's WHERE clause; statements {watched.statements}")
+    first = WRITES.match(watched.statements[0])
+    assert first is not None and first.group(1).upper() == "UPDATE", (
+        "the finish's one statement is not an UPDATE:"
+        f" {watched.statements[0]!r}")
 
 
 def test_a_superseded_holder_is_refused_and_changes_nothing(mod, shop):
     old = claims.claim(shop, "a-holder", ttl=0.3)
     lapse(shop, old)
     new = claims.claim(shop, "b-taker", ttl=60)
-    assert new.generation == 2
-    assert mod.finish(shop, old, "60 sacks ordered") is False
+    assert new.generation == 2, (
+        "the grader's world, not your answer: the new claim was to be"
+        f" generation 2, and is {new.generation}")
+    finishes(mod, shop, old, "60 sacks ordered", False,
+             "the superseded holder's write was let in over b-taker's claim")
     found = row(shop)
-    assert (found["status"], found["owner"], found["generation"], found["outcome"]) \
-        == ("RUNNING", "b-taker", 2, None)
-    assert mod.finish(shop, new, "6 sacks ordered") is True
+    got = (found["status"], found["owner"], found["generation"], found["outcome"])
+    assert got == ("RUNNING", "b-taker", 2, None), (
+        "the superseded holder's refused finish changed the row:"
+        f" (status, owner, generation, outcome) {got}")
+    finishes(mod, shop, new, "6 sacks ordered", True,
+             "the new holder's live claim was refused")
 
 
 def test_a_lapsed_lease_is_refused_though_nobody_took_the_work(mod, shop):
     claim = claims.claim(shop, "a-holder", ttl=0.3)
     lapse(shop, claim)
-    assert mod.finish(shop, claim, "6 sacks ordered") is False
-    assert (row(shop)["status"], row(shop)["outcome"]) == ("RUNNING", None)
+    finishes(mod, shop, claim, "6 sacks ordered", False,
+             "the holder wrote after its lease ended (nobody had taken the work,"
+             " but anyone may, any moment): compare the lease with the"
+             " database's clock, not only the generation")
+    got = (row(shop)["status"], row(shop)["outcome"])
+    assert got == ("RUNNING", None), (
+        f"the lapsed holder's refused finish changed the row: {got}")
 
 
 def test_another_owner_with_the_same_generation_is_refused(mod, shop):
     claim = claims.claim(shop, "a-holder", ttl=60)
-    assert mod.finish(shop, replace(claim, owner="impostor"), "x") is False
-    assert mod.finish(shop, replace(claim, generation=2), "x") is False
-    assert row(shop)["outcome"] is None
+    finishes(mod, shop, replace(claim, owner="impostor"), "x", False,
+             "a claim under another owner with the row's generation was let in:"
+             " the owner is part of the fence")
+    finishes(mod, shop, replace(claim, generation=2), "x", False,
+             "a claim naming a generation the row does not have was let in")
+    outcome = row(shop)["outcome"]
+    assert outcome is None, f"a refused finish wrote the outcome {outcome!r}"
 
 
 def test_a_finished_claim_cannot_finish_twice(mod, shop):
     claim = claims.claim(shop, "a-holder", ttl=60)
-    assert mod.finish(shop, claim, "first") is True
-    assert mod.finish(shop, claim, "second") is False
-    assert row(shop)["outcome"] == "first"
+    finishes(mod, shop, claim, "first", True, "the live holder's write was refused")
+    finishes(mod, shop, claim, "second", False,
+             "a finished claim finished again: only RUNNING work can finish")
+    outcome = row(shop)["outcome"]
+    assert outcome == "first", (
+        f"the second finish overwrote the first outcome: now {outcome!r}")
 
 
 @pytest.mark.parametrize("skew", [3600, -3600],
@@ -116,12 +155,18 @@ def test_the_databases_clock_decides_not_the_workers(mod, shop, db_clock, skew):
     patched, so every clock the worker could read is an hour off."""
     db_clock.shift(skew)
     live = claims.claim(shop, "a-holder", ttl=60)
-    assert mod.finish(shop, live, "written while live") is True
+    clock = ("the lease was compared with the worker's clock, an hour off the"
+             f" database's ({skew:+d} s): every lease was written by the"
+             " database's clock, compare with that (clock_timestamp())")
+    finishes(mod, shop, live, "written while live", True,
+             f"the live holder was refused: {clock}")
     claims.enqueue(shop, "phone:restock-oil", "counter-2", "Restock oil")
     lapsed = claims.claim(shop, "a-holder", ttl=0.3)
     lapse(shop, lapsed)
-    assert mod.finish(shop, lapsed, "written after its lease") is False
-    assert claims.work_row(shop, lapsed.id)["outcome"] is None
+    finishes(mod, shop, lapsed, "written after its lease", False,
+             f"the holder wrote after its lease: {clock}")
+    outcome = claims.work_row(shop, lapsed.id)["outcome"]
+    assert outcome is None, f"the refused finish wrote the outcome {outcome!r}"
 
 
 def test_the_instant_a_lease_ends_belongs_to_the_next_claimer(mod, shop, db_clock):
@@ -130,15 +175,22 @@ def test_the_instant_a_lease_ends_belongs_to_the_next_claimer(mod, shop, db_cloc
     ends = float(int(store.now(shop)) + 100)
     db_clock.freeze(ends - 60)
     claim = claims.claim(shop, "a-holder", ttl=60)
-    assert claim.expires == ends
+    world = "the grader's world, not your answer: "
+    assert claim.expires == ends, (
+        f"{world}the lease was to end at {ends}, and ends at {claim.expires}")
     db_clock.freeze(ends - 0.001)
     still = claims.claim(shop, "a-holder", ttl=60, work_id=claim.id)
-    assert still is None  # a millisecond before the end: nobody may take it
+    assert still is None, (  # a millisecond before the end: nobody may take it
+        f"{world}the work was claimed a millisecond before the lease ended")
     db_clock.freeze(ends)
-    assert mod.finish(shop, claim, "6 sacks ordered") is False
-    assert claims.work_row(shop, claim.id)["outcome"] is None
+    finishes(mod, shop, claim, "6 sacks ordered", False,
+             "at the lease's very end the holder was let in, while a claimer may"
+             " take the work then: the lease is live while expires > now, not >=")
+    outcome = claims.work_row(shop, claim.id)["outcome"]
+    assert outcome is None, f"the refused finish wrote the outcome {outcome!r}"
     taken = claims.claim(shop, "b-taker", ttl=60, work_id=claim.id)
-    assert taken is not None and taken.generation == 2
+    assert taken is not None and taken.generation == 2, (
+        f"{world}at the lease's end b-taker was to claim generation 2: {taken}")
 
 
 def test_every_part_of_the_fence_refuses_on_its_own(mod, shop):
@@ -146,9 +198,13 @@ def test_every_part_of_the_fence_refuses_on_its_own(mod, shop):
     tool set it BLOCKED and left the lease on): the status alone refuses."""
     claim = claims.claim(shop, "a-holder", ttl=60)
     shop.execute("UPDATE work SET status = 'BLOCKED' WHERE id = :id", {"id": claim.id})
-    assert mod.finish(shop, claim, "6 sacks ordered") is False
+    finishes(mod, shop, claim, "6 sacks ordered", False,
+             "the holder's DONE landed on BLOCKED work whose lease was left on:"
+             " the status is part of the fence, on its own")
     found = row(shop)
-    assert (found["status"], found["outcome"]) == ("BLOCKED", None)
+    got = (found["status"], found["outcome"])
+    assert got == ("BLOCKED", None), (
+        f"the refused finish changed the BLOCKED row: (status, outcome) {got}")
 
 
 def blocked_behind(rival, answer: threading.Thread, what: str) -> None:
@@ -182,9 +238,16 @@ def test_a_write_that_waited_for_the_row_is_judged_when_it_lands(mod, shop,
     finally:
         rival.raw.execute("COMMIT")
         writer.join(30)
-    assert began_waiting < claim.expires, "the write must start inside the lease"
-    assert landed == [False], "a write judged by the instant it began waiting"
-    assert (row(shop)["status"], row(shop)["outcome"]) == ("RUNNING", None)
+    assert began_waiting < claim.expires, (
+        "the grader's world, not your answer: the write was to start waiting"
+        f" inside the lease (ends {claim.expires}), and began at {began_waiting}")
+    assert landed == [False], (
+        "a write that waited for the row while the lease ended was let in:"
+        " judged by the instant it began (now()), not the instant it lands"
+        f" (clock_timestamp()); finish answered {landed}")
+    got = (row(shop)["status"], row(shop)["outcome"])
+    assert got == ("RUNNING", None), (
+        f"the write judged after its lease changed the row: (status, outcome) {got}")
 
 
 def test_a_cancel_between_a_read_and_the_write_is_never_overwritten(mod, shop,
@@ -211,8 +274,13 @@ def test_a_cancel_between_a_read_and_the_write_is_never_overwritten(mod, shop,
     except sqlite3.OperationalError:
         pass  # the answer's own wait ran out: the rows tell
     found = row(shop)
+    got = (found["status"], found["outcome"])
     if attempts == ["cancelled"]:
-        assert (found["status"], found["outcome"]) == ("CANCELLED", None), (
-            "the holder's write landed over the operator's cancel")
+        assert got == ("CANCELLED", None), (
+            "the holder's write landed over the operator's cancel, committed"
+            " between the answer's read and its write: put the fence in the one"
+            f" UPDATE's WHERE clause; (status, outcome) {got}")
     else:
-        assert (found["status"], found["outcome"]) == ("DONE", "6 sacks ordered")
+        assert got == ("DONE", "6 sacks ordered"), (
+            "the answer held the row (the operator's cancel waited) and its own"
+            f" write did not land: (status, outcome) {got}")

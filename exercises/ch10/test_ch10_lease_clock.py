@@ -12,6 +12,7 @@ from crashcourse.claims import fence
 from crashcourse.waiting import wait_until
 
 HOUR = 3600.0
+WORLD = "the grader's world, not your answer: "  # a set-up assert's message
 
 
 @pytest.fixture
@@ -69,8 +70,14 @@ def test_a_renewal_ends_the_lease_ttl_seconds_from_the_databases_now(mod, shop):
     before = store.now(shop)
     renewed = mod.renew(shop, claim, 60)
     after = store.now(shop)
-    assert before + 60 <= renewed <= after + 60
-    assert expires(shop) == renewed  # what every host will read
+    assert before + 60 <= renewed <= after + 60, (
+        "the renewed lease does not end 60 s from the database's now: every"
+        " host compares it with the database's clock (not a monotonic or"
+        f" host clock); it ends {renewed}, the database's clock read {before}"
+        f" before and {after} after")
+    written = expires(shop)
+    assert written == renewed, (  # what every host will read
+        f"renew answered {renewed}, and the row's lease ends {written}")
 
 
 @pytest.mark.parametrize("skew", [HOUR, -HOUR],
@@ -82,20 +89,34 @@ def test_a_workers_clock_an_hour_off_changes_nothing(mod, shop, db_clock, skew):
     claim = claims.claim(shop, "a-holder", ttl=5)
     before = store.now(shop)
     renewed = mod.renew(shop, claim, 60)
-    assert renewed is not None
-    assert before + 60 <= renewed <= store.now(shop) + 60
+    clock = (f"with the database's clock {skew:+.0f} s off the worker's, the"
+             " lease was written by the worker's clock; write it by the"
+             " database's (clock_timestamp())")
+    assert renewed is not None, f"the live lease was not renewed: {clock}"
+    after = store.now(shop)
+    assert before + 60 <= renewed <= after + 60, (
+        f"the renewed lease ends {renewed}, not 60 s from the database's now"
+        f" ({before} to {after}): {clock}")
     # another host, its clock right, sees a live lease: it may not take over
-    assert claims.claim(shop, "b-taker", ttl=60) is None
+    taken = claims.claim(shop, "b-taker", ttl=60)
+    assert taken is None, (
+        f"another host took over the work just renewed ({taken}): {clock}")
 
 
 def test_a_lapsed_lease_is_never_brought_back(mod, shop):
     claim = claims.claim(shop, "a-holder", ttl=0.3)
     lapse(shop, claim)
     was = expires(shop)
-    assert mod.renew(shop, claim, 60) is None
-    assert expires(shop) == was
+    renewed = mod.renew(shop, claim, 60)
+    assert renewed is None, (
+        "a lapsed lease was brought back (renewed to"
+        f" {renewed}): the fence must check that the lease is still running;"
+        " once over, another host may already be taking the work")
+    assert expires(shop) == was, (
+        f"the refused renewal moved the lease from {was} to {expires(shop)}")
     taken = claims.claim(shop, "b-taker", ttl=60)  # the work is free to take
-    assert taken is not None and taken.generation == 2
+    assert taken is not None and taken.generation == 2, (
+        f"after the lapsed lease b-taker could not claim the work: {taken}")
 
 
 def test_a_superseded_holder_cannot_renew_the_new_holders_lease(mod, shop):
@@ -103,9 +124,14 @@ def test_a_superseded_holder_cannot_renew_the_new_holders_lease(mod, shop):
     lapse(shop, old)
     new = claims.claim(shop, "b-taker", ttl=30)
     was = expires(shop)
-    assert mod.renew(shop, old, 600) is None
-    assert expires(shop) == was
-    assert mod.renew(shop, new, 60) is not None
+    renewed = mod.renew(shop, old, 600)
+    assert renewed is None, (
+        "the superseded holder renewed b-taker's lease (to"
+        f" {renewed}): the generation and owner are part of the fence")
+    assert expires(shop) == was, (
+        f"the refused renewal moved b-taker's lease from {was} to {expires(shop)}")
+    assert mod.renew(shop, new, 60) is not None, (
+        "the new holder's live lease was not renewed")
 
 
 @pytest.mark.parametrize("ttl", [0, -5, math.nan, math.inf, 7200, "60"],
@@ -114,8 +140,12 @@ def test_a_bad_ttl_is_refused_and_changes_nothing(mod, shop, ttl):
     claim = claims.claim(shop, "a-holder", ttl=30)
     was = expires(shop)
     with pytest.raises((ValueError, TypeError)):
-        mod.renew(shop, claim, ttl)
-    assert expires(shop) == was
+        renewed = mod.renew(shop, claim, ttl)
+        pytest.fail(f"a renewal for ttl={ttl!r} was made (to {renewed})"
+                    " instead of a ValueError or TypeError")
+    assert expires(shop) == was, (
+        f"the refused renewal (ttl={ttl!r}) moved the lease from {was} to"
+        f" {expires(shop)}")
 
 
 def test_the_instant_a_lease_ends_it_cannot_be_renewed(mod, shop, db_clock):
@@ -124,10 +154,15 @@ def test_the_instant_a_lease_ends_it_cannot_be_renewed(mod, shop, db_clock):
     ends = float(int(store.now(shop)) + 100)
     db_clock.freeze(ends - 30)
     claim = claims.claim(shop, "a-holder", ttl=30)
-    assert claim.expires == ends
+    assert claim.expires == ends, (
+        f"{WORLD}the lease was to end at {ends}, and ends at {claim.expires}")
     db_clock.freeze(ends)
-    assert mod.renew(shop, claim, 60) is None
-    assert expires(shop) == ends
+    renewed = mod.renew(shop, claim, 60)
+    assert renewed is None, (
+        f"at the lease's very end it was renewed (to {renewed}), while a"
+        " claimer may take the work then: live while expires > now, not >=")
+    assert expires(shop) == ends, (
+        f"the refused renewal moved the lease from {ends} to {expires(shop)}")
 
 
 def test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten(
@@ -155,10 +190,15 @@ def test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten(
     if attempts == ["cancelled"]:
         assert (found["status"], found["expires"]) == ("CANCELLED", None), (
             "the renewal wrote a lease onto work the operator had cancelled")
-        assert renewed in (None, "gave up")
+        assert renewed in (None, "gave up"), (
+            "the renewal reported a lease on work the operator had cancelled:"
+            f" renew answered {renewed}")
     else:
-        assert found["status"] == "RUNNING"
-        assert found["expires"] == renewed
+        assert found["status"] == "RUNNING", (
+            "the answer held the row (the operator's cancel waited), and the"
+            f" work is {found['status']!r}, not RUNNING")
+        assert found["expires"] == renewed, (
+            f"renew answered {renewed}, and the row's lease ends {found['expires']}")
 
 
 def test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands(
@@ -184,8 +224,11 @@ def test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands(
     finally:
         rival.raw.execute("COMMIT")
         renewer.join(30)
-    assert len(renewed) == 1 and renewed[0] is not None, renewed
+    assert len(renewed) == 1 and renewed[0] is not None, (
+        "the live lease, renewed after waiting for the row, was not renewed:"
+        f" renew answered {renewed}")
     assert renewed[0] >= released + 60, (
         f"the lease ends {released + 60 - renewed[0]:.2f} s early: counted from"
         " before the wait")
-    assert expires(shop) == renewed[0]
+    assert expires(shop) == renewed[0], (
+        f"renew answered {renewed[0]}, and the row's lease ends {expires(shop)}")

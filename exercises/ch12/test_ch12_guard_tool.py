@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from crashcourse.lab.harness import Harness
+from crashcourse.lab.harness import BoundaryNotReached, Harness
 from crashcourse.services import mail
 
 TASK = "restock-flour-0042"
@@ -59,27 +59,46 @@ def test_a_kill_after_the_provider_accepted_leaves_one_message(answer, world):
         worker = harness.start(child(module, world), stop_at="accepted")
         worker.wait_for_boundary()
         worker.kill()
-        assert len(mail.messages(world[0])) == 1  # it did leave before the kill
+        held = len(mail.messages(world[0]))
+        assert held == 1, (  # it did leave before the kill
+            "the grader's world, not your answer: killed after the provider"
+            f" accepted, the provider was to hold one message, and holds {held}")
         again = harness.run(child(module, world))
     assert again.returncode == 0, again.stderr[-2000:]
-    assert len(mail.messages(world[0])) == 1, "the recovery mailed the desk again"
+    held = len(mail.messages(world[0]))
+    assert held == 1, (
+        f"the recovery mailed the desk again ({held} messages): the call in"
+        " doubt must be asked about at the provider by the adapter's key (the"
+        " header the message carries) before it is sent again")
 
 
 def test_the_message_carries_the_adapters_key(answer, world):
     module = answer("ch12", "guard_tool")
     tool = module.order_desk_tool(world[0], world[1], TASK)
     tool(**ORDER)
-    (message,) = mail.messages(world[0])
-    assert message["recipient"] == module.ORDER_DESK
-    assert message["operation_key"] == tool.key(**ORDER)
+    sent = mail.messages(world[0])
+    assert len(sent) == 1, f"one call sent {len(sent)} messages, not one"
+    (message,) = sent
+    assert message["recipient"] == module.ORDER_DESK, (
+        f"the message went to {message['recipient']!r}, not the order desk"
+        f" {module.ORDER_DESK!r}")
+    key = tool.key(**ORDER)
+    assert message["operation_key"] == key, (
+        "the message does not carry the adapter's key, so no probe can find"
+        f" it: it carries {message['operation_key']!r}, the adapter's is {key!r}")
 
 
 def test_a_finished_call_sends_nothing_again(answer, world):
     module = answer("ch12", "guard_tool")
     first = module.order_desk_tool(world[0], world[1], TASK)(**ORDER)
     again = module.order_desk_tool(world[0], world[1], TASK)(**ORDER)
-    assert again == first
-    assert len(mail.messages(world[0])) == 1
+    assert again == first, (
+        "the finished call, made again, did not answer what it answered the"
+        f" first time: {first}, then {again}")
+    held = len(mail.messages(world[0]))
+    assert held == 1, (
+        f"the finished call, made again, sent again ({held} messages): the"
+        " journal says it is done")
 
 
 def test_another_order_is_another_message(answer, world):
@@ -87,7 +106,10 @@ def test_another_order_is_another_message(answer, world):
     tool = module.order_desk_tool(world[0], world[1], TASK)
     tool(**ORDER)
     tool(**{**ORDER, "quantity": 7})
-    assert len(mail.messages(world[0])) == 2
+    held = len(mail.messages(world[0]))
+    assert held == 2, (
+        f"six sacks and seven sacks are two orders, and the desk got {held}"
+        " messages: the key must cover the arguments")
 
 
 def test_a_langgraph_agent_can_call_it(answer, world):
@@ -97,10 +119,14 @@ def test_a_langgraph_agent_can_call_it(answer, world):
 
     module = answer("ch12", "guard_tool")
     tool = as_tool(module.order_desk_tool(world[0], world[1], TASK))
-    assert set(tool.args) == {"sku", "quantity"}
+    assert set(tool.args) == {"sku", "quantity"}, (
+        f"the model sees the tool's arguments {sorted(tool.args)}, not sku and"
+        " quantity only")
     tool.invoke(ORDER)
     tool.invoke(ORDER)
-    assert len(mail.messages(world[0])) == 1
+    held = len(mail.messages(world[0]))
+    assert held == 1, (
+        f"the LangChain tool invoked twice for one order sent {held} messages")
 
 
 NEXT_WEEK = "restock-flour-0049"  # another task placing the very same order
@@ -115,7 +141,11 @@ def test_the_same_order_for_two_tasks_is_two_messages(answer, world):
     this_week(**ORDER)
     next_week(**ORDER)
     keys = sorted(m["operation_key"] for m in mail.messages(world[0]))
-    assert keys == sorted([this_week.key(**ORDER), next_week.key(**ORDER)])
+    expected = sorted([this_week.key(**ORDER), next_week.key(**ORDER)])
+    assert keys == expected, (
+        "the same order for two tasks was not two messages under the two"
+        " adapter keys: what the message says does not tell the orders apart,"
+        f" the key does; keys sent {keys}, expected {expected}")
 
 
 def test_a_lookalike_message_is_not_this_calls(answer, world):
@@ -127,11 +157,26 @@ def test_a_lookalike_message_is_not_this_calls(answer, world):
     with Harness() as harness:
         worker = harness.start(child(module, world, task=NEXT_WEEK),
                                stop_at="submitting")
-        worker.wait_for_boundary()
+        try:
+            worker.wait_for_boundary()
+        except BoundaryNotReached as never:
+            pytest.fail("next week's call ended before it sent anything to the"
+                        " provider (if it exited 0, it took this week's identical"
+                        " message for its own: ask by the adapter's key, not by"
+                        f" what the message says): {never}")
         worker.kill()
-        assert len(mail.messages(world[0])) == 1  # next week's never left
+        held = len(mail.messages(world[0]))
+        assert held == 1, (  # next week's never left
+            "the grader's world, not your answer: killed before the provider got"
+            f" next week's message, the provider was to hold this week's alone,"
+            f" and holds {held}")
         again = harness.run(child(module, world, task=NEXT_WEEK))
     assert again.returncode == 0, again.stderr[-2000:]
     next_key = module.order_desk_tool(world[0], world[1], NEXT_WEEK).key(**ORDER)
-    assert mail.copies(world[0], next_key) == 1, "next week's order was never sent"
-    assert len(mail.messages(world[0])) == 2
+    copies = mail.copies(world[0], next_key)
+    assert copies == 1, (
+        f"next week's order was sent {copies} times, not once: the probe took"
+        " this week's identical message for its own; ask by the adapter's key,"
+        " not by what the message says")
+    held = len(mail.messages(world[0]))
+    assert held == 2, f"the provider holds {held} messages, not this week's and next's"
