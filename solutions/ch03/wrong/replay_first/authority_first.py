@@ -1,6 +1,6 @@
-"""WRONG ANSWER to exercise 03.1: "no approval, no payment" first: after a
-revocation the preview says "refused" for a payment that already happened.
-Caught by ``test_revoke_after_payment_is_history``.
+""""no approval, no payment" first: after a revocation the preview says "refused"
+for a payment that already happened. Caught by
+``test_revoke_after_payment_is_history``.
 """
 
 
