@@ -1,10 +1,4 @@
-"""WRONG ANSWER to exercise 04.1 (chapter 04): the experiment run, not predicted.
-
-Gaming: ``predict`` installs a service with one unit, starts worker A,
-SIGKILLs it at ``boundary``, runs B and A's replacement, and reports what the
-ledger says, which is what the grader then measures. It is right for every
-boundary and predicts nothing. The grader seals ``predict``: it may start no
-process and open no database. Caught by
+"""The experiment run, not predicted. Caught by
 ``test_prediction_matches_the_ledger``.
 """
 
