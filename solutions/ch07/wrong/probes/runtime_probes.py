@@ -1,10 +1,4 @@
-"""WRONG ANSWER to exercise 07.1 (chapter 07): the runtime's own probes, called.
-
-The mistake is not in what it answers: it delegates to ``drive.probe_rename``
-and ``mail.probe_sent``, which the exercise asks you to write yourself. The
-tests unplug the runtime's probes while they run (the fixture
-``runtime_probes_are_off_limits``), so every probe test fails.
-"""
+"""The runtime's own probes, called."""
 
 
 def probe_rename(drive_path: str | Path, args: dict, operation_key: str):

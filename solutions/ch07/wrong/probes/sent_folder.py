@@ -1,9 +1,4 @@
-"""WRONG ANSWER to exercise 07.1 (chapter 07): the mail probe reads the sent folder.
-
-The mistake: the probe looks for the header among DELIVERED messages only.
-The sent folder answers "was it delivered?", which lags behind; the question
-a retry needs answered is "was it accepted?". A message sitting in the queue
-reads as not sent, and the resumed run sends it a second time. Caught by
+"""The mail probe reads the sent folder. Caught by
 ``test_mail_probe_finds_a_queued_message_by_its_header``.
 """
 
