@@ -1,7 +1,7 @@
-"""WRONG ANSWER to exercise 09.1: ``set_switch`` writes the row AND keeps the
-newest state in the process's memory, which ``may_run`` reads: a decision
-written by another process is never seen, and a fresh process knows nothing.
-Caught by ``test_a_decision_written_elsewhere_is_seen``.
+"""``set_switch`` writes the row AND keeps the newest state in the process's
+memory, which ``may_run`` reads: a decision written by another process is never
+seen, and a fresh process knows nothing. Caught by
+``test_a_decision_written_elsewhere_is_seen``.
 """
 
 

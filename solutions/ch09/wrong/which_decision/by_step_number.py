@@ -1,9 +1,4 @@
-"""WRONG ANSWER to exercise 09.3 (chapter 09): the mails are steps 42 and 43.
-
-The mistake: the irreversible steps are read off the restock plan as it
-happens to be ordered (its two mails last) instead of from the plan's own
-flags. A plan that mails the supplier at step 3 is unwound with the mail
-already accepted, and the night writes a compensation record. Caught by C5:
+"""The mails are steps 42 and 43. Caught by
 ``test_a_plan_that_mails_early_and_is_wrong``.
 """
 
