@@ -1,12 +1,5 @@
-"""WRONG ANSWER to exercise 10.3 (chapter 10): the worker's clock, read so
-that patching ``time.time`` does not see it.
-
-The mistake: fenced, but the new end is ``time.time_ns() / 1e9 + ttl``: the
-worker host's clock, through a function a grader that patches ``time.time``
-never touches. On a host an hour fast the lease ends an hour late; an hour
-slow, it is born already over. Only a database whose clock really differs from
-the worker's shows it.
-Caught by ``test_a_workers_clock_an_hour_off_changes_nothing``.
+"""The worker's clock, read so that patching ``time.time`` does not see it. Caught
+by ``test_a_workers_clock_an_hour_off_changes_nothing``.
 """
 
 
