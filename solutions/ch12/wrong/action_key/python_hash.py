@@ -1,8 +1,4 @@
-"""WRONG ANSWER to exercise 12.1 (chapter 12): Python's ``hash`` as the digest.
-
-The mistake: ``hash()`` of a string is salted per process
-(``PYTHONHASHSEED``), so the key is stable inside one process and differs in
-the next one, which is exactly the one that resumes after a kill. Caught by
+"""Python's ``hash`` as the digest. Caught by
 ``test_another_process_computes_the_same_key``.
 """
 

@@ -1,8 +1,4 @@
-"""WRONG ANSWER to exercise 12.1 (chapter 12): the arguments hashed as they come.
-
-The mistake: ``json.dumps`` without ``sort_keys`` writes the fields in the
-order the model happened to emit them. A model asked again may put
-``quantity`` before ``sku``: the same order, another key. Caught by
+"""The arguments hashed as they come. Caught by
 ``test_the_order_of_the_fields_changes_nothing``.
 """
 
