@@ -1,7 +1,6 @@
 """The key looked up first and claimed only if missing, after a plain (deferred)
 ``BEGIN`` that takes no lock at the read. Caught by
-``test_a_rival_between_any_two_statements_is_answered_not_a_crash``.
-"""
+``test_a_rival_between_any_two_statements_is_answered_not_a_crash``."""
 
 
 def transaction(conn):

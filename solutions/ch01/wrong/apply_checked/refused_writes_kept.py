@@ -1,7 +1,6 @@
 """The refusal recorded, but no savepoint undoes what the mutation wrote before it
 refused: the note commits with the refusal. Caught by
-``test_a_refusal_is_kept_and_a_replay_hears_it``.
-"""
+``test_a_refusal_is_kept_and_a_replay_hears_it``."""
 
 
 def mutated(conn, key, mutate):

@@ -1,7 +1,6 @@
-"""The claim and the mutation commit together, the result is stored afterwards in
-a transaction of its own. Caught by
-``test_a_kill_after_the_mutation_returned_leaves_all_or_nothing``.
-"""
+"""The claim and the mutation commit together, the result is stored afterwards in a
+transaction of its own. Caught by
+``test_a_kill_after_the_mutation_returned_leaves_all_or_nothing``."""
 
 
 def apply_checked(conn, key, payload, mutate, _reference=apply_checked):  # noqa: F821

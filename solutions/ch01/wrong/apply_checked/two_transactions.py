@@ -1,7 +1,6 @@
 """The claim COMMITTED first, the mutation in a second transaction. Caught by
 ``test_a_kill_inside_the_mutation_leaves_nothing_and_the_rerun_applies`` and
-``test_a_failing_mutation_leaves_no_request_row``.
-"""
+``test_a_failing_mutation_leaves_no_request_row``."""
 
 
 def apply_checked(conn, key, payload, mutate):

@@ -1,6 +1,5 @@
 """The query kept as a view in the service's file. Caught by
-``test_grading_writes_nothing``.
-"""
+``test_grading_writes_nothing``."""
 
 
 def overcharged_rows(conn):

@@ -1,6 +1,5 @@
 """Cents added across currencies. Caught by
-``test_a_payment_in_another_currency_is_not_covered``.
-"""
+``test_a_payment_in_another_currency_is_not_covered``."""
 
 
 OVERCHARGED = """

@@ -1,6 +1,5 @@
 """An inner join with the approvals. Caught by
-``test_a_payment_without_any_approval_is_overcharged``.
-"""
+``test_a_payment_without_any_approval_is_overcharged``."""
 
 
 OVERCHARGED = """

@@ -1,7 +1,5 @@
-"""The finished task is asked again. Caught by
-``test_a_finished_task_is_left_alone`` and
-``test_a_finished_task_is_not_paid_again_after_the_service_forgot_its_key``.
-"""
+"""The finished task is asked again. Caught by ``test_a_finished_task_is_left_alone``
+and ``test_a_finished_task_is_not_paid_again_after_the_service_forgot_its_key``."""
 
 
 def resume_payment(

@@ -1,6 +1,5 @@
 """The worker's own resume, called. Caught by
-``test_killed_after_payment_reconciles_without_a_second_charge``.
-"""
+``test_killed_after_payment_reconciles_without_a_second_charge``."""
 
 from types import SimpleNamespace
 
@@ -9,7 +8,6 @@ def resume_payment(
     service: str | Path, state: sqlite3.Connection, task: str, order: str,
     amount_cents: int, currency: str,
 ) -> str:
-    """Finish ``task`` without paying twice; return the payment's outcome."""
     args = SimpleNamespace(payments=str(service), task=task, order=order,
                            amount=amount_cents, currency=currency,
                            retry="reuse-key", busy_timeout_ms=5000)

@@ -1,10 +1,8 @@
 """The real service asked on a copy of the main file and its -wal. Caught by
-``test_a_copy_of_the_files_is_taken_in_one_moment``.
-"""
+``test_a_copy_of_the_files_is_taken_in_one_moment``."""
 
 
 def preview(path, key, order_id, amount_cents, currency) -> str:
-    """What ``payments.issue_payment`` would answer now, without charging."""
     import shutil
     import tempfile
     from pathlib import Path

@@ -1,6 +1,5 @@
 """The real service asked on a copy of the file. Caught by
-``test_a_payment_still_in_the_write_ahead_log_is_history``.
-"""
+``test_a_payment_still_in_the_write_ahead_log_is_history``."""
 
 import shutil
 import tempfile
@@ -8,7 +7,6 @@ from pathlib import Path
 
 
 def preview(path, key, order_id, amount_cents, currency) -> str:
-    """What ``payments.issue_payment`` would answer now, without charging."""
     with tempfile.TemporaryDirectory() as aside:
         copy = Path(aside) / "payments.db"
         shutil.copyfile(path, copy)  # the main file, not its -wal

@@ -1,10 +1,8 @@
 """History and authority read from two snapshots. Caught by
-``test_history_and_authority_come_from_one_snapshot``.
-"""
+``test_history_and_authority_come_from_one_snapshot``."""
 
 
 def preview(path, key, order_id, amount_cents, currency) -> str:
-    """What ``payments.issue_payment`` would answer now, without charging."""
     action = {"order_id": order_id, "amount_cents": amount_cents,
               "currency": currency}
     with opened(path) as conn:  # history ...

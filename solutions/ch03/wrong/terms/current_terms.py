@@ -1,6 +1,5 @@
 """The payment explained by today's terms. Caught by
-``test_explain_survives_later_changes``.
-"""
+``test_explain_survives_later_changes``."""
 
 
 EVIDENCE = (  # the approval's terms as they are now

@@ -5,6 +5,5 @@ from crashcourse.services.payments import authority
 
 
 def every_reason(approval, action, now, policy) -> tuple[str, ...]:
-    """Every reason ``approval`` does not authorize ``action``, in order."""
     reason = authority.refusal_reason(approval, action, now, policy)
     return (reason,) if reason else ()  # the service's reason, in a tuple

@@ -1,6 +1,5 @@
 """The evidence joined with a plain JOIN. Caught by
-``test_a_payment_without_evidence_is_still_a_payment``.
-"""
+``test_a_payment_without_evidence_is_still_a_payment``."""
 
 
 EVIDENCE = (

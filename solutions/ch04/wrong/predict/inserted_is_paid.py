@@ -1,10 +1,8 @@
 """An inserted row is a payment. Caught by
-``test_prediction_matches_the_ledger[payment_inserted]``.
-"""
+``test_prediction_matches_the_ledger[payment_inserted]``."""
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     if boundary == "before_payment":  # A never asked
         return {"payments_at_kill": 0, "worker_b": "committed",
                 "a_replacement": "budget_action_limit", "paid_keys": ["pay-b"]}

@@ -7,7 +7,6 @@ import crashcourse
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     reference = (Path(crashcourse.__file__).resolve().parents[2]
                  / "solutions" / "ch04" / "predict.py")
     spec = importlib.util.spec_from_file_location("reference", reference)

@@ -1,10 +1,8 @@
 """No checkpoint, nothing consumed. Caught by
-``test_prediction_matches_the_ledger[after_payment]``.
-"""
+``test_prediction_matches_the_ledger[after_payment]``."""
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     if boundary in ("before_payment", "payment_inserted"):  # nothing committed
         return {"payments_at_kill": 0, "worker_b": "committed",
                 "a_replacement": "budget_action_limit", "paid_keys": ["pay-b"]}

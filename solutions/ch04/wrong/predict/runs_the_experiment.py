@@ -1,6 +1,5 @@
 """The experiment run, not predicted. Caught by
-``test_prediction_matches_the_ledger``.
-"""
+``test_prediction_matches_the_ledger``."""
 
 import json
 import tempfile
@@ -11,7 +10,6 @@ from crashcourse.services import payments
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     def worker(folder, key, order):
         return ["-m", "crashcourse.workers.charge", "--payments",
                 str(folder / "payments.db"), "--state", str(folder / f"{key}.db"),

@@ -1,10 +1,8 @@
 """The killed worker's unit waits. Caught by
-``test_prediction_matches_the_ledger[before_payment]``.
-"""
+``test_prediction_matches_the_ledger[before_payment]``."""
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     if boundary in ("before_payment", "payment_inserted"):  # A was first: its unit
         return {"payments_at_kill": 0, "worker_b": "budget_action_limit",
                 "a_replacement": "committed", "paid_keys": ["pay-a"]}

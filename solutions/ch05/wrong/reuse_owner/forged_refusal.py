@@ -1,6 +1,5 @@
 """The refusal made by hand. Caught by
-``test_the_refusal_is_the_one_the_database_gave``.
-"""
+``test_the_refusal_is_the_one_the_database_gave``."""
 
 
 def replace_under_same_label(

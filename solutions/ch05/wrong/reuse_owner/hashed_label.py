@@ -1,6 +1,5 @@
 """The label carries ``hash(claim)``. Caught by
-``test_another_process_gives_a_claim_the_same_label``.
-"""
+``test_another_process_gives_a_claim_the_same_label``."""
 
 
 def claim_label(claim: Claim) -> str:

@@ -1,6 +1,5 @@
 """The lease's end tells claims apart. Caught by
-``test_two_claims_share_a_label_only_when_they_are_one_claim``.
-"""
+``test_two_claims_share_a_label_only_when_they_are_one_claim``."""
 
 
 def claim_label(claim: Claim) -> str:

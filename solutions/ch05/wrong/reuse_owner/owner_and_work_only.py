@@ -1,6 +1,5 @@
 """The label leaves out the generation. Caught by
-``test_labels_tell_two_claims_under_one_owner_apart``.
-"""
+``test_labels_tell_two_claims_under_one_owner_apart``."""
 
 
 def claim_label(claim: Claim) -> str:

@@ -1,6 +1,5 @@
 """The label is told apart by the clock. Caught by
-``test_a_label_depends_on_the_claim_alone``.
-"""
+``test_a_label_depends_on_the_claim_alone``."""
 
 
 import time

@@ -1,7 +1,5 @@
-"""One transaction, begun with a plain ``BEGIN``, which takes no lock until the
-first write. Caught by
-``test_a_rival_at_any_statement_cannot_get_both_through``.
-"""
+"""One transaction, begun with a plain ``BEGIN``, which takes no lock until the first
+write. Caught by ``test_a_rival_at_any_statement_cannot_get_both_through``."""
 
 
 def guarded(conn, claim):

@@ -1,6 +1,5 @@
-"""Only RUNNING work's reservations summed, as if a reservation belonged to its
-claim. Caught by ``test_a_finished_order_still_holds_its_reservation``.
-"""
+"""Only RUNNING work's reservations summed, as if a reservation belonged to its claim.
+Caught by ``test_a_finished_order_still_holds_its_reservation``."""
 
 
 def reserved_total(conn, claim):

@@ -1,6 +1,5 @@
 """Only the claim's own session's reservations summed. Caught by
-``test_only_the_affordable_reservation_is_admitted``.
-"""
+``test_only_the_affordable_reservation_is_admitted``."""
 
 
 def reserved_total(conn, claim):

@@ -1,7 +1,6 @@
 """The account's total kept in the worker's memory (one entry per database file),
-checked and raised inside the fenced transaction; the rows written but never
-summed. Caught by ``test_two_processes_cannot_both_get_through``.
-"""
+checked and raised inside the fenced transaction; the rows written but never summed.
+Caught by ``test_two_processes_cannot_both_get_through``."""
 
 
 def reserved_total(conn, claim):

@@ -1,6 +1,5 @@
 """Cancel, then revoke, apart. Caught by
-``test_a_crash_inside_the_cancel_leaves_all_of_it_or_none[orders]``.
-"""
+``test_a_crash_inside_the_cancel_leaves_all_of_it_or_none[orders]``."""
 
 
 def cancel_here(conn: sqlite3.Connection, work_id: str) -> tuple[int, int]:

@@ -1,6 +1,5 @@
 """Fence the supplier after the lookups. Caught by
-``test_the_held_post_arriving_before_any_of_your_requests_is_told_truly``.
-"""
+``test_the_held_post_arriving_before_any_of_your_requests_is_told_truly``."""
 
 
 def cancel_and_settle(

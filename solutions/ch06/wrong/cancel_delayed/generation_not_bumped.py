@@ -1,6 +1,5 @@
 """The generation reported, not written. Caught by
-``test_the_cancel_is_durable_here_and_at_the_supplier``.
-"""
+``test_the_cancel_is_durable_here_and_at_the_supplier``."""
 
 from crashcourse import claims
 

@@ -1,6 +1,5 @@
 """REVOKED on a fence nobody confirmed. Caught by
-``test_without_a_confirmed_fence_nothing_is_revoked``.
-"""
+``test_without_a_confirmed_fence_nothing_is_revoked``."""
 
 
 def fence_supplier(url: str, work_id: str, generation: int) -> None:

@@ -1,6 +1,5 @@
 """The runtime's settlement, called. Caught by
-``test_unsent_revoked_sent_discovered_nothing_resent``.
-"""
+``test_unsent_revoked_sent_discovered_nothing_resent``."""
 
 from crashcourse.claims.orders import settle_cancelled as runtime_settle
 

@@ -1,6 +1,5 @@
 """Only SENDING orders are looked up. Caught by
-``test_unsent_revoked_sent_discovered_nothing_resent``.
-"""
+``test_unsent_revoked_sent_discovered_nothing_resent``."""
 
 
 def uncertain_orders(conn: sqlite3.Connection, work_id: str) -> list[str]:

@@ -1,6 +1,5 @@
 """Settle first, then cancel. Caught by
-``test_the_holder_letting_an_order_out_at_any_statement_is_looked_up``.
-"""
+``test_the_holder_letting_an_order_out_at_any_statement_is_looked_up``."""
 
 
 def cancel_and_settle(

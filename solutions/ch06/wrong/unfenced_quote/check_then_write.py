@@ -1,6 +1,5 @@
 """The check, then the write. Caught by
-``test_no_replacement_fits_between_the_check_and_the_write``.
-"""
+``test_no_replacement_fits_between_the_check_and_the_write``."""
 
 
 def record_quote(

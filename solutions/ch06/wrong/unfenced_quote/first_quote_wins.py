@@ -1,6 +1,5 @@
 """The first quote is kept for ever. Caught by
-``test_the_current_holder_replaces_its_own_quote``.
-"""
+``test_the_current_holder_replaces_its_own_quote``."""
 
 
 def record_quote(

@@ -1,7 +1,6 @@
 """The generation compared at the row. Caught by
 ``test_the_restored_fence_keeps_the_current_quote`` and
-``test_a_stale_holder_cannot_add_a_quote_either``.
-"""
+``test_a_stale_holder_cannot_add_a_quote_either``."""
 
 
 def record_quote(

@@ -1,10 +1,8 @@
 """The suffix goes before the first dot. Caught by
-``test_the_name_is_read_from_the_drive``.
-"""
+``test_the_name_is_read_from_the_drive``."""
 
 
 def suffix_step(drive_path: str | Path, number: int, file_id: str, suffix: str):
-    """Read the name once, at planning time, and state the full new name."""
     current = drive.lookup(drive_path, file_id)["name"]
     stem, _, extension = current.partition(".")
     new_name = f"{stem}{suffix}.{extension}"

@@ -1,10 +1,7 @@
-"""Planning does the rename. Caught by
-``test_the_step_states_the_whole_new_name``.
-"""
+"""Planning does the rename. Caught by ``test_the_step_states_the_whole_new_name``."""
 
 
 def suffix_step(drive_path: str | Path, number: int, file_id: str, suffix: str):
-    """Read the name once, at planning time, and state the full new name."""
     current = drive.lookup(drive_path, file_id)["name"]
     stem, dot, extension = current.rpartition(".")
     new_name = f"{stem}{suffix}.{extension}" if dot else f"{current}{suffix}"

@@ -1,6 +1,5 @@
 """The action ran, so the step is done. Caught by
-``test_prediction_matches_a_real_kill[12-after_action]``.
-"""
+``test_prediction_matches_a_real_kill[12-after_action]``."""
 
 
 def predict(k: int, boundary: str, plan) -> dict:

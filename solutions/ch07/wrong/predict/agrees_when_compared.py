@@ -1,6 +1,5 @@
 """The prediction written when it is compared with the journal. Caught by
-``test_predictions_on_paper``.
-"""
+``test_predictions_on_paper``."""
 
 
 def predict(k: int, boundary: str, plan, _reference=predict) -> dict:  # noqa: F821

@@ -1,6 +1,5 @@
 """The irreversible steps are the last ones. Caught by
-``test_the_plan_decides_which_steps_are_irreversible``.
-"""
+``test_the_plan_decides_which_steps_are_irreversible``."""
 
 
 def predict(k: int, boundary: str, plan) -> dict:

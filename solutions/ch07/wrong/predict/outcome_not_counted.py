@@ -1,7 +1,6 @@
 """The held outcome is counted nowhere. Caught by
 ``test_the_plan_decides_which_steps_are_irreversible`` and
-``test_every_step_is_counted_once[before_intent]``.
-"""
+``test_every_step_is_counted_once[before_intent]``."""
 
 
 def predict(k: int, boundary: str, plan) -> dict:

@@ -1,10 +1,8 @@
 """The rename probe searches by name. Caught by
-``test_rename_probe_is_not_fooled_by_a_name_collision``.
-"""
+``test_rename_probe_is_not_fooled_by_a_name_collision``."""
 
 
 def probe_rename(drive_path: str | Path, args: dict, operation_key: str):
-    """Is file ``args["file_id"]`` called ``args["name"]``? Look it up BY ID."""
     everyone = drive.names(drive_path, owner=None)  # every file, by name
     for file_id, name in everyone.items():
         if name == args["name"]:

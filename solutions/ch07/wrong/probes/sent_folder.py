@@ -1,12 +1,8 @@
 """The mail probe reads the sent folder. Caught by
-``test_mail_probe_finds_a_queued_message_by_its_header``.
-"""
+``test_mail_probe_finds_a_queued_message_by_its_header``."""
 
 
 def probe_mail(mail_path: str | Path, args: dict, operation_key: str):
-    """Did the provider accept a message whose X-Operation-Key is the step's?
-
-    Every accepted message counts, queued or delivered: not the sent folder."""
     for message in mail.sent_folder(mail_path):  # what has gone out
         if message["operation_key"] == operation_key:
             return True, {"message_id": message["message_id"],

@@ -1,6 +1,5 @@
 """Grouped, then sorted by name. Caught by
-``test_drawn_plans_are_grouped_in_their_own_order``.
-"""
+``test_drawn_plans_are_grouped_in_their_own_order``."""
 
 
 def reorder(steps: list) -> list:

@@ -1,8 +1,6 @@
 """Any irreversible step counts as mail. Caught by
-``test_mail_possibly_sent_follows_the_last_row``.
-"""
+``test_mail_possibly_sent_follows_the_last_row``."""
 
 
 def mail_possibly_sent(steps: list, last_row: int) -> bool:
-    """True if some send_mail step is numbered at or before the last row."""
     return any(s.irreversible and s.number <= last_row for s in steps)

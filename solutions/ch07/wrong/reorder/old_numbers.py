@@ -1,6 +1,5 @@
 """The steps keep their old numbers. Caught by
-``test_reorder_groups_keeps_order_and_renumbers``.
-"""
+``test_reorder_groups_keeps_order_and_renumbers``."""
 
 
 def reorder(steps: list) -> list:

@@ -1,6 +1,5 @@
 """Only the last row's step asked. Caught by
-``test_drawn_plans_are_grouped_in_their_own_order``.
-"""
+``test_drawn_plans_are_grouped_in_their_own_order``."""
 
 
 def mail_possibly_sent(steps: list, last_row: int) -> bool:

@@ -1,6 +1,5 @@
 """Every step in doubt waits for its lease. Caught by
-``test_the_plan_is_what_the_runtime_then_does[killed:before_remote:reserve]``.
-"""
+``test_the_plan_is_what_the_runtime_then_does[killed:before_remote:reserve]``."""
 
 
 def fate_in_doubt(step: dict, at: float) -> tuple | None:

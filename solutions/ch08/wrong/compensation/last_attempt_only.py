@@ -1,6 +1,5 @@
 """Only the last attempt asked. Caught by
-``test_an_earlier_admitted_attempt_is_not_forgotten``.
-"""
+``test_an_earlier_admitted_attempt_is_not_forgotten``."""
 
 
 def fate_in_doubt(step: dict, at: float) -> tuple | None:

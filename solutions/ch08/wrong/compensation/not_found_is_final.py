@@ -1,7 +1,6 @@
 """After the lease, "not found" is final (the rule before issue 29). Caught by
 ``test_the_plan_is_what_the_runtime_then_does`` and
-``test_after_the_lease_the_probe_decides``.
-"""
+``test_after_the_lease_the_probe_decides``."""
 
 
 def fate_in_doubt(step, at):

@@ -1,6 +1,5 @@
 """The prediction written when it is compared with the race. Caught by
-``test_without_an_approval_the_winner_waits``.
-"""
+``test_without_an_approval_the_winner_waits``."""
 
 
 def predict(boundary: str, keys: dict, *, approved: bool = True,

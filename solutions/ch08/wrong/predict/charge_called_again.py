@@ -1,6 +1,5 @@
 """After the charge, charge again. Caught by
-``test_the_prediction_matches_the_real_race``.
-"""
+``test_the_prediction_matches_the_real_race``."""
 
 
 def predict(boundary: str, keys: dict, *, approved: bool = True,

@@ -1,6 +1,5 @@
 """The admissions refused. Caught by
-``test_every_reachable_boundary_has_a_prediction``.
-"""
+``test_every_reachable_boundary_has_a_prediction``."""
 
 
 def predict(boundary: str, keys: dict, *, approved: bool = True,

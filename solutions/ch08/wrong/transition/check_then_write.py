@@ -1,7 +1,6 @@
-"""The row read and compared first, the move written afterwards in a transaction
-of its own, ``WHERE id = :id`` only. Caught by
-``test_the_clerk_moves_between_your_read_and_your_write``.
-"""
+"""The row read and compared first, the move written afterwards in a transaction of its
+own, ``WHERE id = :id`` only. Caught by
+``test_the_clerk_moves_between_your_read_and_your_write``."""
 
 
 def transition(conn, delivery_id, *, expected_state, expected_version, to_state,

@@ -1,7 +1,5 @@
 """The compare-and-set right and committed on its own, the history row in a second
-transaction. Caught by
-``test_a_crash_inside_the_move_leaves_all_of_it_or_none``.
-"""
+transaction. Caught by ``test_a_crash_inside_the_move_leaves_all_of_it_or_none``."""
 
 
 def transition(conn, delivery_id, *, expected_state, expected_version, to_state,

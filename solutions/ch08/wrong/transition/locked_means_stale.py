@@ -1,8 +1,7 @@
-"""The move in a plain (deferred) ``BEGIN``, and SQLite's "database is locked"
-reported as ``stale_version``. Caught by
+"""The move in a plain (deferred) ``BEGIN``, and SQLite's "database is locked" reported
+as ``stale_version``. Caught by
 ``test_another_delivery_moving_in_between_is_no_reason_to_refuse`` and
-``test_a_busy_database_is_not_a_stale_version``.
-"""
+``test_a_busy_database_is_not_a_stale_version``."""
 
 
 def transaction(conn):

@@ -1,6 +1,5 @@
-"""The UPDATE's WHERE checks the state the caller saw and leaves the version out.
-Caught by ``test_the_same_state_at_a_newer_version_is_still_stale``.
-"""
+"""The UPDATE's WHERE checks the state the caller saw and leaves the version out. Caught
+by ``test_the_same_state_at_a_newer_version_is_still_stale``."""
 
 
 def compare_and_set(conn, delivery_id, expected_state, expected_version, to_state):

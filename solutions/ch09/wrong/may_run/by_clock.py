@@ -1,6 +1,5 @@
 """"newest" read as the largest ``at``. Caught by
-``test_newest_means_last_written_not_latest_stamp``.
-"""
+``test_newest_means_last_written_not_latest_stamp``."""
 
 
 def _newest(conn, job):

@@ -1,6 +1,5 @@
 """One row, written after the mail. Caught by
-``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``.
-"""
+``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``."""
 
 
 def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,

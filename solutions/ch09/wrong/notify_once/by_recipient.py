@@ -1,6 +1,5 @@
-"""The probe asks "has the supplier been sent a message?", not "is there one under
-THIS notice's key?". Caught by ``test_a_second_invoice_gets_its_own_notice``.
-"""
+"""The probe asks "has the supplier been sent a message?", not "is there one under THIS
+notice's key?". Caught by ``test_a_second_invoice_gets_its_own_notice``."""
 
 
 def probe(mail_path, key, recipient):

@@ -1,7 +1,5 @@
-"""The probe asks about DELIVERY (the key among ``mail.sent_folder``'s messages).
-Caught by
-``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``.
-"""
+"""The probe asks about DELIVERY (the key among ``mail.sent_folder``'s messages). Caught
+by ``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``."""
 
 
 def probe(mail_path, key, recipient):

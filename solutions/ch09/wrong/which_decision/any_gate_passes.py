@@ -1,10 +1,8 @@
 """One passing gate is enough to resume. Caught by
-``test_drawn_plans_meet_the_consequences``.
-"""
+``test_drawn_plans_meet_the_consequences``."""
 
 
 def which_decision(situation: Situation) -> str:
-    """The runbook: the first question that applies decides."""
     if UNWIND in situation.decided:
         return UNWIND
     if not situation.plan_right:

@@ -1,6 +1,5 @@
 """The mails are steps 42 and 43. Caught by
-``test_a_plan_that_mails_early_and_is_wrong``.
-"""
+``test_a_plan_that_mails_early_and_is_wrong``."""
 
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:

@@ -1,6 +1,5 @@
 """Only confirmed effects count. Caught by
-``test_the_plan_is_wrong_and_the_supplier_mail_was_accepted``.
-"""
+``test_the_plan_is_wrong_and_the_supplier_mail_was_accepted``."""
 
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:

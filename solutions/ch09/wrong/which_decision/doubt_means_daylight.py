@@ -1,8 +1,7 @@
 """A step in doubt means daylight. Caught by
 ``test_a_rename_in_doubt_and_the_plan_right`` and
 ``test_a_mail_in_doubt_and_the_plan_right`` and
-``test_the_plan_is_wrong_and_nothing_irreversible_happened``.
-"""
+``test_the_plan_is_wrong_and_nothing_irreversible_happened``."""
 
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:

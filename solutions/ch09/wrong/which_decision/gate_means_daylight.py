@@ -1,6 +1,5 @@
 """A failing gate always means daylight. Caught by
-``test_the_plan_is_wrong_and_a_gate_fails``.
-"""
+``test_the_plan_is_wrong_and_a_gate_fails``."""
 
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:

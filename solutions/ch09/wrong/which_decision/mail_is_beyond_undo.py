@@ -1,6 +1,5 @@
 """What is beyond undo is the mail. Caught by
-``test_drawn_plans_meet_the_consequences``.
-"""
+``test_drawn_plans_meet_the_consequences``."""
 
 
 def beyond_undo(situation: Situation) -> tuple[int, ...]:

@@ -1,6 +1,5 @@
-"""The worker's clock, read so that patching ``time.time`` does not see it. Caught
-by ``test_the_databases_clock_decides_not_the_workers``.
-"""
+"""The worker's clock, read so that patching ``time.time`` does not see it. Caught by
+``test_the_databases_clock_decides_not_the_workers``."""
 
 
 from datetime import datetime

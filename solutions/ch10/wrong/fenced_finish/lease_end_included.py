@@ -1,6 +1,5 @@
 """The lease's last instant kept. Caught by
-``test_the_instant_a_lease_ends_belongs_to_the_next_claimer``.
-"""
+``test_the_instant_a_lease_ends_belongs_to_the_next_claimer``."""
 
 
 FINISH = f"""

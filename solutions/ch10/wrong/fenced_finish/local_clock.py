@@ -1,6 +1,5 @@
 """The worker's clock. Caught by
-``test_the_databases_clock_decides_not_the_workers``.
-"""
+``test_the_databases_clock_decides_not_the_workers``."""
 
 
 import time

@@ -1,6 +1,5 @@
 """The status left out. Caught by
-``test_every_part_of_the_fence_refuses_on_its_own``.
-"""
+``test_every_part_of_the_fence_refuses_on_its_own``."""
 
 
 FINISH = f"""

@@ -1,6 +1,5 @@
 """The clock read before the lock. Caught by
-``test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands``.
-"""
+``test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands``."""
 
 
 from crashcourse import claims, store

@@ -1,6 +1,5 @@
-"""The worker's clock, read so that patching ``time.time`` does not see it. Caught
-by ``test_a_workers_clock_an_hour_off_changes_nothing``.
-"""
+"""The worker's clock, read so that patching ``time.time`` does not see it. Caught by
+``test_a_workers_clock_an_hour_off_changes_nothing``."""
 
 
 import time

@@ -1,6 +1,5 @@
 """The monotonic clock. Caught by
-``test_a_renewal_ends_the_lease_ttl_seconds_from_the_databases_now``.
-"""
+``test_a_renewal_ends_the_lease_ttl_seconds_from_the_databases_now``."""
 
 
 import time

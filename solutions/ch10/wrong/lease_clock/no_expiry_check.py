@@ -1,6 +1,4 @@
-"""A heartbeat that revives. Caught by
-``test_a_lapsed_lease_is_never_brought_back``.
-"""
+"""A heartbeat that revives. Caught by ``test_a_lapsed_lease_is_never_brought_back``."""
 
 
 from crashcourse import claims

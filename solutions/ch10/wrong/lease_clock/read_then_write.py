@@ -1,6 +1,5 @@
 """Read, judge, then renew. Caught by
-``test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten``.
-"""
+``test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten``."""
 
 
 from crashcourse import claims, store

@@ -1,6 +1,5 @@
 """The worker's clock. Caught by
-``test_a_workers_clock_an_hour_off_changes_nothing``.
-"""
+``test_a_workers_clock_an_hour_off_changes_nothing``."""
 
 
 import time

@@ -1,6 +1,5 @@
 """A kill at every point. Caught by
-``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
-"""
+``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``."""
 
 
 import tempfile

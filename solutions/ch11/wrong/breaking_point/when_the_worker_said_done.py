@@ -1,6 +1,5 @@
 """When the worker said it was done. Caught by
-``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
-"""
+``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``."""
 
 
 from crashcourse.powerloss.runs import CHECKPOINTED

@@ -1,6 +1,5 @@
 """The probe saves every journal. Caught by
-``test_a_blind_journal_repeats_only_the_step_it_held_in_doubt``.
-"""
+``test_a_blind_journal_repeats_only_the_step_it_held_in_doubt``."""
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

@@ -1,6 +1,5 @@
 """The payment service's file by name. Caught by
-``test_the_choice_follows_the_role_not_the_name``.
-"""
+``test_the_choice_follows_the_role_not_the_name``."""
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

@@ -1,6 +1,5 @@
 """EXTRA, to be safe. Caught by
-``test_the_files_that_must_survive_pay_no_more_than_wal_full``.
-"""
+``test_the_files_that_must_survive_pay_no_more_than_wal_full``."""
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

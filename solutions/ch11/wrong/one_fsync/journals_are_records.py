@@ -1,6 +1,5 @@
 """A journal is a record, so FULL. Caught by
-``test_a_journal_whose_probes_see_pays_no_fsync_per_commit``.
-"""
+``test_a_journal_whose_probes_see_pays_no_fsync_per_commit``."""
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

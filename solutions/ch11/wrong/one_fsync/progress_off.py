@@ -1,6 +1,5 @@
 """Progress needs no sync at all. Caught by
-``test_no_payment_lost_corrupt_or_charged_twice[unsynced_subsets]``.
-"""
+``test_no_payment_lost_corrupt_or_charged_twice[unsynced_subsets]``."""
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

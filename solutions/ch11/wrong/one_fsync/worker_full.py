@@ -1,6 +1,5 @@
 """The fsync on the worker's side. Caught by
-``test_no_payment_lost_corrupt_or_charged_twice``.
-"""
+``test_no_payment_lost_corrupt_or_charged_twice``."""
 
 
 def choose_modes(roles: dict[str, str]) -> dict[str, Mode]:

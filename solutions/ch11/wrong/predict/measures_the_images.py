@@ -1,6 +1,5 @@
 """The crash images measured, not predicted. Caught by
-``test_every_point_of_a_real_run``.
-"""
+``test_every_point_of_a_real_run``."""
 
 
 def lost_at(events: list, point: int, _reference=lost_at,  # noqa: F821

@@ -1,6 +1,5 @@
 """The next commit pushes it out. Caught by
-``test_every_point_of_a_real_run[none-WAL+NORMAL]``.
-"""
+``test_every_point_of_a_real_run[none-WAL+NORMAL]``."""
 
 
 def lost_at(events: list, point: int) -> list[str]:

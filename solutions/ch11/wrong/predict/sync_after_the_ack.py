@@ -1,6 +1,5 @@
 """Only a sync after the ack counts. Caught by
-``test_every_point_of_a_real_run[...-WAL+FULL]``.
-"""
+``test_every_point_of_a_real_run[...-WAL+FULL]``."""
 
 
 from crashcourse.powerloss.vfs import MARK, SYNC

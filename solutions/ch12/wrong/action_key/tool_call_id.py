@@ -1,8 +1,6 @@
 """The key is the call's position. Caught by
-``test_a_re_asked_model_gets_the_same_key``.
-"""
+``test_a_re_asked_model_gets_the_same_key``."""
 
 
 def action_key(task: str, call: dict) -> str:
-    """The supplier's key for the action ``call`` asks for, made for ``task``."""
     return f"{task}/{call['id']}"

@@ -1,6 +1,5 @@
 """The arguments hashed as they come. Caught by
-``test_the_order_of_the_fields_changes_nothing``.
-"""
+``test_the_order_of_the_fields_changes_nothing``."""
 
 
 import hashlib
@@ -8,6 +7,5 @@ import json
 
 
 def action_key(task: str, call: dict) -> str:
-    """The supplier's key for the action ``call`` asks for, made for ``task``."""
     body = json.dumps([task, call["name"], call["args"]])
     return f"{task}/{call['name']}/{hashlib.sha256(body.encode()).hexdigest()[:16]}"

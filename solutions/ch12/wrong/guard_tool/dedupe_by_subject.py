@@ -1,6 +1,5 @@
 """The body dedupes by content. Caught by
-``test_the_same_order_for_two_tasks_is_two_messages``.
-"""
+``test_the_same_order_for_two_tasks_is_two_messages``."""
 
 
 def send(mail_path, sku, quantity, key, _reference=send):  # noqa: F821

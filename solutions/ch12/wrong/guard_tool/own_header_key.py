@@ -1,7 +1,6 @@
 """The header carries a key of its own. Caught by
 ``test_a_kill_after_the_provider_accepted_leaves_one_message`` and
-``test_the_message_carries_the_adapters_key``.
-"""
+``test_the_message_carries_the_adapters_key``."""
 
 
 import uuid

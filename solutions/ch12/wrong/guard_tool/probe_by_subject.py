@@ -1,6 +1,5 @@
 """The probe asks by content. Caught by
-``test_a_lookalike_message_is_not_this_calls``.
-"""
+``test_a_lookalike_message_is_not_this_calls``."""
 
 
 def probe(mail_path, sku, quantity, key):

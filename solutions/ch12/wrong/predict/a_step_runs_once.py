@@ -1,10 +1,7 @@
-"""A step's effect happens once. Caught by
-``test_the_prediction_matches_the_kills``.
-"""
+"""A step's effect happens once. Caught by ``test_the_prediction_matches_the_kills``."""
 
 
 def predicted() -> dict[str, dict[str, int]]:
-    """Orders at the supplier and messages at the provider, per cell."""
     return {"step/none": {"orders": 1, "messages": 1},
             "step/position": {"orders": 1, "messages": 1},
             "plain/none": {"orders": 2, "messages": 2},

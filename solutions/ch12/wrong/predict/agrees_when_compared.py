@@ -1,6 +1,5 @@
 """The prediction written when it is compared with the kills. Caught by
-``test_the_prediction_names_every_cell``.
-"""
+``test_the_prediction_names_every_cell``."""
 
 
 def predicted(_reference=predicted) -> dict[str, dict[str, int]]:  # noqa: F821

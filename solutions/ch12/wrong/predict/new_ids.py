@@ -2,7 +2,6 @@
 
 
 def predicted() -> dict[str, dict[str, int]]:
-    """Orders at the supplier and messages at the provider, per cell."""
     return {"step/none": {"orders": 1, "messages": 2},
             "step/position": {"orders": 1, "messages": 2},
             "plain/none": {"orders": 2, "messages": 2},

@@ -1,10 +1,8 @@
 """The position key folds the second mail. Caught by
-``test_the_prediction_matches_the_kills``.
-"""
+``test_the_prediction_matches_the_kills``."""
 
 
 def predicted() -> dict[str, dict[str, int]]:
-    """Orders at the supplier and messages at the provider, per cell."""
     return {"step/none": {"orders": 1, "messages": 2},
             "step/position": {"orders": 1, "messages": 1},
             "plain/none": {"orders": 2, "messages": 2},
