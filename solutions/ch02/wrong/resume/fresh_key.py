@@ -1,7 +1,6 @@
 """No checkpoint, so pay under a new key. Caught by
 ``test_killed_after_payment_reconciles_without_a_second_charge``."""
 
-
 import uuid
 
 

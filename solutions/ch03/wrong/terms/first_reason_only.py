@@ -1,6 +1,5 @@
 """Only the first reason. Caught by ``test_every_reason``."""
 
-
 from crashcourse.services.payments import authority
 
 

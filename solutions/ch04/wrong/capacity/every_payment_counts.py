@@ -1,7 +1,6 @@
 """Every payment ever made counts. Caught by
 ``test_a_new_round_starts_after_the_last_payment``."""
 
-
 from crashcourse.services.payments import budget
 
 

@@ -1,7 +1,6 @@
 """The label is told apart by the clock. Caught by
 ``test_a_label_depends_on_the_claim_alone``."""
 
-
 import time
 
 

@@ -1,7 +1,6 @@
 """A fence that compares only the generation. Caught by
 ``test_a_holder_that_stopped_being_current_changes_no_quote``."""
 
-
 from crashcourse.store import immediate
 
 

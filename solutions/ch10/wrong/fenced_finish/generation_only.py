@@ -4,8 +4,6 @@
 ``test_a_finished_claim_cannot_finish_twice``."""
 
 
-from crashcourse.claims import DONE, Claim
-
 FINISH = f"""
 UPDATE work
 SET status = '{DONE}', outcome = :outcome, expires = NULL, finished = {SERVER_NOW}

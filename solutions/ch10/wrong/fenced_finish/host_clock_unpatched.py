@@ -1,7 +1,6 @@
 """The worker's clock, read so that patching ``time.time`` does not see it. Caught by
 ``test_the_databases_clock_decides_not_the_workers``."""
 
-
 from datetime import datetime
 
 FINISH = f"""

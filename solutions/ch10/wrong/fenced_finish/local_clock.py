@@ -1,7 +1,6 @@
 """The worker's clock. Caught by
 ``test_the_databases_clock_decides_not_the_workers``."""
 
-
 import time
 
 FINISH = f"""

@@ -2,10 +2,6 @@
 ``test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands``."""
 
 
-from crashcourse import claims, store
-from crashcourse.claims import fence
-
-
 def renew(conn, claim: Claim, ttl: float) -> float | None:
     ttl = claims.check_lease(claim.owner, ttl)
     expires = store.now(conn) + ttl  # read before the row is ours

@@ -1,11 +1,7 @@
 """The worker's clock, read so that patching ``time.time`` does not see it. Caught by
 ``test_a_workers_clock_an_hour_off_changes_nothing``."""
 
-
 import time
-
-from crashcourse import claims
-from crashcourse.claims import fence
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

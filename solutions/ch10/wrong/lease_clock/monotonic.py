@@ -1,11 +1,7 @@
 """The monotonic clock. Caught by
 ``test_a_renewal_ends_the_lease_ttl_seconds_from_the_databases_now``."""
 
-
 import time
-
-from crashcourse import claims
-from crashcourse.claims import fence
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

@@ -1,7 +1,5 @@
 """A heartbeat that revives. Caught by ``test_a_lapsed_lease_is_never_brought_back``."""
 
-
-from crashcourse import claims
 from crashcourse.claims import RUNNING, Claim
 
 

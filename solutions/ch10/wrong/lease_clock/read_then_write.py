@@ -2,10 +2,6 @@
 ``test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten``."""
 
 
-from crashcourse import claims, store
-from crashcourse.claims import fence
-
-
 def renew(conn, claim: Claim, ttl: float) -> float | None:
     ttl = claims.check_lease(claim.owner, ttl)
     found = conn.execute("SELECT * FROM work WHERE id = :id",

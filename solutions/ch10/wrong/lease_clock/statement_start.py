@@ -2,9 +2,6 @@
 ``test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands``."""
 
 
-from crashcourse import claims
-
-
 def renew(conn, claim: Claim, ttl: float) -> float | None:
     ttl = claims.check_lease(claim.owner, ttl)
     found = conn.execute("""

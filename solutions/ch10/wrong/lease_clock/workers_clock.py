@@ -1,11 +1,7 @@
 """The worker's clock. Caught by
 ``test_a_workers_clock_an_hour_off_changes_nothing``."""
 
-
 import time
-
-from crashcourse import claims
-from crashcourse.claims import fence
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

@@ -1,7 +1,6 @@
 """A kill at every point. Caught by
 ``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``."""
 
-
 import tempfile
 from pathlib import Path
 

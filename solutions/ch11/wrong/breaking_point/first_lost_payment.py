@@ -1,7 +1,6 @@
 """The first acknowledged payment lost. Caught by
 ``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``."""
 
-
 from crashcourse.powerloss import judge_service, tally
 
 

@@ -1,7 +1,6 @@
 """When the worker said it was done. Caught by
 ``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``."""
 
-
 from crashcourse.powerloss.runs import CHECKPOINTED
 from crashcourse.powerloss.vfs import MARK
 

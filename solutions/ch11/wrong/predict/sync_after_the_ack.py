@@ -2,9 +2,6 @@
 ``test_every_point_of_a_real_run[...-WAL+FULL]``."""
 
 
-from crashcourse.powerloss.vfs import MARK, SYNC
-
-
 def lost_at(events: list, point: int) -> list[str]:
     """Every acknowledgement since the last sync."""
     at_risk: list[str] = []

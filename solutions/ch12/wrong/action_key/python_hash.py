@@ -1,7 +1,6 @@
 """Python's ``hash`` as the digest. Caught by
 ``test_another_process_computes_the_same_key``."""
 
-
 import json
 
 

@@ -1,7 +1,6 @@
 """The arguments hashed as they come. Caught by
 ``test_the_order_of_the_fields_changes_nothing``."""
 
-
 import hashlib
 import json
 

@@ -1,7 +1,6 @@
 """The key without the journal. Caught by
 ``test_a_kill_after_the_provider_accepted_leaves_one_message``."""
 
-
 from crashcourse.effects import operation_key
 
 

@@ -2,7 +2,6 @@
 ``test_a_kill_after_the_provider_accepted_leaves_one_message`` and
 ``test_the_message_carries_the_adapters_key``."""
 
-
 import uuid
 
 
