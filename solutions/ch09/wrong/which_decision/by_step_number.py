@@ -9,13 +9,3 @@ def beyond_undo(situation: Situation) -> tuple[int, ...]:
     if doubt is not None and doubt["step"] in (42, 43):  # the mistake
         done.append(doubt["step"])
     return tuple(sorted(s for s in done if s in (42, 43)))
-
-
-def which_decision(situation: Situation) -> str:
-    if UNWIND in situation.decided:
-        return UNWIND
-    if not situation.plan_right:
-        return DAYLIGHT if beyond_undo(situation) else UNWIND
-    if not all(situation.gates.values()):
-        return DAYLIGHT
-    return RESUME
