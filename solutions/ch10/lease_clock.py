@@ -13,13 +13,18 @@ from crashcourse import claims, store
 from crashcourse.claims import Claim, fence
 
 
+def lease_end(conn, ttl: float) -> float:
+    """The instant ``ttl`` seconds from now, by the clock every host reads."""
+    return store.now(conn) + ttl
+
+
 def renew(conn, claim: Claim, ttl: float) -> float | None:
     """Extend ``claim``'s lease to ``ttl`` seconds from the database's now, if
     ``claim`` is still the live claim; its new end, or None."""
     ttl = claims.check_lease(claim.owner, ttl)
     try:
         with fence.fenced(conn, claim, "renew"):
-            expires = store.now(conn) + ttl  # the clock every host reads
+            expires = lease_end(conn, ttl)  # read once the row is locked
             conn.execute("UPDATE work SET expires = :expires WHERE id = :id",
                          {"expires": expires, "id": claim.id})
     except fence.StaleClaim:

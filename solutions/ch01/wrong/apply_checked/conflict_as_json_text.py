@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 01.1: ``EffectConflict`` carries the payloads as the
-JSON text the table stores, not the values the caller can read
-(``conflict.recorded["quantity"]`` is a TypeError). Caught by
-``test_a_changed_payload_is_refused_and_nothing_moves``.
-"""
+"""``EffectConflict`` carries the payloads as the JSON text the table stores, not the
+values the caller can read (``conflict.recorded["quantity"]`` is a TypeError). Caught by
+``test_a_changed_payload_is_refused_and_nothing_moves``."""
 
 
 def replayed(conn, key, offered, payload):

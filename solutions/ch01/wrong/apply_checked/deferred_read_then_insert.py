@@ -1,10 +1,6 @@
-"""WRONG ANSWER to exercise 01.1: the key looked up first and claimed only if
-missing, after a plain (deferred) ``BEGIN`` that takes no lock at the read.
-Right in one connection; with another process applying the same key between
-the read and the insert, SQLite raises ``database is locked`` (no busy
-timeout helps) and the worker crashes instead of answering. Caught by
-``test_a_rival_between_any_two_statements_is_answered_not_a_crash``.
-"""
+"""The key looked up first and claimed only if missing, after a plain (deferred)
+``BEGIN`` that takes no lock at the read. Caught by
+``test_a_rival_between_any_two_statements_is_answered_not_a_crash``."""
 
 
 def transaction(conn):

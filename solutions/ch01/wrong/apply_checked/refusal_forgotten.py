@@ -1,8 +1,7 @@
-"""WRONG ANSWER to exercise 01.1: ``Refused`` handled like any other exception
-(as ``apply_once`` does): the whole transaction rolls back, the request row
-with it, and a replay applies what the key refused once the item is stocked.
-Caught by ``test_a_refusal_is_kept_and_a_replay_hears_it``.
-"""
+"""``Refused`` handled like any other exception (as ``apply_once`` does): the whole
+transaction rolls back, the request row with it, and a replay applies what the key
+refused once the item is stocked. Caught by
+``test_a_refusal_is_kept_and_a_replay_hears_it``."""
 
 
 def mutated(conn, key, mutate):

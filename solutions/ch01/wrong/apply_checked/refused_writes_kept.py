@@ -1,7 +1,6 @@
-"""WRONG ANSWER to exercise 01.1: the refusal recorded, but no savepoint undoes
-what the mutation wrote before it refused: the note commits with the refusal.
-Caught by ``test_a_refusal_is_kept_and_a_replay_hears_it`` (no note may remain).
-"""
+"""The refusal recorded, but no savepoint undoes what the mutation wrote before it
+refused: the note commits with the refusal. Caught by
+``test_a_refusal_is_kept_and_a_replay_hears_it``."""
 
 
 def mutated(conn, key, mutate):

@@ -1,9 +1,6 @@
-"""WRONG ANSWER to exercise 01.1: the claim and the mutation commit together,
-the result is stored afterwards in a transaction of its own. A kill between
-the two commits leaves the note and a request row whose ``result`` is NULL,
-answered ``("already_applied", None)``. Caught by
-``test_a_kill_after_the_mutation_returned_leaves_all_or_nothing``.
-"""
+"""The claim and the mutation commit together, the result is stored afterwards in a
+transaction of its own. Caught by
+``test_a_kill_after_the_mutation_returned_leaves_all_or_nothing``."""
 
 
 def apply_checked(conn, key, payload, mutate, _reference=apply_checked):  # noqa: F821

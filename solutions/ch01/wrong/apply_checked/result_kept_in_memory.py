@@ -1,10 +1,8 @@
-"""WRONG ANSWER to exercise 01.1: the claim, the savepoint and the refusal
-right, but the result kept in the process (a dict), not in the ``result``
-column: a replay in the same process answers right, the replacement process
-answers ``("already_applied", None)``. Caught by
+"""The claim, the savepoint and the refusal right, but the result kept in the process (a
+dict), not in the ``result`` column: a replay in the same process answers right, the
+replacement process answers ``("already_applied", None)``. Caught by
 ``test_first_call_applies_and_returns_the_result`` and
-``test_a_replay_in_a_fresh_process_answers_from_the_stored_row``.
-"""
+``test_a_replay_in_a_fresh_process_answers_from_the_stored_row``."""
 
 
 def record(conn, key, *, result=None, refusal=None):

@@ -1,9 +1,6 @@
-"""WRONG ANSWER to exercise 01.1: the claim COMMITTED first, the mutation in a
-second transaction. A kill between them leaves a key with no answer and no
-effect, replayed as "already applied"; a failing mutation leaves the claim.
-Caught by ``test_a_kill_inside_the_mutation_leaves_nothing_and_the_rerun_applies``
-and ``test_a_failing_mutation_leaves_no_request_row``.
-"""
+"""The claim COMMITTED first, the mutation in a second transaction. Caught by
+``test_a_kill_inside_the_mutation_leaves_nothing_and_the_rerun_applies`` and
+``test_a_failing_mutation_leaves_no_request_row``."""
 
 
 def apply_checked(conn, key, payload, mutate):

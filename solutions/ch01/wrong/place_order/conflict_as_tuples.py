@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 01.2: the lock and the comparison right, but
-``EffectConflict`` carries ``(sku, quantity)`` tuples, the offered one as the
-recorded: ``conflict.recorded["sku"]`` crashes or says the wrong thing.
-Caught by ``test_the_same_key_for_another_order_is_a_conflict``.
-"""
+"""The lock and the comparison right, but ``EffectConflict`` carries ``(sku, quantity)``
+tuples, the offered one as the recorded: ``conflict.recorded["sku"]`` crashes or says
+the wrong thing. Caught by ``test_the_same_key_for_another_order_is_a_conflict``."""
 
 
 def answered(key, row, offered):

@@ -1,9 +1,7 @@
-"""WRONG ANSWER to exercise 01.2: read, then insert, after a plain (deferred)
-``BEGIN``: its first read only fixes a snapshot, a rival commits the key,
-and the insert is refused with ``database is locked`` (no busy timeout
-helps). Caught by
-``test_a_rival_insert_between_statements_is_an_answer_not_a_crash``.
-"""
+"""Read, then insert, after a plain (deferred) ``BEGIN``: its first read only fixes a
+snapshot, a rival commits the key, and the insert is refused with ``database is locked``
+(no busy timeout helps). Caught by
+``test_a_rival_insert_between_statements_is_an_answer_not_a_crash``."""
 
 
 def place_order_once(conn, key, sku, quantity):

@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 01.2: ``read_then_insert.py``'s mistake after four
-``SELECT 1`` that change nothing: a grader whose rival fires only after
-statements 1 to 4 passed it. Caught by
-``test_a_rival_insert_between_statements_is_an_answer_not_a_crash``.
-"""
+"""``read_then_insert.py``'s mistake after four ``SELECT 1`` that change nothing: a
+grader whose rival fires only after statements 1 to 4 passed it. Caught by
+``test_a_rival_insert_between_statements_is_an_answer_not_a_crash``."""
 
 
 def place_order_once(conn, key, sku, quantity):

@@ -1,9 +1,6 @@
-"""WRONG ANSWER to exercise 01.2: the recorded order read and compared outside
-any transaction, then an ``INSERT OR IGNORE`` trusted to settle a race. A
-rival that records ANOTHER order under our key in the gap reads as "already
-placed": the comparison was made before its row existed. Caught by
-``test_a_rival_with_another_order_under_our_key_is_a_conflict``.
-"""
+"""The recorded order read and compared outside any transaction, then an ``INSERT OR
+IGNORE`` trusted to settle a race. Caught by
+``test_a_rival_with_another_order_under_our_key_is_a_conflict``."""
 
 
 def place_order_once(conn, key, sku, quantity):

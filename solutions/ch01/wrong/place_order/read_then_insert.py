@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 01.2: the read and the insert in autocommit mode,
-each its own transaction: a rival's insert between them makes the insert
-raise ``IntegrityError``, a crash, not an answer. Caught by
-``test_a_rival_insert_between_statements_is_an_answer_not_a_crash``.
-"""
+"""The read and the insert in autocommit mode, each its own transaction: a rival's
+insert between them makes the insert raise ``IntegrityError``, a crash, not an answer.
+Caught by ``test_a_rival_insert_between_statements_is_an_answer_not_a_crash``."""
 
 
 def place_order_once(conn, key, sku, quantity):

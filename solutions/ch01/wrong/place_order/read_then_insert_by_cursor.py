@@ -1,9 +1,6 @@
-"""WRONG ANSWER to exercise 01.2: ``read_then_insert.py``'s mistake written with
-``conn.cursor()`` and ``executemany``, which a grader wrapping only
-``conn.execute`` never saw. Caught by
-``test_a_rival_insert_between_statements_is_an_answer_not_a_crash`` (the
-grader watches SQLite's own statement trace).
-"""
+"""``read_then_insert.py``'s mistake written with ``conn.cursor()`` and ``executemany``,
+which a grader wrapping only ``conn.execute`` never saw. Caught by
+``test_a_rival_insert_between_statements_is_an_answer_not_a_crash``."""
 
 
 def place_order_once(conn, key, sku, quantity):

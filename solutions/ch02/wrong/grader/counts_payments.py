@@ -1,13 +1,6 @@
-"""WRONG ANSWER to exercise 02.2 (chapter 02): counts payments, not cents.
-
-The mistake: an order is reported when it has more than one payment, the
-chapter's own ``double_charges`` rule (enough for the chapter's mutant),
-instead of when its payments add up to more than its approval. It catches
-the mutant, but it misses a single payment nobody approved
-(``test_a_payment_without_any_approval_is_overcharged``) and accuses an
-order paid in two installments that stay within the approval
-(``test_installments_within_the_approval_are_clean``).
-"""
+"""Counts payments, not cents. Caught by
+``test_a_payment_without_any_approval_is_overcharged`` and
+``test_installments_within_the_approval_are_clean``."""
 
 
 OVERCHARGED = """

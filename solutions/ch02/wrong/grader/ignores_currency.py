@@ -1,11 +1,5 @@
-"""WRONG ANSWER to exercise 02.2 (chapter 02): cents added across currencies.
-
-The mistake: payments are grouped by order alone and their cents compared
-with the approval whatever currency each was paid in. A 4000-cent USD
-approval then covers a payment of 4000 cents in EUR, which nobody approved,
-and two payments of one order in two currencies are added as if they were
-one money. Caught by ``test_a_payment_in_another_currency_is_not_covered``.
-"""
+"""Cents added across currencies. Caught by
+``test_a_payment_in_another_currency_is_not_covered``."""
 
 
 OVERCHARGED = """

@@ -1,11 +1,5 @@
-"""WRONG ANSWER to exercise 02.2 (chapter 02): an inner join with the approvals.
-
-The mistake: payments are joined to their approvals with a plain ``JOIN``,
-so a payment whose order has no approval row at all (or none in its
-currency) drops out of the query: the most suspicious charge in the file is
-the one never reported. Caught by
-``test_a_payment_without_any_approval_is_overcharged``.
-"""
+"""An inner join with the approvals. Caught by
+``test_a_payment_without_any_approval_is_overcharged``."""
 
 
 OVERCHARGED = """

@@ -1,15 +1,5 @@
-"""WRONG ANSWER to exercise 02.1 (chapter 02): no checkpoint, so pay under a new key.
-
-The mistake is the chapter's mutant: a missing checkpoint is read as "nothing
-was paid", and the payment is made under a key minted now. The service has
-never seen that key, so it charges again. Killed after the payment, the
-supplier is paid twice (resuming a second time adds nothing: the first
-resume wrote a checkpoint, which the second one finds); killed before the
-payment, it pays once but under a key no other process can recompute.
-Caught by ``test_killed_after_payment_reconciles_without_a_second_charge``
-and more.
-"""
-
+"""No checkpoint, so pay under a new key. Caught by
+``test_killed_after_payment_reconciles_without_a_second_charge``."""
 
 import uuid
 

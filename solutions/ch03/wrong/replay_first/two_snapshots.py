@@ -1,18 +1,8 @@
-"""WRONG ANSWER to exercise 03.1 (chapter 03): history and authority read from
-two snapshots.
-
-The mistake: the order is right (history first, then authority) but each
-question opens its own connection, so each reads its own snapshot of the
-file. When a payment and a change of authority commit together between the
-two reads, the preview answers for no state the file was ever in: history
-from before, authority from after (a key "refused: approval_revoked" that the
-file, before or after, says would commit or is a conflict). Caught by
-``test_history_and_authority_come_from_one_snapshot``.
-"""
+"""History and authority read from two snapshots. Caught by
+``test_history_and_authority_come_from_one_snapshot``."""
 
 
 def preview(path, key, order_id, amount_cents, currency) -> str:
-    """What ``payments.issue_payment`` would answer now, without charging."""
     action = {"order_id": order_id, "amount_cents": amount_cents,
               "currency": currency}
     with opened(path) as conn:  # history ...

@@ -1,11 +1,5 @@
-"""WRONG ANSWER to exercise 04.2 (chapter 04): every payment ever made counts.
-
-The mistake: the round is ignored, so the check is the chapter's own
-``budget.shortfall``, imported and called. Last round's payment still holds
-the allowance, and the first payment of a new round is refused. Caught by
-``test_a_new_round_starts_after_the_last_payment`` and the earlier-round cases.
-"""
-
+"""Every payment ever made counts. Caught by
+``test_a_new_round_starts_after_the_last_payment``."""
 
 from crashcourse.services.payments import budget
 

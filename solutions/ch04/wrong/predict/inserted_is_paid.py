@@ -1,15 +1,8 @@
-"""WRONG ANSWER to exercise 04.1 (chapter 04): an inserted row is a payment.
-
-The mistake: a kill at ``payment_inserted`` is predicted to leave A's
-payment, since the INSERT had run: B is refused and A's replacement replays.
-But the transaction never committed: the next opener of the file sees no
-row, B takes the unit, and A's replacement is refused. Caught by
-``test_prediction_matches_the_ledger[payment_inserted]``.
-"""
+"""An inserted row is a payment. Caught by
+``test_prediction_matches_the_ledger[payment_inserted]``."""
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     if boundary == "before_payment":  # A never asked
         return {"payments_at_kill": 0, "worker_b": "committed",
                 "a_replacement": "budget_action_limit", "paid_keys": ["pay-b"]}

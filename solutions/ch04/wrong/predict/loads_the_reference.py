@@ -1,11 +1,4 @@
-"""WRONG ANSWER to exercise 04.1 (chapter 04): the reference answer, loaded.
-
-Gaming: the prediction is read from ``solutions/ch04/predict.py``, found
-beside the installed package. It is right for every boundary and predicts
-nothing. The grader seals the answer: while it loads and while ``predict``
-runs, no file under ``solutions/`` may be opened. Caught by
-``test_prediction_matches_the_ledger``.
-"""
+"""The reference answer, loaded. Caught by ``test_prediction_matches_the_ledger``."""
 
 import importlib.util
 from pathlib import Path
@@ -14,7 +7,6 @@ import crashcourse
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     reference = (Path(crashcourse.__file__).resolve().parents[2]
                  / "solutions" / "ch04" / "predict.py")
     spec = importlib.util.spec_from_file_location("reference", reference)

@@ -1,12 +1,5 @@
-"""WRONG ANSWER to exercise 04.1 (chapter 04): the experiment run, not predicted.
-
-Gaming: ``predict`` installs a service with one unit, starts worker A,
-SIGKILLs it at ``boundary``, runs B and A's replacement, and reports what the
-ledger says, which is what the grader then measures. It is right for every
-boundary and predicts nothing. The grader seals ``predict``: it may start no
-process and open no database. Caught by
-``test_prediction_matches_the_ledger``.
-"""
+"""The experiment run, not predicted. Caught by
+``test_prediction_matches_the_ledger``."""
 
 import json
 import tempfile
@@ -17,7 +10,6 @@ from crashcourse.services import payments
 
 
 def predict(boundary: str) -> dict:
-    """The prediction for one unit left and worker A killed at ``boundary``."""
     def worker(folder, key, order):
         return ["-m", "crashcourse.workers.charge", "--payments",
                 str(folder / "payments.db"), "--state", str(folder / f"{key}.db"),

@@ -1,13 +1,5 @@
-"""WRONG ANSWER to exercise 05.1 (chapter 05): the refusal made by hand.
-
-The mistake: the two claims are real, but the old holder never tries to
-finish. The answer builds the ``StaleClaim`` it expects the fence to raise
-and writes the refusal row with ``fence.record_refusal``, so the row, the
-reason and the untouched work all look as if the database had refused. It
-shows what the author believed the fence would do, not what it did: the
-same code "proves" the refusal with the fence removed. Caught by
-``test_the_refusal_is_the_one_the_database_gave``.
-"""
+"""The refusal made by hand. Caught by
+``test_the_refusal_is_the_one_the_database_gave``."""
 
 
 def replace_under_same_label(

@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 05.2: the chapter's ``note`` copied whole,
-``now=claim.expires - 1`` and all: the lease judged one second before its
-own end, for ever. A holder paused past its lease resumes and reserves.
-Caught by ``test_a_lease_that_ran_out_on_the_clock_reserves_nothing``.
-"""
+"""The chapter's ``note`` copied whole, ``now=claim.expires - 1`` and all: the lease
+judged one second before its own end, for ever. Caught by
+``test_a_lease_that_ran_out_on_the_clock_reserves_nothing``."""
 
 
 def guarded(conn, claim):

@@ -1,8 +1,5 @@
-"""WRONG ANSWER to exercise 05.2: only RUNNING work's reservations summed, as if
-a reservation belonged to its claim. After the flour request is DONE, its
-600 drop out and the sugar's 600 go through: 1,200 against 1,000. Caught by
-``test_a_finished_order_still_holds_its_reservation``.
-"""
+"""Only RUNNING work's reservations summed, as if a reservation belonged to its claim.
+Caught by ``test_a_finished_order_still_holds_its_reservation``."""
 
 
 def reserved_total(conn, claim):

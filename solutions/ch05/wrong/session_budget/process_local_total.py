@@ -1,9 +1,6 @@
-"""WRONG ANSWER to exercise 05.2: the account's total kept in the worker's
-memory (one entry per database file), checked and raised inside the fenced
-transaction; the rows written but never summed. Two connections in one
-process share it; two worker processes each start from 0 and both reserve
-600 of 1,000. Caught by ``test_two_processes_cannot_both_get_through``.
-"""
+"""The account's total kept in the worker's memory (one entry per database file),
+checked and raised inside the fenced transaction; the rows written but never summed.
+Caught by ``test_two_processes_cannot_both_get_through``."""
 
 
 def reserved_total(conn, claim):

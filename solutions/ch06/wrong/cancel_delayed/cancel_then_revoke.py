@@ -1,11 +1,5 @@
-"""WRONG ANSWER to exercise 06.1 (chapter 06): cancel, then revoke, apart.
-
-The mistake: the work is cancelled in one transaction (``fence.cancel``) and
-its unsent orders revoked in a second. A process killed between the two
-commits leaves half a cancel: cancelled work whose signed-off order still
-reads as ready to go. Caught by
-``test_a_crash_inside_the_cancel_leaves_all_of_it_or_none[orders]``.
-"""
+"""Cancel, then revoke, apart. Caught by
+``test_a_crash_inside_the_cancel_leaves_all_of_it_or_none[orders]``."""
 
 
 def cancel_here(conn: sqlite3.Connection, work_id: str) -> tuple[int, int]:

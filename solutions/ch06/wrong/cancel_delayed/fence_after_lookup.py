@@ -1,13 +1,5 @@
-"""WRONG ANSWER to exercise 06.1 (chapter 06): fence the supplier after the
-lookups.
-
-The mistake: every piece is there, in the wrong order. The lookups run
-while the supplier still accepts the holder's generation: an order NOT_FOUND
-is recorded REVOKED, then its held POST arrives (before the fence) and is
-placed, and the fence comes too late to refuse it. The fence is what makes a
-later NOT_FOUND final, so it must be confirmed first. Caught by
-``test_the_held_post_arriving_before_any_of_your_requests_is_told_truly``.
-"""
+"""Fence the supplier after the lookups. Caught by
+``test_the_held_post_arriving_before_any_of_your_requests_is_told_truly``."""
 
 
 def cancel_and_settle(

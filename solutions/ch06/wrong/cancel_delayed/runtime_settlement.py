@@ -1,12 +1,5 @@
-"""WRONG ANSWER to exercise 06.1 (chapter 06): the runtime's settlement, called.
-
-The mistake, for this exercise: ``orders.settle_cancelled`` does the whole
-settlement (fence, then lookup), and the exercise is to write it. The
-grader swaps that function's code out, so a reference to it taken under
-another name fails as well (without that swap this answer passes every
-test). Caught by
-``test_unsent_revoked_sent_discovered_nothing_resent``.
-"""
+"""The runtime's settlement, called. Caught by
+``test_unsent_revoked_sent_discovered_nothing_resent``."""
 
 from crashcourse.claims.orders import settle_cancelled as runtime_settle
 

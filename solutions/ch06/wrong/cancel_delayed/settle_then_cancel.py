@@ -1,15 +1,5 @@
-"""WRONG ANSWER to exercise 06.1 (chapter 06): settle first, then cancel.
-
-The mistake: the orders that may be out are looked up first, and only then
-is the work cancelled (its unsent orders revoked in the same transaction,
-rightly) and the supplier fenced. Between the lookups and the cancel the
-holder is still current: it can let its signed-off order out (SENDING, its
-request on its way), and the cancel's revocation no longer touches it, since
-it is no longer unsent. Nobody asks the supplier about it: an order that may
-be placed stays uncertain and unasked. Cancel first: after that no holder
-admits anything. Caught by
-``test_the_holder_letting_an_order_out_at_any_statement_is_looked_up``.
-"""
+"""Settle first, then cancel. Caught by
+``test_the_holder_letting_an_order_out_at_any_statement_is_looked_up``."""
 
 
 def cancel_and_settle(

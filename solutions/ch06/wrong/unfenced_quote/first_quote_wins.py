@@ -1,11 +1,5 @@
-"""WRONG ANSWER to exercise 06.2 (chapter 06): the first quote is kept for ever.
-
-The mistake: the fenced write is an ``INSERT ... ON CONFLICT DO NOTHING``,
-which keeps a stale holder from overwriting anything, but also keeps the
-current holder from recording the supplier's new price: the next model turn
-orders at a price the supplier no longer charges. Caught by
-``test_the_current_holder_replaces_its_own_quote``.
-"""
+"""The first quote is kept for ever. Caught by
+``test_the_current_holder_replaces_its_own_quote``."""
 
 
 def record_quote(

@@ -1,16 +1,5 @@
-"""WRONG ANSWER to exercise 06.2 (chapter 06): a fence that compares only the
-generation.
-
-The mistake: the fence is written by hand, in the write's own transaction
-(right), but it asks one question: is the row's generation still mine? That
-catches a replacement and an operator's cancel, which both move the
-generation on. It lets through a holder whose lease ran out with nobody after
-it, a holder that already finished its work, and any holder while the
-runtime is paused: none of those changes the generation. Caught by
-``test_a_holder_that_stopped_being_current_changes_no_quote`` (``lapsed``,
-``finished``, ``paused``).
-"""
-
+"""A fence that compares only the generation. Caught by
+``test_a_holder_that_stopped_being_current_changes_no_quote``."""
 
 from crashcourse.store import immediate
 

@@ -1,14 +1,8 @@
-"""WRONG ANSWER to exercise 07.4 (chapter 07): the suffix goes before the first dot.
-
-The mistake: the name is split at its first dot (``partition``), so
-``invoice.2026.05.pdf`` becomes ``invoice-signed.2026.05.pdf``, and a name
-without any dot comes out as ``README-signed.``. The extension is what follows
-the LAST dot. Caught by ``test_the_name_is_read_from_the_drive``.
-"""
+"""The suffix goes before the first dot. Caught by
+``test_the_name_is_read_from_the_drive``."""
 
 
 def suffix_step(drive_path: str | Path, number: int, file_id: str, suffix: str):
-    """Read the name once, at planning time, and state the full new name."""
     current = drive.lookup(drive_path, file_id)["name"]
     stem, _, extension = current.partition(".")
     new_name = f"{stem}{suffix}.{extension}"

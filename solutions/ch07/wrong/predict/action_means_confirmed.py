@@ -1,11 +1,5 @@
-"""WRONG ANSWER to exercise 07.3 (chapter 07): the action ran, so the step is done.
-
-The mistake: a kill at ``after_action`` (or ``after_outcome``) is predicted
-to leave step ``k`` confirmed, since its action ran. The journal cannot know
-that: the outcome is written with the NEXT step's intent, so the step is in
-doubt until then, or until a probe asks the target.
-Caught by ``test_prediction_matches_a_real_kill[12-after_action]``.
-"""
+"""The action ran, so the step is done. Caught by
+``test_prediction_matches_a_real_kill[12-after_action]``."""
 
 
 def predict(k: int, boundary: str, plan) -> dict:

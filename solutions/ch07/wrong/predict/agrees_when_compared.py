@@ -1,14 +1,5 @@
-"""WRONG ANSWER to exercise 07.3 (chapter 07): the prediction written when it
-is compared with the journal.
-
-The mistake: an outcome counted as confirmed the moment it is written (a step
-killed ``after_outcome`` is no longer in doubt), handed back in a mapping that,
-compared with what the journal showed, takes the journal's counts for its own
-and agrees. Whatever the kill shows, it "predicted" it: the prediction is
-written after the outcome is seen. Caught by the seal (exercises' conftest:
-what a prediction returns is recorded as plain data when it returns), in
-``test_predictions_on_paper``.
-"""
+"""The prediction written when it is compared with the journal. Caught by
+``test_predictions_on_paper``."""
 
 
 def predict(k: int, boundary: str, plan, _reference=predict) -> dict:  # noqa: F821

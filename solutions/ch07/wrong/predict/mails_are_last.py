@@ -1,10 +1,5 @@
-"""WRONG ANSWER to exercise 07.3 (chapter 07): the irreversible steps are the last ones.
-
-The mistake: the provably unstarted irreversible steps are taken to be the
-plan's last two steps after the last row, true of the restock plan (ordered
-by ``order_plan``) and of no plan in general. Read the flags of the plan you
-are given. Caught by ``test_the_plan_decides_which_steps_are_irreversible``.
-"""
+"""The irreversible steps are the last ones. Caught by
+``test_the_plan_decides_which_steps_are_irreversible``."""
 
 
 def predict(k: int, boundary: str, plan) -> dict:

@@ -1,12 +1,6 @@
-"""WRONG ANSWER to exercise 07.3 (chapter 07): the held outcome is counted nowhere.
-
-The mistake: at ``before_intent`` of step ``k`` the worker holds step k-1's
-outcome, not yet written, and the prediction counts step k-1 neither as
-confirmed nor as in doubt. But its row is there (its intent was committed),
-without an outcome: in doubt. The three counts then add up to one step fewer
-than the plan has. Caught by ``test_the_plan_decides_which_steps_are_irreversible``
-and ``test_every_step_is_counted_once[before_intent]``.
-"""
+"""The held outcome is counted nowhere. Caught by
+``test_the_plan_decides_which_steps_are_irreversible`` and
+``test_every_step_is_counted_once[before_intent]``."""
 
 
 def predict(k: int, boundary: str, plan) -> dict:

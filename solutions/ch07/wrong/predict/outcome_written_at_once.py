@@ -1,12 +1,4 @@
-"""WRONG ANSWER to exercise 07.3 (chapter 07): the outcome is written at once.
-
-The mistake: each step is taken to commit its outcome right after its
-action, so a kill at ``after_outcome`` leaves step ``k`` confirmed and one at
-``before_intent`` leaves nothing in doubt. The journal commits once per step:
-the outcome waits for the next step's intent. Caught by
-``test_predictions_on_paper`` and the real kills at step 42's
-``before_intent`` and step 7's ``after_outcome``.
-"""
+"""The outcome is written at once. Caught by ``test_predictions_on_paper``."""
 
 
 def predict(k: int, boundary: str, plan) -> dict:

@@ -1,17 +1,8 @@
-"""WRONG ANSWER to exercise 07.1 (chapter 07): the mail probe reads the sent folder.
-
-The mistake: the probe looks for the header among DELIVERED messages only.
-The sent folder answers "was it delivered?", which lags behind; the question
-a retry needs answered is "was it accepted?". A message sitting in the queue
-reads as not sent, and the resumed run sends it a second time. Caught by
-``test_mail_probe_finds_a_queued_message_by_its_header``.
-"""
+"""The mail probe reads the sent folder. Caught by
+``test_mail_probe_finds_a_queued_message_by_its_header``."""
 
 
 def probe_mail(mail_path: str | Path, args: dict, operation_key: str):
-    """Did the provider accept a message whose X-Operation-Key is the step's?
-
-    Every accepted message counts, queued or delivered: not the sent folder."""
     for message in mail.sent_folder(mail_path):  # what has gone out
         if message["operation_key"] == operation_key:
             return True, {"message_id": message["message_id"],

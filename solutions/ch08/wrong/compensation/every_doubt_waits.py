@@ -1,13 +1,5 @@
-"""WRONG ANSWER to exercise 08.3 (chapter 08): every step in doubt waits for
-its lease.
-
-The mistake: any attempt with a live lease is treated as a call that may be
-in flight, admitted or not. But an attempt never admitted cannot leave any
-more: the cancel moved the workflow's version, and ``admit`` refuses a call
-whose version is not the workflow's. The runtime writes ``nothing_to_undo``
-at once; the plan keeps the person waiting for nothing. Caught by
-``test_the_plan_is_what_the_runtime_then_does[killed:before_remote:reserve]``.
-"""
+"""Every step in doubt waits for its lease. Caught by
+``test_the_plan_is_what_the_runtime_then_does[killed:before_remote:reserve]``."""
 
 
 def fate_in_doubt(step: dict, at: float) -> tuple | None:

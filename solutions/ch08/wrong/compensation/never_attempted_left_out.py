@@ -1,8 +1,5 @@
-"""WRONG ANSWER to exercise 08.3: only the attempted steps listed, as the
-runtime's ``compensations`` table does. Every entry is right, but the plan
-is what the person reads, and a step missing from it reads as forgotten.
-Caught by ``test_the_plan_is_what_the_runtime_then_does``.
-"""
+"""Only the attempted steps listed, as the runtime's ``compensations`` table does.
+Caught by ``test_the_plan_is_what_the_runtime_then_does``."""
 
 from crashcourse.workflow.steps import NOT_DONE, NOT_STARTED
 

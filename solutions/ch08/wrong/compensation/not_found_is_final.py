@@ -1,10 +1,6 @@
-"""WRONG ANSWER to exercise 08.3: after the lease, "not found" is final (the
-rule before issue 29). A lease bounds nothing about a pause: a holder
-SIGSTOPped after its admission sends or charges once thawed. And at the
-supplier, fenced before the probe, the wait is for nothing. Caught by
+"""After the lease, "not found" is final (the rule before issue 29). Caught by
 ``test_the_plan_is_what_the_runtime_then_does`` and
-``test_after_the_lease_the_probe_decides``.
-"""
+``test_after_the_lease_the_probe_decides``."""
 
 
 def fate_in_doubt(step, at):

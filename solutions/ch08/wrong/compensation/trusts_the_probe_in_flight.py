@@ -1,10 +1,8 @@
-"""WRONG ANSWER to exercise 08.3: an admitted call settled by the probe at once,
-lease or no lease, and "not found" taken as nothing to undo at every
-service: the plan says "nothing to undo" for a mail the held worker sends a
-moment later (only the fenced supplier's "no" is final). Caught by
-``test_the_plan_is_what_the_runtime_then_does`` and
-``test_after_the_lease_the_probe_decides``.
-"""
+"""An admitted call settled by the probe at once, lease or no lease, and "not found"
+taken as nothing to undo at every service: the plan says "nothing to undo" for a mail
+the held worker sends a moment later (only the fenced supplier's "no" is final). Caught
+by ``test_the_plan_is_what_the_runtime_then_does`` and
+``test_after_the_lease_the_probe_decides``."""
 
 
 def fate_in_doubt(step, at):

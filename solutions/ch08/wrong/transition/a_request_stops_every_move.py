@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 08.1: while a cancel request waits, every move is
-refused, the ones that honour it too (cancel, return, turn back): the request
-freezes what it asked to stop. Caught by
-``test_the_moves_that_honour_a_request_go_on``.
-"""
+"""While a cancel request waits, every move is refused, the ones that honour it too
+(cancel, return, turn back): the request freezes what it asked to stop. Caught by
+``test_the_moves_that_honour_a_request_go_on``."""
 
 
 def stopped(conn, delivery_id, from_state, to_state):

@@ -1,8 +1,7 @@
-"""WRONG ANSWER to exercise 08.1: the lookup asks whether any cancel request
-exists, not one for this delivery: the clerk's request for the rye stops the
-flour too. Caught by ``test_a_request_stops_only_its_own_delivery`` and
-``test_any_history_of_moves_and_requests_ends_as_the_rules_say``.
-"""
+"""The lookup asks whether any cancel request exists, not one for this delivery: the
+clerk's request for the rye stops the flour too. Caught by
+``test_a_request_stops_only_its_own_delivery`` and
+``test_any_history_of_moves_and_requests_ends_as_the_rules_say``."""
 
 
 def stopped(conn, delivery_id, from_state, to_state):

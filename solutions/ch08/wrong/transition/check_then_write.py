@@ -1,9 +1,6 @@
-"""WRONG ANSWER to exercise 08.1: the row read and compared first, the move
-written afterwards in a transaction of its own, ``WHERE id = :id`` only.
-Right when called alone; but nothing holds the row from the check to the
-write, so the clerk's move in between is written over. Caught by
-``test_the_clerk_moves_between_your_read_and_your_write``.
-"""
+"""The row read and compared first, the move written afterwards in a transaction of its
+own, ``WHERE id = :id`` only. Caught by
+``test_the_clerk_moves_between_your_read_and_your_write``."""
 
 
 def transition(conn, delivery_id, *, expected_state, expected_version, to_state,

@@ -1,9 +1,5 @@
-"""WRONG ANSWER to exercise 08.1: the compare-and-set right and committed on
-its own, the history row in a second transaction. A process that dies
-between the two commits leaves a delivery that moved with no row saying who
-moved it. Caught by
-``test_a_crash_inside_the_move_leaves_all_of_it_or_none``.
-"""
+"""The compare-and-set right and committed on its own, the history row in a second
+transaction. Caught by ``test_a_crash_inside_the_move_leaves_all_of_it_or_none``."""
 
 
 def transition(conn, delivery_id, *, expected_state, expected_version, to_state,

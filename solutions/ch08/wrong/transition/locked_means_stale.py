@@ -1,11 +1,7 @@
-"""WRONG ANSWER to exercise 08.1: the move in a plain (deferred) ``BEGIN``, and
-SQLite's "database is locked" reported as ``stale_version``. "Locked" says
-only that the write lock could not be had: a commit to ANOTHER delivery since
-the read, or a writer past the busy timeout, gets it too, while this
-caller's view is current. Caught by
+"""The move in a plain (deferred) ``BEGIN``, and SQLite's "database is locked" reported
+as ``stale_version``. Caught by
 ``test_another_delivery_moving_in_between_is_no_reason_to_refuse`` and
-``test_a_busy_database_is_not_a_stale_version``.
-"""
+``test_a_busy_database_is_not_a_stale_version``."""
 
 
 def transaction(conn):

@@ -1,9 +1,7 @@
-"""WRONG ANSWER to exercise 08.1: the compare-and-set right, but the cancel
-request looked up before the transaction starts: the clerk's request can
-commit between that read and the move's commit, and the delivery goes out
-with a request waiting. Caught by
-``test_the_clerk_asks_between_your_read_and_your_write``.
-"""
+"""The compare-and-set right, but the cancel request looked up before the transaction
+starts: the clerk's request can commit between that read and the move's commit, and the
+delivery goes out with a request waiting. Caught by
+``test_the_clerk_asks_between_your_read_and_your_write``."""
 
 
 def transition(conn, delivery_id, *, expected_state, expected_version, to_state,

@@ -1,10 +1,5 @@
-"""WRONG ANSWER to exercise 08.1: the UPDATE's WHERE checks the state the
-caller saw and leaves the version out. Two people racing from "on the van"
-are still told apart; but a state comes back (the van turned back, booked
-again at version 2), and the clerk who saw it booked at version 0 cancels a
-delivery that has been on the road since. Caught by
-``test_the_same_state_at_a_newer_version_is_still_stale``.
-"""
+"""The UPDATE's WHERE checks the state the caller saw and leaves the version out. Caught
+by ``test_the_same_state_at_a_newer_version_is_still_stale``."""
 
 
 def compare_and_set(conn, delivery_id, expected_state, expected_version, to_state):

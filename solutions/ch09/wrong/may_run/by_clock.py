@@ -1,8 +1,5 @@
-"""WRONG ANSWER to exercise 09.1: "newest" read as the largest ``at``. The
-writer's wall clock can step back, so a stop written after a start can carry
-an EARLIER stamp and be outranked by it; the order decisions were written in
-is ``seq``. Caught by ``test_newest_means_last_written_not_latest_stamp``.
-"""
+""""newest" read as the largest ``at``. Caught by
+``test_newest_means_last_written_not_latest_stamp``."""
 
 
 def _newest(conn, job):

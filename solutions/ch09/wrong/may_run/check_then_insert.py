@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 09.1: ``start_run`` asks ``may_run`` (a read,
-outside any transaction), then inserts the run in a transaction of its own:
-a stop committed between the two is never seen. Caught by
-``test_no_run_slips_in_after_a_stop``.
-"""
+"""``start_run`` asks ``may_run`` (a read, outside any transaction), then inserts the
+run in a transaction of its own: a stop committed between the two is never seen. Caught
+by ``test_no_run_slips_in_after_a_stop``."""
 
 
 def start_run(conn, job, scheduler, now=None):

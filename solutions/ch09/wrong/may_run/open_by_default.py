@@ -1,9 +1,6 @@
-"""WRONG ANSWER to exercise 09.1: no decision means "run" (the switch a brake to
-pull, not a permission to give); ``start_run`` even writes the default down
-as the scheduler's own start. Caught by
-``test_nobody_has_looked_so_nothing_runs`` and
-``test_each_job_has_its_own_switch``.
-"""
+"""No decision means "run" (the switch a brake to pull, not a permission to give);
+``start_run`` even writes the default down as the scheduler's own start. Caught by
+``test_nobody_has_looked_so_nothing_runs`` and ``test_each_job_has_its_own_switch``."""
 
 
 def allows(newest):

@@ -1,8 +1,6 @@
-"""WRONG ANSWER to exercise 09.1: ``set_switch`` writes the row AND keeps the
-newest state in the process's memory, which ``may_run`` reads: a decision
-written by another process is never seen, and a fresh process knows nothing.
-Caught by ``test_a_decision_written_elsewhere_is_seen``.
-"""
+"""``set_switch`` writes the row AND keeps the newest state in the process's memory,
+which ``may_run`` reads: a decision written by another process is never seen, and a
+fresh process knows nothing. Caught by ``test_a_decision_written_elsewhere_is_seen``."""
 
 
 def set_switch(conn, job, state, who, reason="", now=None,

@@ -1,16 +1,5 @@
-"""WRONG ANSWER to exercise 09.2 (chapter 09): one row, written after the mail.
-
-The mistake: no intent. The notice's row is written once the provider has
-accepted the mail, so it only ever says NOTIFIED, and a run that finds no
-row concludes that nothing was sent. A kill between the provider's
-acceptance and that row leaves the provider holding the notice and the
-worker's file knowing nothing of it; the resumed process sends a second one.
-The provider has no idempotency: the key in the header makes the duplicate
-visible, not impossible. Caught by
-``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``
-(two messages) and ``test_killed_before_the_provider_accepted_...`` (no
-pending row at the kill).
-"""
+"""One row, written after the mail. Caught by
+``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``."""
 
 
 def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,

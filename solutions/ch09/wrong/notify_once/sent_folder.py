@@ -1,9 +1,5 @@
-"""WRONG ANSWER to exercise 09.2: the probe asks about DELIVERY (the key among
-``mail.sent_folder``'s messages). A notice accepted a moment before the kill
-is still queued: "not sent", and the resumed process submits a second one.
-A retry needs "did the provider accept it?" (``mail.probe_sent``). Caught by
-``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``.
-"""
+"""The probe asks about DELIVERY (the key among ``mail.sent_folder``'s messages). Caught
+by ``test_killed_after_the_provider_accepted_the_supplier_gets_one_message``."""
 
 
 def probe(mail_path, key, recipient):

@@ -1,14 +1,5 @@
-"""WRONG ANSWER to exercise 10.1 (chapter 10): the worker's clock, read so
-that patching ``time.time`` does not see it.
-
-The mistake: the lease is compared with ``datetime.now().timestamp()``, the
-clock of the worker's host. A grader that only patches ``time.time`` to fake a
-skew never moves this clock, so the answer looks right; on a host whose clock
-really differs from the database's, the holder refuses its live claim (database
-behind) or writes after its lease ended (database ahead).
-Caught by ``test_the_databases_clock_decides_not_the_workers``.
-"""
-
+"""The worker's clock, read so that patching ``time.time`` does not see it. Caught by
+``test_the_databases_clock_decides_not_the_workers``."""
 
 from datetime import datetime
 

@@ -1,16 +1,6 @@
-"""WRONG ANSWER to exercise 10.1 (chapter 10): read, judge, then write.
-
-The mistake: the row is read, the claim judged with the runtime's own
-``fence.stale_reason`` against the database's clock, and then the row is
-written by its id. Each statement is right; the gap between them is not.
-With no transaction and no lock around the two, an operator's cancel (or a
-claim, once the lease is over) can commit between the read and the write,
-and the write lands on top of it: DONE, with this holder's outcome, on work
-the operator had just cancelled.
-Caught by ``test_a_cancel_between_a_read_and_the_write_is_never_overwritten``
-and ``test_it_is_one_update_and_nothing_else``.
-"""
-
+"""Read, judge, then write. Caught by
+``test_a_cancel_between_a_read_and_the_write_is_never_overwritten`` and
+``test_it_is_one_update_and_nothing_else``."""
 
 from crashcourse.claims import DONE, Claim, fence
 

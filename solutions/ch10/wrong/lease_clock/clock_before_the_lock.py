@@ -1,16 +1,5 @@
-"""WRONG ANSWER to exercise 10.3 (chapter 10): the clock read before the lock.
-
-The mistake: the database's clock, the fenced write, but ``store.now`` is read
-BEFORE ``fence.fenced`` locks the row. If the row is busy (another writer holds
-it), the renewal waits, and the lease it writes is ``ttl`` seconds from the
-moment it started waiting: shorter than promised by the whole wait, and
-possibly already over when it lands.
-Caught by ``test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands``.
-"""
-
-
-from crashcourse import claims, store
-from crashcourse.claims import fence
+"""The clock read before the lock. Caught by
+``test_a_renewal_that_waited_for_the_row_counts_from_when_it_lands``."""
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

@@ -1,16 +1,5 @@
-"""WRONG ANSWER to exercise 10.3 (chapter 10): a heartbeat that revives.
+"""A heartbeat that revives. Caught by ``test_a_lapsed_lease_is_never_brought_back``."""
 
-The mistake: the right clock (the database's), and a WHERE clause that
-checks the generation, the owner and RUNNING, but not that the lease is
-still running. A worker that was cut off past its lease, and comes back
-before anyone claimed the work, renews it and carries on as if nothing had
-happened. Meanwhile another host was entitled to claim the work, and may
-already have started deciding to; a lapsed lease must stay lapsed.
-Caught by ``test_a_lapsed_lease_is_never_brought_back``.
-"""
-
-
-from crashcourse import claims
 from crashcourse.claims import RUNNING, Claim
 
 

@@ -1,17 +1,5 @@
-"""WRONG ANSWER to exercise 10.3 (chapter 10): read, judge, then renew.
-
-The mistake: the row is read and judged with the runtime's own
-``fence.stale_reason`` against the database's clock, then the new end is
-written by the work's id, with no transaction holding the row between the two.
-An operator's cancel (or, once the lease is over, another host's claim) commits
-in the gap, and the renewal writes a live lease onto work that is no longer
-this holder's.
-Caught by ``test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten``.
-"""
-
-
-from crashcourse import claims, store
-from crashcourse.claims import fence
+"""Read, judge, then renew. Caught by
+``test_a_cancel_between_a_read_and_the_renewal_is_never_overwritten``."""
 
 
 def renew(conn, claim: Claim, ttl: float) -> float | None:

@@ -1,13 +1,5 @@
-"""WRONG ANSWER to exercise 11.3 (chapter 11): a kill at every point.
-
-The mistake: each point is judged as a killed process leaves it, every write
-and unlink included (``image_at(..., killed=True)``). A kill never breaks
-pay-then-checkpoint: the payment's frames are in the operating system before
-the checkpoint's, whatever was synced. So no point is found and the answer is
-None. Caught by
-``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
-"""
-
+"""A kill at every point. Caught by
+``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``."""
 
 import tempfile
 from pathlib import Path

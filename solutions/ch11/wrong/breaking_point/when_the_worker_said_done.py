@@ -1,13 +1,5 @@
-"""WRONG ANSWER to exercise 11.3 (chapter 11): when the worker said it was done.
-
-The mistake: the break is placed just after the worker's checkpoint
-returned (its ``after_checkpoint`` boundary, marked ``checkpointed``). In
-WAL+FULL the checkpoint was already on disk before that: its fsync came
-inside the commit, and a power cut between that fsync and the return
-already breaks the run. Caught by
-``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``.
-"""
-
+"""When the worker said it was done. Caught by
+``test_the_wrong_ordering_breaks_where_the_checkpoint_reaches_the_disk``."""
 
 from crashcourse.powerloss.runs import CHECKPOINTED
 from crashcourse.powerloss.vfs import MARK

@@ -1,12 +1,5 @@
-"""WRONG ANSWER to exercise 11.1 (chapter 11): the crash images measured, not
-predicted.
-
-The mistake: the answer finds the run's recorder in its caller and builds and
-opens every crash image itself (the explorer), then reads which payments
-each image lacks: the outcome read before it is "predicted". Caught by the
-seal (exercises' conftest: a prediction opens no database), in
-``test_every_point_of_a_real_run``.
-"""
+"""The crash images measured, not predicted. Caught by
+``test_every_point_of_a_real_run``."""
 
 
 def lost_at(events: list, point: int, _reference=lost_at,  # noqa: F821

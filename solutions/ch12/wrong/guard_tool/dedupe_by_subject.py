@@ -1,13 +1,5 @@
-"""WRONG ANSWER to exercise 12.3 (chapter 12): the body dedupes by content.
-
-The mistake: the tool's body skips the send when the order desk already has a
-message with this order's subject, and the probe is blind (it always says
-"not sent", so a call in doubt is simply run again). Within one task that
-never sends twice. Two tasks placing the same order are two orders, and the
-second one's message is never sent: the content says nothing about which
-call sent it; only the adapter's key does.
-Caught by ``test_the_same_order_for_two_tasks_is_two_messages``.
-"""
+"""The body dedupes by content. Caught by
+``test_the_same_order_for_two_tasks_is_two_messages``."""
 
 
 def send(mail_path, sku, quantity, key, _reference=send):  # noqa: F821

@@ -1,12 +1,5 @@
-"""WRONG ANSWER to exercise 12.3 (chapter 12): the key without the journal.
-
-The mistake: the tool computes a good key from the action and stamps it in
-the header, but calls the provider directly, with no intent recorded and no
-probe. A provider that took the key would fold the second request into the
-first; the mail provider takes none, so the resumed call mails again.
-Caught by ``test_a_kill_after_the_provider_accepted_leaves_one_message``.
-"""
-
+"""The key without the journal. Caught by
+``test_a_kill_after_the_provider_accepted_leaves_one_message``."""
 
 from crashcourse.effects import operation_key
 

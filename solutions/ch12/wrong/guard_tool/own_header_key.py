@@ -1,12 +1,6 @@
-"""WRONG ANSWER to exercise 12.3 (chapter 12): the header carries a key of its own.
-
-The mistake: the body stamps a fresh id in the header instead of the
-adapter's ``operation_key``. The probe, which asks by the adapter's key,
-can never find the message, so the resumed call sends it again. Caught by
+"""The header carries a key of its own. Caught by
 ``test_a_kill_after_the_provider_accepted_leaves_one_message`` and
-``test_the_message_carries_the_adapters_key``.
-"""
-
+``test_the_message_carries_the_adapters_key``."""
 
 import uuid
 
