@@ -94,9 +94,9 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         RUNS_ON + "; gained write_lock_free(), a probe for tests and chapter 09;"
         " nothing the matrix calls changed (issue 36)")),
     "crashcourse/workers/paying.py": (
-        "8095f6ab293d4538d9ab9c2d8bba1eef40863ed31a90a30dd87ac6f6604cccfe", RUNS_ON),
+        "233ef197f90747ebf9adc9eacb793f573b6df75fa43b435d8d9f9a9629c9759a", RUNS_ON),
     "crashcourse/workers/restock_note.py": (
-        "09fa98f0e155539ef1360e7e5a83a9bc52553592ed10f9f3f6a178eb6d1004a9", RUNS_ON),
+        "c64f56004a233addc6a89d494e37267a8409b40b2d234c9b1f240cff2f2f999c", RUNS_ON),
     "crashcourse/workflow/__init__.py": (
         "5a01c9567fe2c66a69f2e07f519c22980bc5046b770ab7c9aef41003783e47e5", (RUNS_ON
          + "; " + ("transition() gains the boundary moving:<state> inside its write"
@@ -135,6 +135,9 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " is 'held' (4), a service's lock past the call's wait 'unreachable'"
         " (5), where both were exit 74 or a traceback (issue 35): no matrix"
         " trial meets a locked file"),
+    "crashcourse/workers/options.py": (
+        "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
+        "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
 }
 
 

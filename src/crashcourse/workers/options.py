@@ -28,6 +28,7 @@ import sys
 from types import SimpleNamespace
 
 from crashcourse.store import StoreMissing, opened
+from crashcourse.store.dialect import SQLITE
 from crashcourse.validate import (  # noqa: F401 -- whole_number: the workers' door
     BAD_INPUT,
     argument_parser,
@@ -37,6 +38,9 @@ from crashcourse.validate import (  # noqa: F401 -- whole_number: the workers' d
 
 REQUIRED = object()  # an option with this default must be given
 IO_ERROR = 74  # ... for a file the machine would not open or write (EX_IOERR)
+# What a worker's own file is, for the RUNS_ON of a worker that installs tables
+# in it (store.check_backend): SQLite's; a server's store is refused.
+OWN_FILE = (SQLITE,)
 
 
 class Option:

@@ -42,14 +42,11 @@ from crashcourse.store import (
     sql_list,
     table_rows,
 )
-from crashcourse.store.dialect import SQLITE
 from crashcourse.validate import check_count, check_place, check_text
 from crashcourse.workers import options
-from crashcourse.workers.options import BAD_INPUT
+from crashcourse.workers.options import BAD_INPUT, OWN_FILE
 
-# The databases install() accepts (store.check_backend): a worker's own file
-# is SQLite's; a server's store is refused before anything is written.
-RUNS_ON = (SQLITE,)
+RUNS_ON = OWN_FILE  # the databases install() accepts (store.check_backend)
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints
