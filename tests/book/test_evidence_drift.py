@@ -41,6 +41,9 @@ RUNS_ON = ("each installer declares RUNS_ON and refuses another database before"
 SECONDS = ("a seconds option parsed by validate.seconds (finite, ASCII digits)"
            " instead of float: a refusal at the command line only; the checkpoint"
            " passes plain decimal seconds, parsed to the same value")
+SCRIPTED = ("the scripted model's reply (shop.scripted_reply) is written once in"
+            " shop, where DBOS's, Restate's and Temporal's agents each wrote the"
+            " same seven lines: the same messages, ids and order")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -58,14 +61,15 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "RunningServer is an OwnedServer (temporal_server): the same readiness"
         " checks through its wait_serving; nothing a trial does changes"),
     "crashcourse/workers/frameworks/shop.py": (
-        "2e3167cff72daeb7ede42ed7ab4473def097ca19968b04bc41e7ce8151527a65",
+        "c30004f3639bd5e3a3dfe21db7181289c577ab998869636b076f8e0f50d73fb4",
         "gained agent_parser, parse_agent and serve_agent, the start-up Restate's"
-        " and the Agents SDK's agents wrote twice; the tools and world unchanged"),
+        " and the Agents SDK's agents wrote twice; the tools and world unchanged;"
+        " " + SCRIPTED),
     "crashcourse/workers/frameworks/restate_agent.py": (
-        "77e972f005ea2a52b01da574b83a496b49dbecf331aa765c9aadcb755037b665",
+        "77bd5018b72b9fe84f51c0795eb12c0b0a0dbcfd13275d5aaccb97bd606d2295",
         "starts through shop.agent_parser/serve_agent: the same options, and a"
         " --world that is no trial's world is now one line, exit 2 (the"
-        " checkpoint always passes a built world)"),
+        " checkpoint always passes a built world); " + SCRIPTED),
     "crashcourse/workers/frameworks/openai_agents_agent.py": (
         "7a62467650a561f610c595e5b9fe6037c6ee54125d61ad9740074e27118f22ac",
         "starts through shop.agent_parser/serve_agent: the same options, and a"
@@ -135,6 +139,10 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " is 'held' (4), a service's lock past the call's wait 'unreachable'"
         " (5), where both were exit 74 or a traceback (issue 35): no matrix"
         " trial meets a locked file"),
+    "crashcourse/workers/frameworks/dbos_agent.py": (
+        "d7c37bcbd85fc4cdd9548e5cb0d470e39cead169c75b795ab0b1ca4222b8438e", SCRIPTED),
+    "crashcourse/workers/frameworks/temporal_agent.py": (
+        "7d056d8a171055523b4e6c37b171071b5d42149e0d72674b8cb724e01c6f5bbf", SCRIPTED),
     "crashcourse/workers/options.py": (
         "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
         "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
