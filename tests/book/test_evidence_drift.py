@@ -143,6 +143,14 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "d7c37bcbd85fc4cdd9548e5cb0d470e39cead169c75b795ab0b1ca4222b8438e", SCRIPTED),
     "crashcourse/workers/frameworks/temporal_agent.py": (
         "7d056d8a171055523b4e6c37b171071b5d42149e0d72674b8cb724e01c6f5bbf", SCRIPTED),
+    "crashcourse/adapters/__init__.py": (
+        "014ea3f55888d22c85448922503c0360dde0b2d8ae413e0a747424c5f7b33e0b",
+        "a process keeps one journal connection per thread and SQLite file (its"
+        " schema installed once, reopened when the file is replaced, rolled back"
+        " after an error) where each call opened, installed and closed it; the"
+        " probe's answer shape is checked before a tool's first claim, not at"
+        " every call: the same transactions and commits per call, so the same"
+        " kill points and rows (issue 34)"),
     "crashcourse/workers/options.py": (
         "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
         "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
