@@ -74,6 +74,21 @@ def silent_raises(source: str) -> list[int]:
     return sorted(silent)
 
 
+def skips(source: str) -> list[int]:
+    """The line of each way a grader can skip instead of fail: ``pytest.skip``,
+    ``pytest.importorskip``, a ``skip``/``skipif`` mark. A skipped grader
+    reports an unsolved stub as "skipped", exit 0 (chapter 10's once did,
+    without PostgreSQL)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if is_call_to(node, "skip") or is_call_to(node, "importorskip"):
+            found.append(node.lineno)
+        elif (isinstance(node, ast.Attribute) and node.attr in ("skip", "skipif")
+              and isinstance(node.value, ast.Attribute) and node.value.attr == "mark"):
+            found.append(node.lineno)
+    return sorted(found)
+
+
 def test_the_graders_are_found():
     assert len(GRADERS) >= 30, f"only {len(GRADERS)} graders under exercises/"
 
@@ -140,3 +155,26 @@ def test_the_check_sees_a_silent_raises():
     assert found("    with pytest.raises(ValueError):\n        got = mod.f()\n"
                  "        pytest.fail(f'the bad input was accepted: {got}')\n"
                  ) == [], "a block ending in pytest.fail('...') was counted as silent"
+
+
+def test_no_grader_skips():
+    graders = sorted((ROOT / "exercises").glob("**/*.py"))  # conftest files too
+    found = {p.relative_to(ROOT / "exercises").as_posix(): skips(p.read_text())
+             for p in graders}
+    skipping = {name: lines for name, lines in found.items() if lines}
+    assert skipping == {}, (
+        "these graders skip (file: lines), and a skipped grader passes an"
+        " unsolved stub: fail with pytest.fail(..., pytrace=False) saying what"
+        f" is missing and how to get it: {skipping}")
+
+
+def test_the_check_sees_a_skip():
+    """Its negative control: each way of skipping is found."""
+    assert skips("import pytest\npytest.importorskip('dbos')\n") == [2], (
+        "a module-level importorskip was not found")
+    assert skips("import pytest\ndef test_x():\n    pytest.skip('no server')\n"
+                 ) == [3], "a pytest.skip was not found"
+    assert skips("import pytest\n@pytest.mark.skipif(True, reason='r')\n"
+                 "def test_x():\n    pass\n") == [2], "a skipif mark was not found"
+    assert skips("import pytest\ndef test_x():\n    pytest.fail('x')\n") == [], (
+        "a pytest.fail was counted as a skip")
