@@ -1,7 +1,9 @@
 """A correct answer in other SQL: each order's payments summed per currency
 first (a subquery), the approval looked up beside them, no join at all."""
 
-OVERCHARGED = """
+
+def overcharged_sql() -> str:
+    return """
 SELECT paid.order_id, paid.currency, paid.payments, paid.charged_cents,
        coalesce((SELECT a.amount_cents FROM approvals AS a
                   WHERE a.order_id = paid.order_id
