@@ -107,6 +107,21 @@ def test_a_wrong_answer_only_redefines_what_the_solution_defines(wrong):
     assert defined_names(wrong.read_text()), f"{wrong.name} changes nothing"
 
 
+# Issue 30: the recorded wrong answers hold the mistake alone, not a copy of
+# the solution around it. Copies made them 2,045 lines; split into small
+# functions, the references let each override one, and the total stays under
+# this (it was 1,925 when set): a wrong answer that grows past it is copying.
+WRONG_ANSWER_LINES = 2_000
+
+
+def test_the_wrong_answers_hold_only_their_mistakes():
+    total = sum(len(w.read_text().splitlines()) for w in wrong_answers())
+    assert total < WRONG_ANSWER_LINES, (
+        f"the recorded wrong answers take {total} lines, over"
+        f" {WRONG_ANSWER_LINES}: one is copying the solution around its"
+        " mistake; split the reference's function so the mistake overrides one")
+
+
 def named_tests(wrong: Path) -> list[str]:
     """The grading tests a wrong answer's docstring says catch it (``test_...``,
     a parametrized one as a whole)."""
