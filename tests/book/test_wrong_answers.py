@@ -191,9 +191,11 @@ def test_every_wrong_answer_is_explained_in_its_chapter(wrong):
 
 def test_the_correct_variants_are_found():
     """Each kind a grader could wrongly refuse has its recorded variant: a
-    CTE (09.1), SQL spelled unlike the reference's (02.2, 10.1)."""
+    CTE (09.1), SQL spelled unlike the reference's (02.2, 10.1), statements
+    through a cursor and ``executemany`` (01.1, where the rival is traced)."""
     found = {f"{p.parts[-4]}/{p.parent.name}" for p in correct_variants()}
-    assert {"ch02/grader", "ch09/may_run", "ch10/fenced_finish"} <= found, (
+    assert {"ch01/place_order", "ch02/grader", "ch09/may_run",
+            "ch10/fenced_finish"} <= found, (
         f"a correct variant is missing: recorded only for {sorted(found)}")
 
 
