@@ -116,7 +116,8 @@ def test_each_thread_calls_through_its_own_connection(tmp_path, opens):
     thread.join(timeout=60)
     assert not thread.is_alive(), "the call in a second thread did not end in 60 s"
     assert errors == [], (
-        f"a call in a second thread failed: it used another thread's connection: {errors}")
+        "a call in a second thread failed: it used another thread's"
+        f" connection: {errors}")
     assert len(opens) == 2, f"two threads, {len(opens)} journal opens: {opens}"
 
 
