@@ -8,9 +8,11 @@ from the trial's rows, never from a literal of the checkpoint: each claim row
 a span and its end a mark; a work row's ``finished`` marks the generation that
 finished it; every row with an ``at`` instant (a service's requests with their
 ``method`` and ``answer``, refusals, ...) is a mark on the lane of the table
-it came from; the parent's own instants (``moments``: each ``{"what", "at"}``,
-and any ``*_at_unix`` number, such as the kill) go on a lane of their own. A
-trial whose evidence records no instant is named and left out.
+it came from, and so is a row's ``*_unix`` column (a payment's
+``committed_unix``: ``committed``); the parent's own instants (``moments``:
+each ``{"what", "at"}``, and any ``*_at_unix`` number, such as the kill) go
+on a lane of their own. A trial whose evidence records no instant is named
+and left out.
 
 Book-only, like the rest of ``figures``: matplotlib is imported inside the
 functions that draw, so the extraction (``trial_timeline``) runs without it.
@@ -84,9 +86,11 @@ def trial_timeline(trial: Mapping) -> tuple[list, list]:
             for key, value in node.items():
                 if key == "manifest":
                     continue
-                at = _instant(value)
-                if at is not None and str(key).endswith("_at_unix"):
-                    events.append((PARENT, at, str(key).removesuffix("_at_unix")))
+                at, key = _instant(value), str(key)
+                if at is not None and key.endswith("_at_unix"):
+                    events.append((PARENT, at, key.removesuffix("_at_unix")))
+                elif at is not None and key.endswith("_unix"):  # a row's own
+                    events.append((table or PARENT, at, key.removesuffix("_unix")))
                 walk(value, str(key), table)
         elif isinstance(node, list):
             rows = [r for r in node if isinstance(r, Mapping)]
@@ -167,9 +171,13 @@ def shown_part(lanes: list, events: list) -> tuple[list, list]:
 
 
 def trial_name(trial: Mapping, n: int) -> str:
-    for key in ("case", "name", "trial", "framework", "scenario"):
+    """What the checkpoint calls the trial (its case, intervention, ...), with
+    its repetition when it has one; else its place in the evidence."""
+    for key in ("case", "intervention", "name", "trial", "framework", "scenario"):
         if isinstance(trial.get(key), str | int):
-            return str(trial[key])
+            repetition = trial.get("repetition")
+            again = f" #{repetition}" if isinstance(repetition, int) else ""
+            return f"{trial[key]}{again}"
     return f"trial {n}"
 
 
