@@ -172,13 +172,17 @@ def shown_part(lanes: list, events: list) -> tuple[list, list]:
 
 def trial_name(trial: Mapping, n: int) -> str:
     """What the checkpoint calls the trial (its case, intervention, ...), with
-    its repetition when it has one; else its place in the evidence."""
+    its repetition, or its number when the evidence numbers its trials
+    (``trial 3: live_stale_holder``); else its place in the evidence."""
+    number = trial.get("trial")
+    numbered = f"trial {number}" if type(number) is int else ""
     for key in ("case", "intervention", "name", "trial", "framework", "scenario"):
-        if isinstance(trial.get(key), str | int):
+        value = trial.get(key)
+        if isinstance(value, str):
             repetition = trial.get("repetition")
-            again = f" #{repetition}" if isinstance(repetition, int) else ""
-            return f"{trial[key]}{again}"
-    return f"trial {n}"
+            again = f" #{repetition}" if type(repetition) is int else ""
+            return f"{numbered}: {value}{again}" if numbered else f"{value}{again}"
+    return numbered or f"trial {n}"
 
 
 def draw(document: Mapping, title: str = ""):
