@@ -52,8 +52,8 @@ class Finished:
 
 
 class Moments(list):
-    """The parent's own instants in one trial, for the picture drawn beside
-    the evidence (``crashcourse.figures.evidence``): each ``{"what", "at"}``,
+    """The parent's own instants in one trial, for the timeline ``make
+    checkpoints`` draws beside the evidence: each ``{"what", "at"}``,
     ``at`` the wall clock read by ``mark`` at the event itself (just before a
     start; just after a boundary was announced, a kill reaped, an exit),
     never a planned time. A list, so it goes into the evidence as it is."""
