@@ -179,6 +179,8 @@ def trial_name(trial: Mapping, n: int) -> str:
     for key in ("case", "intervention", "name", "trial", "framework", "scenario"):
         value = trial.get(key)
         if isinstance(value, str):
+            if isinstance(trial.get("variant"), str):
+                value = f"{value}:{trial['variant']}"
             repetition = trial.get("repetition")
             again = f" #{repetition}" if type(repetition) is int else ""
             return f"{numbered}: {value}{again}" if numbered else f"{value}{again}"
