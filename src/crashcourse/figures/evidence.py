@@ -187,51 +187,90 @@ def trial_name(trial: Mapping, n: int) -> str:
     return numbered or f"trial {n}"
 
 
+# Labels are laid out before drawing, from a generous estimate of their width
+# (DejaVu Sans averages under 0.6 em a character), so rows never collide.
+CHAR_EM = 0.62
+GAP_PX = 6  # between two labels on one row
+UNIT_PX = 36  # one data unit of a lane, in pixels of the PNG
+
+
+def label_rows(events: list, axis_px: float, left: float, right: float,
+               char_px: float) -> list[tuple]:
+    """``(lane, at, label, row, dx)`` per mark: the row of labels above its
+    lane it is written on (0 the lowest) and the offset in pixels of its left
+    edge from its mark, so that no two labels of a lane overlap and none
+    leaves the axes. A label goes on the lowest row with room for it."""
+    ends: dict[str, list[float]] = {}
+    placed = []
+    for lane, at, label in sorted(events, key=lambda e: (e[0], e[1])):
+        width = len(label) * char_px
+        x = (at - left) / (right - left) * axis_px
+        # centred on its mark, else starting or ending there; inside the axes
+        starts = [min(max(s, 0.0), max(axis_px - width, 0.0))
+                  for s in (x - width / 2, x, x - width)]
+        rows = ends.setdefault(lane, [])
+        row, start = next(((r, s) for r, end in enumerate(rows) for s in starts
+                           if end + GAP_PX <= s), (len(rows), starts[0]))
+        if row == len(rows):
+            rows.append(0.0)
+        rows[row] = start + width
+        placed.append((lane, at, label, row, start - x))
+    return placed
+
+
 def draw(document: Mapping, title: str = ""):
     """One axes per trial (at most MAX_TRIALS), stacked; a closed Figure, or
-    None when no trial records an instant."""
-    from crashcourse.figures import COLOURS, FIT_INCHES, TEXT, _keep_apart, new_figure
+    None when no trial records an instant. Each lane is as tall as its rows
+    of labels need: no label covers another."""
+    from crashcourse.figures import COLOURS, DPI, FIT_INCHES, TEXT, new_figure
 
     trials = evidence_trials(document)
     if not trials:
         return None
     shown = trials[:MAX_TRIALS]
-    heights = [0.45 * len({lane for lane, *_ in lanes} | {e[0] for e in events})
-               + 0.9 for _, lanes, events in shown]
+    char_px, row_px = CHAR_EM * TEXT * DPI / 72, TEXT * DPI / 72 + 4
+    layouts = []
+    for _, lanes, events in shown:
+        names = list(dict.fromkeys([lane for lane, *_ in lanes]
+                                   + [lane for lane, *_ in events]))
+        right = max([a for _, a, _ in events] + [e for _, _, e, _ in lanes])
+        xlim = (-0.02 * right, 1.25 * right + 1e-3)  # room for a last label
+        # the axes' width: the figure's, less the lane names and the margins
+        axis_px = FIT_INCHES * DPI - max(map(len, names)) * char_px - 40
+        placed = label_rows(events, axis_px, *xlim, char_px)
+        rows = {lane: 1 + max([r for ln, _, _, r, _ in placed if ln == lane],
+                              default=-1) for lane in names}
+        y, ys = 0.0, {}
+        for lane in names:  # bottom up: the bar, then its rows of labels
+            ys[lane] = y
+            y += 0.6 + (rows[lane] * row_px + 6) / UNIT_PX
+        layouts.append((names, xlim, placed, ys, y))
+    heights = [top * UNIT_PX / DPI + 0.9 for *_, top in layouts]
     fig, _ = new_figure(FIT_INCHES, sum(heights) + 0.6)
     fig.clear()
     grid = fig.add_gridspec(len(shown), 1, height_ratios=heights)
-    axes = []
-    for i, (name, lanes, events) in enumerate(shown):
+    for i, ((name, lanes, _), (names, xlim, placed, ys, top)) in enumerate(
+            zip(shown, layouts, strict=True)):
         ax = fig.add_subplot(grid[i])
-        axes.append(ax)
-        names = list(dict.fromkeys([lane for lane, *_ in lanes]
-                                   + [lane for lane, *_ in events]))
         for lane, start, end, colour in lanes:
-            ax.barh(names.index(lane), max(end - start, 0.0), left=start, height=0.5,
+            ax.barh(ys[lane], max(end - start, 0.0), left=start, height=0.4,
                     color=COLOURS.get(colour, colour))
-        labels = []
-        for lane, at, label in sorted(events, key=lambda e: e[1]):
-            y = names.index(lane)
-            ax.plot([at], [y], marker="v", color="black", markersize=5)
-            labels.append(ax.annotate(label, (at, y + 0.25), xytext=(0, 3),
-                                      textcoords="offset points", fontsize=TEXT,
-                                      ha="center", va="bottom"))
-        ax.set_yticks(range(len(names)), names, fontsize=TEXT)
+        for lane, at, label, row, dx in placed:
+            ax.plot([at], [ys[lane]], marker="v", color="black", markersize=5)
+            ax.annotate(label, (at, ys[lane] + 0.25), xytext=(dx, 3 + row * row_px),
+                        textcoords="offset pixels", fontsize=TEXT, ha="left",
+                        va="bottom")
+        ax.set_yticks([ys[lane] for lane in names], names, fontsize=TEXT)
         ax.tick_params(axis="x", labelsize=TEXT)
-        ax.set_ylim(-0.7, len(names) - 0.1)
+        ax.set_ylim(-0.4, top)
         ax.set_title(name, fontsize=TEXT, loc="left")
-        right = max([a for _, a, _ in events] + [e for _, _, e, _ in lanes])
-        ax.set_xlim(-0.02 * right, 1.25 * right + 1e-3)  # room for a last label
-        ax._crashcourse_labels = labels
-    axes[-1].set_xlabel("s since the trial's first recorded instant", fontsize=TEXT)
+        ax.set_xlim(*xlim)
+    fig.axes[-1].set_xlabel("s since the trial's first recorded instant",
+                            fontsize=TEXT)
     more = f" (first {MAX_TRIALS} of {len(trials)} trials)" if len(trials) > len(
         shown) else ""
     fig.suptitle(f"{title}{more}", fontsize=TEXT + 1)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
-    for ax in axes:
-        _keep_apart(fig, ax, ax._crashcourse_labels)
-        del ax._crashcourse_labels
     return fig
 
 
