@@ -101,6 +101,18 @@ def test_no_label_covers_another_on_a_crowded_lane():
                for b in boxes), "a label leaves its axes"
 
 
+def test_no_label_covers_another_across_lanes():
+    """Chapter 06's eight trials, up to six lanes each: the rows of one lane's
+    labels stay below the next lane's."""
+    pytest.importorskip("matplotlib")
+    fig = evidence.draw(CH06)
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        boxes = [text.get_window_extent() for text in ax.texts]
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                    if a.overlaps(b)], f"{ax.get_title()}: two labels overlap"
+
+
 def test_a_trial_without_instants_is_left_out():
     document = {"trials": [{"case": "counts only", "holds": True, "orders": 1}]}
     assert evidence.evidence_trials(document) == []
