@@ -73,9 +73,9 @@ def test_changing_a_row_changes_the_picture():
 
 
 CROWDED = [(0.0, "start"), (0.1, "at step-10:after_outcome"), (0.16, "killed"),
-           (0.22, "supplier's file"), (1.0, "start"), (1.06, "at step-21:before_intent"),
-           (1.12, "killed"), (2.0, "exit 3, gate refused"), (2.06, "start"),
-           (2.5, "exit 0")]
+           (0.22, "supplier's file"), (1.0, "start"),
+           (1.06, "at step-21:before_intent"), (1.12, "killed"),
+           (2.0, "exit 3, gate refused"), (2.06, "start"), (2.5, "exit 0")]
 
 
 def test_no_label_covers_another_on_a_crowded_lane():
