@@ -113,6 +113,18 @@ def test_no_label_covers_another_across_lanes():
                     if a.overlaps(b)], f"{ax.get_title()}: two labels overlap"
 
 
+def test_the_title_stays_above_the_first_trial_however_tall():
+    """24 trials (the most drawn) make a figure over 80 inches tall: its title
+    is placed in the strip the layout leaves at the top, not a fraction of
+    the height down, inside the first trial."""
+    pytest.importorskip("matplotlib")
+    document = {"trials": CH06["trials"] * 3}
+    fig = evidence.draw(document, title="crashcourse.ch07.random_kill_campaign/3")
+    fig.draw_without_rendering()
+    first = fig.axes[0].get_tightbbox()  # its own title included
+    assert fig._suptitle.get_window_extent().y0 >= first.y1
+
+
 def test_a_trial_without_instants_is_left_out():
     document = {"trials": [{"case": "counts only", "holds": True, "orders": 1}]}
     assert evidence.evidence_trials(document) == []

@@ -269,7 +269,9 @@ def draw(document: Mapping, title: str = ""):
                             fontsize=TEXT)
     more = f" (first {MAX_TRIALS} of {len(trials)} trials)" if len(trials) > len(
         shown) else ""
-    fig.suptitle(f"{title}{more}", fontsize=TEXT + 1)
+    # in the top 0.4 inch the layout leaves it, however tall the figure
+    fig.suptitle(f"{title}{more}", fontsize=TEXT + 1, va="top",
+                 y=1 - 0.1 / fig.get_figheight())
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
     return fig
 
