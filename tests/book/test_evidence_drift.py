@@ -154,6 +154,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/workers/options.py": (
         "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
         "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
+    "crashcourse/lab/harness.py": (
+        "e3c7d2062573ef5859a2954dbab2b6aa8ff07c4b580bbf76118fe3dcedaee4ec",
+        "gained Moments, the parent's wall-clock instants of a trial for the"
+        " picture beside the evidence, which kill_and_resume also fills; the"
+        " matrix's trials start, hold and kill their workers as before"),
 }
 
 
