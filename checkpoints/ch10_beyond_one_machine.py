@@ -37,8 +37,10 @@ schema on the server) and a supplier process of its own. The cases:
   link up: its kernel closes their connections, and the server ends both at
   once (bounded wait). What a kill alone shows is a crashed program, not a
   dead machine.
-- ``claims_race``: eight workers, four on each host, released at once, drain
-  one queue of turns in many sessions; ``hosts``, ``workers`` and
+- ``claims_race``: eight workers, four on each host, released at once, each
+  claim a first turn (the parent waits until all eight hold one, so a loaded
+  machine's scheduler cannot leave a racer out), then released again to
+  drain one queue of turns in many sessions; ``hosts``, ``workers`` and
   ``double_claims`` (a turn claimed twice, or two live holders in one
   session) are counted from the rows.
 
@@ -297,6 +299,10 @@ def claims_race(world, name: str, quick: bool, read_first: bool = False) -> dict
     for racer in racers:
         said(racer, "ready")
     for racer in racers:  # released together: nobody finds the queue empty
+        go(racer)
+    for racer in racers:  # each holds its first turn: all eight in the race
+        said(racer, "claimed")
+    for racer in racers:
         go(racer)
     reports = [ended(racer) for racer in racers]
     found = shop.rows()

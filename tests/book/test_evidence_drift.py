@@ -151,6 +151,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " probe's answer shape is checked before a tool's first claim, not at"
         " every call: the same transactions and commits per call, so the same"
         " kill points and rows (issue 34)"),
+    "crashcourse/workers/host_worker.py": (
+        "7118535dc88d03e24a777cc2e770d1ff979aaa6782493766cbd64fd2f8de56da",
+        "drain mode (chapter 10's race) holds its first claim until the parent"
+        " lets it go on, so every racer is in the race before any drains"
+        " (issue 36); chapter 12's matrix never runs the host worker"),
     "crashcourse/workers/options.py": (
         "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
         "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),

@@ -19,7 +19,10 @@ supplier's URL as this host reaches it. Modes:
           transcript line and the finish. ``--no-fence`` makes those two
           writes without the fence: the mutant the chapter opens with.
 ``drain`` print ``ready``, wait for stdin (so every racer starts at once),
-          then claim and finish until nothing is eligible (no supplier).
+          claim one turn, print ``claimed`` and wait for stdin again (so no
+          racer drains the queue before every other has claimed: who ran
+          first decides nothing), then finish it and claim and finish until
+          nothing is eligible (no supplier).
           ``--read-first`` claims with the MUTANT ``claim_read_first`` (the
           turn chosen by a plain read, before any lock): the race's negative
           control.
@@ -292,6 +295,8 @@ def drain(conn, args) -> dict:
     wait_for_parent("ready")
     finished = stale = 0
     while claim := patiently(lambda: take(conn, args.owner, ttl=args.ttl)):
+        if finished + stale == 0:  # every racer in the race before any drains
+            wait_for_parent("claimed", work=claim.id, generation=claim.generation)
         try:
             patiently(lambda: fence.finish(conn, claim, claims.DONE, args.owner))
             finished += 1
