@@ -130,11 +130,13 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         ("records each tick in its own scheduler_ticks row (tests wait for ticks,"
          " not sleeps); the matrix does not run the scheduler (issue 36); " + HELD)),
     "crashcourse/workers/journal_worker.py": (
-        "2d47921d42023c0d212736a0c8c5a70b5aa2d7ce36edbab3fb70e39b55fab840",
+        "364804e5f2a7562a88617668b8287d733069ddeeae40fcb597cc5e498a379ec0",
         SECONDS + "; and a service's lock kept past the declared wait is"
         " ServiceLocked, 'held' (4) with a line naming the service, where it"
         " was 'held' blaming the journal's lock (issue 35): no matrix trial"
-        " meets a locked service"),
+        " meets a locked service; and the journal file gets the full integrity"
+        " check (a damaged index refused, exit 2), where it had the quick one:"
+        " a sound journal, as every matrix trial's, opens as before"),
     "crashcourse/workers/workflow_worker.py": (
         "87cb7983c9d335ba8c5baa7205fa0fdf18d1b1d6b41560a4bb3619876d7443e2",
         SECONDS + "; and the workflow's write lock kept past the busy timeout"
@@ -156,8 +158,10 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "--help's exit statuses"
         " name 6, held: " + HELD),
     "crashcourse/workers/shop_worker.py": (
-        "003d1855e950534b363f2be3883fa7bba96b3a8e421e58c7ecab59e6e6f14818",
-        HELD),
+        "0963018ad0c28bfc5d59e1cb2ad858a6858c1c103ece64e1ea1c93b8ee89b90e",
+        HELD + "; and the agent's own file gets the full integrity check"
+        " (a damaged index there is refused, exit 2), where it had the quick"
+        " one: a sound file, as every matrix trial's, opens as before"),
     "crashcourse/workers/wedged_worker.py": (
         "de9751e7d4e6cbf27e4972e38b2e3721b4ca55d7088341dea2df80e44670a602",
         HELD),

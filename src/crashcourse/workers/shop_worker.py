@@ -20,15 +20,16 @@ Modes (the parent picks one per experiment):
 
 The worker prints one JSON line; graders read the databases, not this line.
 Exit status: 0 done; 2 bad input (an unknown mode or option, a blank owner or
-work id, a lease or wait out of range, no ``--url`` where one is sent to, or a
-``--db`` that is not the agent's installed store, a ``--wait`` that does not
-fit in ``--ttl`` where a request is sent): one line on stderr, nothing
-written; 3 ``hold`` or ``send`` found nothing to claim; 4 ``send``: the
-supplier refused the order as stale; 5 held: another process kept the
-agent's file's write lock past the busy timeout (a holder paused mid-write,
-issue 35; ``drain`` first waits it out twenty times, ``patiently``): the
-transaction that waited wrote nothing (one JSON line, ``held``); 74 the
-machine refused a file mid-run (one line on stderr).
+work id, a lease or wait out of range, no ``--url`` where one is sent to, a
+``--db`` that is not the agent's installed, sound store (damaged, cut short:
+left as it was), or a ``--wait`` that does not fit in ``--ttl`` where a
+request is sent): one line on stderr, nothing written; 3 ``hold`` or
+``send`` found nothing to claim; 4 ``send``: the supplier refused the order
+as stale; 5 held: another process kept the agent's file's write lock past
+the busy timeout (a holder paused mid-write, issue 35; ``drain`` first waits
+it out twenty times, ``patiently``): the transaction that waited wrote
+nothing (one JSON line, ``held``); 74 the machine refused a file mid-run (one
+line on stderr).
 """
 
 from __future__ import annotations
@@ -242,7 +243,9 @@ def check(args) -> None:
     if args.mode in ("send", "run") and not args.wait < args.ttl:
         raise ValueError(f"--wait {args.wait} s does not fit in the --ttl "
                          f"{args.ttl} s lease: a request must end inside it")
-    check_installed((args.db, tables), record=False)  # the agent's own file
+    # The agent's own file, with the full integrity check: a damaged index
+    # there hides a claim or an order from its lookup (issue 35).
+    check_installed((args.db, tables))
 
 
 def parse(argv: list[str] | None):
