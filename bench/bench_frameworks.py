@@ -102,13 +102,17 @@ def child(args) -> dict:
     if side == "journal":
         from crashcourse.adapters import EffectTool
 
-        probes = shop.probes()
+        probes, run = shop.probes(), ["warm"]
+        # Built once, as a framework builds its tools; the scope names the
+        # agent run each call belongs to (a thread or workflow id).
+        tools = {name: EffectTool(getattr(shop, name), probes[name],
+                                  journal_path=world.path("effects.sqlite"),
+                                  task=lambda: f"bench-{run[0]}", synchronous="FULL")
+                 for name in probes}
 
         def journaled(i):
-            plain_loop({name: EffectTool(getattr(shop, name), probes[name],
-                                         journal_path=world.path("effects.sqlite"),
-                                         task=f"bench-{i}", synchronous="FULL")
-                        for name in probes})
+            run[0] = i
+            plain_loop(tools)
 
         return {"ms": timed(args.runs, args.warm, journaled)}
     if side.startswith("langgraph"):

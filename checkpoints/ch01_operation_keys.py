@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from crashcourse.lab import experiment
-from crashcourse.lab.harness import kill_and_resume
+from crashcourse.lab.harness import Moments, kill_and_resume
 from crashcourse.store import count_rows, opened
 from crashcourse.workers import restock_note
 
@@ -114,20 +114,28 @@ def run_killed(harness, db, name) -> dict:
         "reported_statuses": [reported(trial.resumed_stdout)],
         "final_snapshot": final["rows"],
         "final_counts": final["counts"],
+        "moments": trial.moments,
     }
 
 
 def run_plain(harness, db, name) -> dict:
-    args = worker_args(db, NOTE, "keyed")
+    args, moments = worker_args(db, NOTE, "keyed"), Moments()
     if name == "race_two_processes":
         racers = [harness.start(args, stop_at="before_apply") for _ in range(2)]
-        for racer in racers:
+        for n, racer in enumerate(racers, start=1):
             racer.wait_for_boundary(experiment.TIMEOUT)
+            moments.mark(f"racer {n} at before_apply")
         for racer in racers:
             racer.release()
-        done = [racer.finish(experiment.TIMEOUT) for racer in racers]
+        moments.mark("both released")
+        done = []
+        for n, racer in enumerate(racers, start=1):
+            done.append(racer.finish(experiment.TIMEOUT))
+            moments.mark(f"racer {n} exit {done[-1].returncode}")
     else:
+        moments.mark("start")
         done = [harness.run(args, experiment.TIMEOUT)]
+        moments.mark(f"exit {done[0].returncode}")
     final = observe(db)
     return {
         "boundary": None, "interrupted_pid": None, "interrupted_returncode": None,
@@ -136,6 +144,7 @@ def run_plain(harness, db, name) -> dict:
         "resumed_returncodes": [d.returncode for d in done],
         "reported_statuses": [reported(d.stdout) for d in done],
         "final_snapshot": final["rows"], "final_counts": final["counts"],
+        "moments": moments,
     }
 
 

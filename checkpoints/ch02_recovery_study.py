@@ -40,7 +40,7 @@ from time import monotonic
 from typing import NamedTuple
 
 from crashcourse.lab import experiment
-from crashcourse.lab.harness import Harness
+from crashcourse.lab.harness import Harness, Moments
 from crashcourse.services import payments
 from crashcourse.workers import paying
 
@@ -159,17 +159,21 @@ def fresh_database(directory: Path, spec: Intervention, repetition: int) -> Path
     return db
 
 
-def interrupt(harness: Harness, spec: Intervention, db: Path, clock) -> dict:
+def interrupt(harness: Harness, spec: Intervention, db: Path, clock,
+              instants: Moments) -> dict:
     """Start the worker, SIGKILL it at the boundary, snapshot, maybe revoke."""
     worker = harness.start(worker_args(db, spec.retry), stop_at=spec.boundary)
     worker.wait_for_boundary(experiment.TIMEOUT)
     at_boundary = clock()
+    instants.mark(f"at {spec.boundary}")
     killed = worker.kill()
     moments = {"boundary": at_boundary, "killed": clock()}
+    instants.mark("killed")
     seen = durable(db)
     if spec.revoke:
         payments.revoke(db, ORDER)
         moments["revoked"] = clock()
+        instants.mark("revoked")
     return {
         "interrupted_pid": killed.pid,
         "interrupted_returncode": killed.returncode,
@@ -178,9 +182,11 @@ def interrupt(harness: Harness, spec: Intervention, db: Path, clock) -> dict:
     }
 
 
-def kill_at_instant(harness: Harness, args: list[str], after_s: float) -> dict:
+def kill_at_instant(harness: Harness, args: list[str], after_s: float,
+                    instants: Moments) -> dict:
     """Start a replacement and SIGKILL its group ``after_s`` seconds after its
     start, wherever it is, unless it ended first (then it is not killed)."""
+    instants.mark("start")
     worker = harness.start(args)
     try:
         worker.process.wait(timeout=max(0.0, worker.started + after_s - monotonic()))
@@ -188,16 +194,20 @@ def kill_at_instant(harness: Harness, args: list[str], after_s: float) -> dict:
         pass  # still running at the instant
     lived = monotonic() - worker.started
     finished = worker.kill(expect_sigkill=False)  # SIGKILL unless it ended
+    instants.mark("killed" if finished.returncode == -9
+                  else f"exit {finished.returncode}")
     return {"planned_ms": round(after_s * 1000, 3), "at_ms": round(lived * 1000, 3),
             "returncode": finished.returncode}
 
 
-def killed_recovery(harness, spec: Intervention, db: Path, instants) -> list[dict]:
+def killed_recovery(harness, spec: Intervention, db: Path, instants,
+                    moments: Moments) -> list[dict]:
     """Replacements killed at ``instants`` (seconds after each start), one
     after another, each followed by a snapshot of both files."""
     attempts = []
     for after_s in instants:
-        attempt = kill_at_instant(harness, worker_args(db, spec.retry), after_s)
+        attempt = kill_at_instant(harness, worker_args(db, spec.retry), after_s,
+                                  moments)
         attempts.append(attempt | {"snapshot": durable(db)})
     return attempts
 
@@ -214,19 +224,23 @@ def run_trial(harness: Harness, directory: Path, spec: Intervention,
 
     first = {"interrupted_pid": None, "interrupted_returncode": None,
              "snapshot_at_interruption": None, "moments": {}}
+    wall = Moments()  # these and every replacement's, on the wall clock: the picture
     if spec.boundary is not None:
-        first = interrupt(harness, spec, db, clock)
-    recovery = killed_recovery(harness, spec, db, instants)
+        first = interrupt(harness, spec, db, clock, wall)
+    recovery = killed_recovery(harness, spec, db, instants, wall)
     moments = first.pop("moments") | {"resumed_started": clock()}
+    wall.mark("start")
     resumed = harness.run(worker_args(db, spec.retry), experiment.TIMEOUT)
     moments["resumed_exit"] = clock()
+    wall.mark(f"exit {resumed.returncode}")
     trial = {
         "intervention": spec.name, "role": spec.role, "repetition": repetition,
         "boundary": spec.boundary, "revoked": spec.revoke, **first,
         "recovery_killed": recovery,
         "resumed_pid": resumed.pid, "resumed_returncode": resumed.returncode,
         "final_snapshot": durable(db), "expected_payments": spec.expected_payments,
-        "exact": spec.exact, "timeline_ms": moments, "elapsed_ms": clock(),
+        "exact": spec.exact, "timeline_ms": moments, "moments": wall,
+        "elapsed_ms": clock(),
     }
     return trial | grade(spec, trial)
 
@@ -245,7 +259,7 @@ def lifetime(harness: Harness, directory: Path, spec: Intervention) -> dict:
     end): the span its random instants are drawn from, so that they fall
     within the life they are meant to cut short."""
     db = fresh_database(directory, spec._replace(name=f"span-{spec.name}"), 0)
-    interrupt(harness, spec, db, monotonic)
+    interrupt(harness, spec, db, monotonic, Moments())
     started = monotonic()
     harness.run(worker_args(db, spec.retry), experiment.TIMEOUT)
     return {"span_s": monotonic() - started}

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from crashcourse.lab import experiment
-from crashcourse.lab.harness import Harness
+from crashcourse.lab.harness import Harness, Moments
 from crashcourse.services import payments
 from crashcourse.services.payments import authority
 from crashcourse.waiting import wait_until
@@ -77,6 +77,9 @@ INTERVENTIONS = (  # name, kill at, change, the replacement's answer, payments,
     Intervention("nothing_changed_before_payment",
                  "before_payment", "none", "committed", 1, "committed"),
 )
+CHANGED = {"revoke": "approval revoked", "expire": "approval expired",
+           "policy": "policy changed", "amount": "amount changed",
+           "currency": "currency changed", "none": "nothing changed"}
 QUICK = ("revoke_before_payment", "revoke_after_payment", "expire_before_payment",
          "policy_after_payment")
 
@@ -130,22 +133,30 @@ def run_case(harness: Harness, folder: Path, case: Intervention) -> dict:
     db = folder / "payments.db"
     payments.install(db)
     payments.approve(db, ORDER, AMOUNT, CURRENCY)
+    moments = Moments()  # the parent's instants, for the picture
     worker = harness.start(worker_args(db), stop_at=case.kill_at)
     worker.wait_for_boundary(experiment.TIMEOUT)
+    moments.mark(f"at {case.kill_at}")
     killed = worker.kill()
+    moments.mark("killed")
     at_kill = durable(db)
     change = change_authority(db, case.change)
+    moments.mark(CHANGED[case.change])
     resume = {"amount": {"amount": AMOUNT + 100}, "currency": {"currency": "EUR"}}
+    moments.mark("start")
     resumed = harness.run(worker_args(db, **resume.get(case.change, {})),
                           experiment.TIMEOUT)
+    moments.mark(f"replacement: {outcome_of(reported(resumed))}")
     after_resume = durable(db)
     fresh, fresh_key = None, None
     if case.fresh_key:
         fresh_key = f"{KEY}-fresh"
+        moments.mark("fresh key starts")
         fresh = reported(harness.run(worker_args(db, key=fresh_key),
                                      experiment.TIMEOUT))
+        moments.mark(f"fresh key: {outcome_of(fresh)}")
     final = durable(db)
-    return {"key": KEY, "fresh_key": fresh_key} | grade(
+    return {"key": KEY, "fresh_key": fresh_key, "moments": moments} | grade(
         case, killed.returncode, at_kill, change, reported(resumed), after_resume,
         fresh, final)
 

@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 
 from crashcourse.lab import experiment
-from crashcourse.lab.harness import Harness
+from crashcourse.lab.harness import Harness, Moments
 from crashcourse.services import payments
 from crashcourse.services.payments.budget import budget_snapshot
 from crashcourse.store import opened
@@ -143,14 +143,19 @@ def race(harness: Harness, folder: Path, name: str, repetition: int) -> dict:
     # then dies of "database is locked" before it reaches its boundary.
     with opened(worker_file(db)) as conn:
         paying.install(conn)
+    moments = Moments()  # the parent's instants, for the picture
     workers = [harness.start(worker_args(db, r, f"pay-{r}", r, worker), barrier)
                for r in RACERS]
-    for held in workers:  # the barrier: both wait at the boundary...
+    for r, held in zip(RACERS, workers, strict=True):  # the barrier: both wait...
         held.wait_for_boundary(experiment.TIMEOUT)
+        moments.mark(f"{r} at {barrier}")
     for held in workers:  # ...and go together
         held.release()
-    finished = {r: held.finish(experiment.TIMEOUT)
-                for r, held in zip(RACERS, workers, strict=True)}
+    moments.mark("both released")
+    finished = {}
+    for r, held in zip(RACERS, workers, strict=True):
+        finished[r] = held.finish(experiment.TIMEOUT)  # reaped: it exited by now
+        moments.mark(f"{r} exit {finished[r].returncode}")
     final = ledger(db)
     judge = judge_race if name == "race" else judge_mutant_race
     won, unfinished, checks = judge(final)
@@ -158,7 +163,8 @@ def race(harness: Harness, folder: Path, name: str, repetition: int) -> dict:
             "committed": len(won), "refused": len(unfinished), "winner": won,
             "exit_statuses": {r: done.returncode for r, done in finished.items()},
             "reports": {r: reported(done) for r, done in finished.items()},
-            "final": final, "checks": checks, "holds": all(checks.values())}
+            "final": final, "moments": moments, "checks": checks,
+            "holds": all(checks.values())}
 
 
 def kill_trial(harness: Harness, folder: Path, name: str, boundary: str) -> dict:
@@ -166,14 +172,21 @@ def kill_trial(harness: Harness, folder: Path, name: str, boundary: str) -> dict
     payments.install(db, max_actions=1, currency_caps={CURRENCY: AMOUNT})
     payments.approve(db, "PO-4101", AMOUNT, CURRENCY)
     args = worker_args(db, "restock-4", "pay-4101", "PO-4101")
+    moments = Moments()  # the parent's instants, for the picture
     worker = harness.start(args, stop_at=boundary)
     worker.wait_for_boundary(experiment.TIMEOUT)
+    moments.mark(f"at {boundary}")
     killed = worker.kill()
+    moments.mark("killed")
     at_kill = ledger(db)
+    moments.mark("start")
     resumed = harness.run(args, experiment.TIMEOUT)
+    moments.mark(f"exit {resumed.returncode}")
     after_resume = ledger(db)
+    moments.mark("fresh key starts")
     fresh = harness.run(worker_args(db, "restock-5", "pay-4101-b", "PO-4101"),
                         experiment.TIMEOUT)
+    moments.mark(f"fresh key: {reported(fresh).get('reason', fresh.returncode)}")
     final = ledger(db)
     fresh_report = reported(fresh)
     checks = judge_kill(boundary, killed.returncode, at_kill, after_resume,
@@ -184,7 +197,7 @@ def kill_trial(harness: Harness, folder: Path, name: str, boundary: str) -> dict
                               "fresh_key": fresh.returncode},
             "fresh_key_report": fresh_report,
             "at_kill": at_kill, "after_resume": after_resume, "final": final,
-            "checks": checks, "holds": all(checks.values())}
+            "moments": moments, "checks": checks, "holds": all(checks.values())}
 
 
 def judge_kill(boundary: str, killed_rc: int, at_kill: dict, after_resume: dict,

@@ -82,7 +82,13 @@ import crashcourse
 from crashcourse import journal, store
 from crashcourse.lab import experiment
 from crashcourse.lab.example import restock_plan
-from crashcourse.lab.harness import BoundaryNotReached, Finished, Harness, last_words
+from crashcourse.lab.harness import (
+    BoundaryNotReached,
+    Finished,
+    Harness,
+    Moments,
+    last_words,
+)
 from crashcourse.services import drive, mail
 from crashcourse.store import opened
 from crashcourse.validate import check_number
@@ -273,7 +279,9 @@ def gate_refusal(directory: str, task: str) -> dict:
     view = journal_view(directory, task)
     for file_id in found:
         drive.rename_to(where["drive"], file_id, f"{file_id}.pdf", requester="supplier")
-    return {"supplier_documents": found, "journal": view}
+    moments = Moments()
+    moments.mark("gate refused")
+    return {"supplier_documents": found, "journal": view, "moments": moments}
 
 
 class LeaseLost(BoundaryNotReached):
@@ -338,9 +346,10 @@ def look_around(directory: str, task: str, returncode: int) -> dict:
 def kill_at_boundary(harness, world: World, directory: str, kill: BoundaryKill
                      ) -> dict:
     """Start (or resume) the worker, SIGKILL it at (step, boundary), look around."""
-    task = world.task
+    task, moments = world.task, Moments()  # the parent's instants: the picture
 
     def launch():
+        moments.mark("start")  # no lease is live: answered waited it out
         worker = harness.start(world.args(directory),
                                stop_at=f"step-{kill.step}:{kill.boundary}")
         try:
@@ -349,22 +358,27 @@ def kill_at_boundary(harness, world: World, directory: str, kill: BoundaryKill
             if worker.process.returncode not in (REFUSED, HELD, STALE):
                 raise
             # e.g. the gate refused first
+            moments.mark(f"exit {worker.process.returncode}")
             return None, worker.process.returncode, worker.finished
+        moments.mark(f"at step-{kill.step}:{kill.boundary}")
         return worker, None, None
 
     worker, refusals = answered(launch, directory, task)
     if worker is None:
         raise BoundaryNotReached(f"no run reached step-{kill.step}:{kill.boundary}")
     killed = worker.kill()
+    moments.mark("killed")
     seen = look_around(directory, task, killed.returncode)
     want = expected_position(kill.step, kill.boundary)
     seen["checks"] |= {
         "killed_by_sigkill": killed.returncode == -9,
         "journal_where_killed": all(seen["journal"][k] == v for k, v in want.items()),
     }
+    injected = inject_collision(directory, kill.step)
+    if injected:
+        moments.mark("supplier's file")
     return {"step": kill.step, "boundary": kill.boundary, **seen,
-            "gate_refusals": refusals,
-            "injected": inject_collision(directory, kill.step)}
+            "gate_refusals": refusals, "injected": injected, "moments": moments}
 
 
 def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
@@ -372,9 +386,10 @@ def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
     """Start (or resume) the worker ``args`` and SIGKILL its group ``fraction
     * span`` seconds after it was started, wherever it is, unless it ended
     first; then (``inject``) the supplier's collision."""
-    planned = fraction * span
+    planned, moments = fraction * span, Moments()  # the parent's instants
 
     def launch():
+        moments.mark("start")  # no lease is live: answered waited it out
         worker = harness.start(args)
         try:
             worker.process.wait(
@@ -383,6 +398,8 @@ def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
             pass  # still running at the instant: the usual case
         at = time.monotonic() - worker.started
         finished = worker.kill(expect_sigkill=False)  # SIGKILL unless it ended
+        moments.mark("killed" if finished.returncode == -9
+                     else f"exit {finished.returncode}")
         return (finished, at), finished.returncode, finished
 
     (finished, at), refusals = answered(launch, directory, task)
@@ -394,11 +411,13 @@ def kill_at_instant(harness, args, directory: str, task: str, fraction: float,
     step = doubt[0] if doubt else last + 1 if last < len(PLAN.steps) else None
     killed = finished.returncode == -9
     injected = inject_collision(directory, step) if killed and inject else None
+    if injected:
+        moments.mark("supplier's file")
     return {"fraction": round(fraction, 6), "span_s": round(span, 4),
             "planned_s": round(planned, 4), "at_s": round(at, 4),
             "interrupted_step": step if killed else None,
             **seen, "gate_refusals": refusals,
-            "injected": injected}
+            "injected": injected, "moments": moments}
 
 
 def copy_world(template: str, directory: str) -> None:
@@ -422,15 +441,19 @@ def run_trial(harness: Harness, directory: str, number: int, points: list,
         if kills[-1]["returncode"] != -9:
             break  # the run ended before its instant: nothing is left to kill
 
+    moments = Moments()  # the last run's instants (each kill has its own)
+
     def finish():
+        moments.mark("start")
         done = harness.run(world.args(directory), timeout=experiment.TIMEOUT)
+        moments.mark(f"exit {done.returncode}")
         return done, done.returncode, done
 
     resumed, refusals = answered(finish, directory, task)
     final = end_state(directory)
     after = journal_view(directory, task)
     return judge(number, kills, resumed.returncode, refusals, final, after,
-                 world.reference)
+                 world.reference) | {"moments": moments}
 
 
 def judge(number, kills, resumed_rc, refusals, final, after, reference) -> dict:
@@ -463,14 +486,16 @@ def stale_holder_trial(harness: Harness, directory: str, number: int,
     """The first worker stopped alive at its pause, replacements killed at
     instants, a last one finishing, the first let go; judged from the rows."""
     copy_world(world.template, directory)
-    task = world.task
+    task, moments = world.task, Moments()  # the holder's and the last run's
     holder = harness.start(world.args(directory, "holder"),
                            stop_at=f"step-{plan.step}:{plan.pause}")
     holder.wait_for_boundary(timeout=experiment.TIMEOUT)
+    moments.mark(f"holder at step-{plan.step}:{plan.pause}")
     at_pause = journal_view(directory, task)
     if plan.stop == "frozen":
         holder.freeze()  # SIGSTOP: alive, its lease running out
         holder.release()  # read once it runs again
+        moments.mark("holder frozen")
     kills = []
     for kill in plan.kills:  # each waits out the lease before it starts
         kills.append(kill_at_instant(
@@ -480,13 +505,17 @@ def stale_holder_trial(harness: Harness, directory: str, number: int,
             break
 
     def finish():
+        moments.mark("last replacement starts")
         done = harness.run(world.args(directory, "replacement"),
                            timeout=experiment.TIMEOUT)
+        moments.mark(f"last replacement exit {done.returncode}")
         return done, done.returncode, done
 
     resumed, _ = answered(finish, directory, task)
     holder.thaw() if plan.stop == "frozen" else holder.release()
+    moments.mark("holder let go")
     late = holder.finish(experiment.TIMEOUT)
+    moments.mark(f"holder exit {late.returncode}")
     where = paths(directory)
     final, after = end_state(directory), journal_view(directory, task)
     messages = mail.messages(where["mail"])
@@ -497,7 +526,7 @@ def stale_holder_trial(harness: Harness, directory: str, number: int,
         "at_pause": at_pause, "kills": kills, "resumed_returncode": resumed.returncode,
         "holder_returncode": late.returncode,
         "final": final, "journal_after": after, "messages": messages,
-        "renames_replayed": replays, "span_s": world.span_s})
+        "renames_replayed": replays, "span_s": world.span_s, "moments": moments})
 
 
 def resumed_span(world: World, directory: str) -> float:
@@ -560,7 +589,7 @@ def judge_stale(number: int, plan: StaleHolder, reference: dict, seen: dict) -> 
             "journal_after": seen["journal_after"],
             "duplicates": final["duplicates"], "late_mail_duplicates": late,
             "late_duplicates_found_by_key": twice,
-            "renames_replayed": seen["renames_replayed"]}
+            "renames_replayed": seen["renames_replayed"], "moments": seen["moments"]}
 
 
 # --- the draw, the trials, the summary ------------------------------------------------

@@ -73,7 +73,7 @@ from crashcourse.boundary import boundary
 from crashcourse.journal import decisions
 from crashcourse.lab import experiment
 from crashcourse.lab.example import restock_plan
-from crashcourse.lab.harness import Harness
+from crashcourse.lab.harness import Harness, Moments
 from crashcourse.services import broker, drive, mail, payments
 from crashcourse.store import opened, write_lock_free
 from crashcourse.waiting import wait_until, waits_in
@@ -179,13 +179,16 @@ def verdict(case: str, checks: dict, **fields) -> dict:
 
 
 def in_band_pause(harness: Harness, folder: Path, quick: bool) -> dict:
-    world = new_world(folder)
+    world, moments = new_world(folder), Moments()  # the parent's instants
     worker = harness.start(worker_args(world), stop_at="step-12:admitted")
     worker.wait_for_boundary(experiment.TIMEOUT)
+    moments.mark("at step-12:admitted")
     with opened(world["journal"]) as conn:
         control.set_paused(conn, True)
+    moments.mark("paused")
     worker.release()
     finished = worker.finish(experiment.TIMEOUT)
+    moments.mark(f"exit {finished.returncode}")
     found = rows(world)
     paused_at = found["control"]["runtime_control"][0]["changed_at"]
     after = [r["file_id"] for r in found["drive"]["rename_requests"]
@@ -199,7 +202,7 @@ def in_band_pause(harness: Harness, folder: Path, quick: bool) -> dict:
     }
     return verdict("in_band_pause", checks, effects_after_pause=len(after),
                    returncode=finished.returncode, counts=summary_rows(found),
-                   rows=found)
+                   rows=found, moments=moments)
 
 
 # --- the out-of-band stop ---------------------------------------------------------
@@ -275,9 +278,13 @@ def revocation_naive(harness: Harness, folder: Path, quick: bool) -> dict:
     holder = harness.start(["-c", child, drive_path, broker_path, "f001",
                             "late.pdf", token], stop_at="verified")
     holder.wait_for_boundary(experiment.TIMEOUT)
+    moments = Moments()  # the parent's instants, for the picture
+    moments.mark("holder at verified")
     revoked_at = broker.revoke(broker_path, token, "night-owner")  # at once
+    moments.mark("revoked")
     holder.release()
     finished = holder.finish(experiment.TIMEOUT)
+    moments.mark(f"holder exit {finished.returncode}")
     found = {"drive": drive.snapshot(drive_path),
              "broker": broker.snapshot(broker_path)}
     late = [r for r in found["drive"]["rename_requests"]
@@ -289,7 +296,7 @@ def revocation_naive(harness: Harness, folder: Path, quick: bool) -> dict:
     }
     return verdict("revocation_naive", checks,
                    effects_committed_after_revocation=len(late),
-                   returncode=finished.returncode, rows=found)
+                   returncode=finished.returncode, rows=found, moments=moments)
 
 
 def revoke_in_background(world: dict) -> tuple[threading.Thread, dict]:
@@ -475,11 +482,16 @@ def notification_ack_gap(harness: Harness, folder: Path, quick: bool) -> dict:
         return {**paying.snapshot(service, state), "notifications": notes,
                 "mail": mail.snapshot(mail_path)}
 
+    moments = Moments()  # the parent's instants, for the picture
     worker = harness.start(args, stop_at="after_notify_accepted")
     worker.wait_for_boundary(experiment.TIMEOUT)
+    moments.mark("at after_notify_accepted")
     worker.kill()
+    moments.mark("killed")
     at_kill = found()
+    moments.mark("start")
     resumed = harness.run(args, experiment.TIMEOUT)
+    moments.mark(f"exit {resumed.returncode}")
     final = found()
     [note] = final["notifications"]
     sent = [m for m in final["mail"]["messages"]
@@ -495,7 +507,7 @@ def notification_ack_gap(harness: Harness, folder: Path, quick: bool) -> dict:
     }
     return verdict("notification_ack_gap", checks, notifications_sent=len(sent),
                    resumed_returncode=resumed.returncode,
-                   rows={"at_kill": at_kill, "final": final})
+                   rows={"at_kill": at_kill, "final": final}, moments=moments)
 
 
 # --- the person's decisions -------------------------------------------------------

@@ -72,6 +72,7 @@ from pathlib import Path
 import apsw
 
 from crashcourse.lab import experiment
+from crashcourse.lab.harness import Moments
 from crashcourse.powerloss import AS_OPENED, Mode, service_case
 from crashcourse.powerloss.images import SCRATCH, SYNCED_ONLY, UNSYNCED_SUBSETS
 from crashcourse.powerloss.journal import blind_mail_actions, journal_case
@@ -163,7 +164,14 @@ def trial(case: str, runner, positional: tuple, options: dict) -> experiment.Tri
 
 def run_case(harness, folder: Path, case: str, runner, positional: tuple,
              options: dict) -> dict:
-    return judged(case, runner(folder, *positional, **options))
+    """The case's run recorded, cut and judged; its start and end are the
+    parent's instants (the crash points are disk calls, not times)."""
+    moments = Moments()
+    moments.mark("recording starts")
+    found = runner(folder, *positional, **options)
+    moments.mark(f"{found['images']} images judged:"
+                 f" {found['acknowledged_lost']} lost, {found['corrupt']} corrupt")
+    return judged(case, found) | {"moments": moments}
 
 
 def run(args) -> tuple[dict, list[dict], dict]:

@@ -119,7 +119,9 @@ def test_a_changed_payload_is_refused_and_nothing_moves(mod, db):
     with opened(db) as conn:
         mod.apply_checked(conn, "k-1", NOTE, post)
         with pytest.raises(EffectConflict) as raised:
-            mod.apply_checked(conn, "k-1", {**NOTE, "quantity": 48}, post)
+            said = mod.apply_checked(conn, "k-1", {**NOTE, "quantity": 48}, post)
+            pytest.fail("the same key with another payload (quantity 48) was not"
+                        f" refused with an EffectConflict: it answered {said!r}")
         conflict = raised.value  # what the caller reads: the payloads, as values
         assert (conflict.key, conflict.recorded, conflict.offered) == (
             "k-1", NOTE, {**NOTE, "quantity": 48}), (
@@ -148,7 +150,10 @@ def test_a_failing_mutation_leaves_no_request_row(mod, db):
 
     with opened(db) as conn:
         with pytest.raises(RuntimeError):
-            mod.apply_checked(conn, "k-2", NOTE, fail_halfway)
+            said = mod.apply_checked(conn, "k-2", NOTE, fail_halfway)
+            pytest.fail("the mutation's own failure (a RuntimeError) was swallowed:"
+                        f" apply_checked answered {said!r} instead of letting it"
+                        " through")
         requests, notes = count_rows(conn, "requests"), count_rows(conn, "notes")
         assert requests == 0, (
             "a mutation that failed (not a refusal) left the key recorded: the"
@@ -168,7 +173,9 @@ def test_bad_keys_are_refused_before_anything_is_written(mod, db, key):
     post = Poster()
     with opened(db) as conn:
         with pytest.raises(ValueError):
-            mod.apply_checked(conn, key, NOTE, post)
+            said = mod.apply_checked(conn, key, NOTE, post)
+            pytest.fail(f"the bad key {key!r} was not refused with a ValueError:"
+                        f" apply_checked answered {said!r}")
         requests = count_rows(conn, "requests")
         assert requests == 0, (
             f"a bad key {key!r} was refused after a request row was written:"
@@ -182,7 +189,10 @@ def test_a_refusal_is_kept_and_a_replay_hears_it(mod, db):
     stock = Stocker(mod.Refused)
     with opened(db) as conn:
         with pytest.raises(mod.Refused) as first:
-            mod.apply_checked(conn, "k-3", NOTE, stock)
+            said = mod.apply_checked(conn, "k-3", NOTE, stock)
+            pytest.fail("the mutation refused (oat-milk is not stocked) and the"
+                        f" caller did not hear it: apply_checked answered {said!r}"
+                        " instead of raising Refused")
         assert first.value.reason == "oat-milk is not stocked", (
             "the Refused raised does not carry the mutation's reason:"
             f" {first.value.reason!r}")
@@ -204,7 +214,9 @@ def test_a_refusal_is_kept_and_a_replay_hears_it(mod, db):
     stock.fails_with = None  # oat milk is stocked now: the key still says no
     with opened(db) as conn:  # as a replacement process would
         with pytest.raises(mod.Refused) as again:
-            mod.apply_checked(conn, "k-3", dict(reversed(NOTE.items())), stock)
+            said = mod.apply_checked(conn, "k-3", dict(reversed(NOTE.items())), stock)
+            pytest.fail("the replay of a refused key did not raise the recorded"
+                        f" Refused (the key still says no): it answered {said!r}")
         assert again.value.reason == "oat-milk is not stocked", (
             "the replay of a refused key did not hear the recorded reason:"
             f" {again.value.reason!r}")
@@ -222,10 +234,14 @@ def test_a_refusal_is_kept_and_a_replay_hears_it(mod, db):
 def test_a_refused_key_with_another_payload_is_still_a_conflict(mod, db):
     with opened(db) as conn:
         with pytest.raises(mod.Refused):
-            mod.apply_checked(conn, "k-3", NOTE, Stocker(mod.Refused))
+            said = mod.apply_checked(conn, "k-3", NOTE, Stocker(mod.Refused))
+            pytest.fail("the mutation refused and the caller did not hear it:"
+                        f" apply_checked answered {said!r} instead of raising Refused")
         later = Stocker(None)
         with pytest.raises(EffectConflict) as raised:
-            mod.apply_checked(conn, "k-3", {**NOTE, "quantity": 12}, later)
+            said = mod.apply_checked(conn, "k-3", {**NOTE, "quantity": 12}, later)
+            pytest.fail("another payload under a refused key was not refused with an"
+                        f" EffectConflict: it answered {said!r}")
         assert (raised.value.recorded, raised.value.offered) == (
             NOTE, {**NOTE, "quantity": 12}), (
             "the conflict on a refused key does not carry the recorded and the"
@@ -243,8 +259,11 @@ def test_a_refused_key_with_another_payload_is_still_a_conflict(mod, db):
 def test_a_failure_that_is_no_refusal_is_not_kept(mod, db):
     with opened(db) as conn:
         with pytest.raises(LookupError):
-            mod.apply_checked(conn, "k-4", NOTE,
-                              Stocker(LookupError, "stock list unreachable"))
+            said = mod.apply_checked(conn, "k-4", NOTE,
+                                     Stocker(LookupError, "stock list unreachable"))
+            pytest.fail("a failure that is no refusal (LookupError) was swallowed:"
+                        f" apply_checked answered {said!r} instead of letting it"
+                        " through")
         requests, notes = count_rows(conn, "requests"), count_rows(conn, "notes")
         assert requests == 0, (
             "a failure that is no refusal was recorded under the key like a"
@@ -290,7 +309,10 @@ def test_a_payload_is_the_same_as_json_whatever_its_key_order(mod, db, first,
                 f" {first!r} then {rebuilt!r} answered {said!r}")
         else:
             with pytest.raises(EffectConflict) as raised:
-                mod.apply_checked(conn, key, rebuilt, post)
+                said = mod.apply_checked(conn, key, rebuilt, post)
+                pytest.fail(f"the key {key!r} with another payload ({first!r}, then"
+                            f" {rebuilt!r}) was not refused with an EffectConflict: it"
+                            f" answered {said!r}")
             got = (raised.value.key, raised.value.recorded, raised.value.offered)
             assert got == (key, first, rebuilt), (
                 "the conflict does not carry the key, the recorded payload and"

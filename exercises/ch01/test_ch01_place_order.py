@@ -229,7 +229,9 @@ def test_the_same_key_for_another_order_is_a_conflict(mod, db, changed):
     with opened(db) as conn:
         mod.place_order_once(conn, "po-1", "oat-milk", 24)
         with pytest.raises(EffectConflict) as raised:
-            mod.place_order_once(conn, "po-1", *changed)
+            said = mod.place_order_once(conn, "po-1", *changed)
+            pytest.fail(f"the key po-1 for another order {changed} was not refused"
+                        f" with an EffectConflict: it answered {said!r}")
         conflict = raised.value  # what the caller reads to decide: the fields
         assert conflict.key == "po-1", (
             "the conflict does not name the key that was refused:"
@@ -257,7 +259,10 @@ def test_bad_input_is_refused_and_nothing_is_written(mod, db, key, sku, quantity
     conn = connect(db)
     try:
         with pytest.raises((ValueError, TypeError)):
-            mod.place_order_once(conn, key, sku, quantity)
+            said = mod.place_order_once(conn, key, sku, quantity)
+            pytest.fail(f"the bad order (key={key!r}, sku={sku!r},"
+                        f" quantity={quantity!r}) was not refused with a ValueError or"
+                        f" TypeError: it answered {said!r}")
         rows = count_rows(conn, "supplier_orders")
         assert rows == 0, (
             "a refused order still wrote a row: the input must be checked"

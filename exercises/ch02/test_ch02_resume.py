@@ -284,7 +284,10 @@ def test_resuming_twice_still_pays_once(mod, files):
 def test_revoked_before_payment_refuses_and_records_nothing(mod, files):
     payments.revoke(files.service, ORDER)
     with pytest.raises(payments.ApprovalRefused):
-        resume(mod, files)
+        said = resume(mod, files)
+        pytest.fail("the service refused the revoked approval and the caller did not"
+                    f" hear it: resume answered {said!r} instead of raising"
+                    " ApprovalRefused")
     found = rows(files)
     assert found == ([], []), (
         "a refused approval still left a payment or a checkpoint: nothing may"

@@ -49,6 +49,9 @@ def assert_write_lock_held(db):
     try:
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             rival.execute("BEGIN IMMEDIATE")
+            pytest.fail("another writer took the write lock at once: the caller no"
+                        " longer holds the lock its count was made under (a commit,"
+                        " or a plain BEGIN after one, released it)")
     finally:
         rival.close()
 

@@ -118,7 +118,9 @@ def test_a_holder_that_is_not_current_reserves_nothing(mod, db, stale):
         flour, _ = both_claimed(conn)
         stale(conn, flour)
         with pytest.raises(fence.StaleClaim):
-            mod.reserve(conn, flour, "key-flour", 100, CEILING)
+            said = mod.reserve(conn, flour, "key-flour", 100, CEILING)
+            pytest.fail(f"a holder that was {stale.__name__} was not refused with"
+                        f" StaleClaim: reserve answered {said!r}")
         assert count_rows(conn, "reservations") == 0, (
             f"a holder that was {stale.__name__} still wrote a reservation row:"
             " the fence must be checked in the same transaction, before the"
@@ -137,7 +139,9 @@ def test_a_lease_that_ran_out_on_the_clock_reserves_nothing(mod, db):
         wait_until(lambda: store.now(conn) > flour.expires, timeout=30,
                    what="the flour lease run out")
         with pytest.raises(fence.StaleClaim):
-            mod.reserve(conn, flour, "key-flour", 100, CEILING)
+            said = mod.reserve(conn, flour, "key-flour", 100, CEILING)
+            pytest.fail("a holder whose lease ran out on the store's clock was not"
+                        f" refused with StaleClaim: reserve answered {said!r}")
         assert count_rows(conn, "reservations") == 0, (
             "a holder whose lease ran out on the clock still wrote a"
             " reservation: the fence must judge the lease by the store's clock")
@@ -160,7 +164,9 @@ def test_a_lease_that_ran_out_and_was_taken_over_reserves_nothing(mod, db):
         assert taken is not None and taken.generation == 2, (
             f"the set-up's replacement did not get generation 2: {taken!r}")
         with pytest.raises(fence.StaleClaim):
-            mod.reserve(conn, flour, "key-flour", 600, CEILING)
+            said = mod.reserve(conn, flour, "key-flour", 600, CEILING)
+            pytest.fail("the old holder, replaced at generation 2, was not refused"
+                        f" with StaleClaim: reserve answered {said!r}")
         assert mod.reserve(conn, taken, "key-flour-2", 600, CEILING) is True, (
             "the replacement (generation 2) was refused its 600: the old"
             " holder's refused attempt must leave nothing that counts")
@@ -195,7 +201,9 @@ def test_bad_amount_is_refused_before_writing(mod, db, amount, refusal):
     with opened(db) as conn:
         flour, _ = both_claimed(conn)
         with pytest.raises(refusal):
-            mod.reserve(conn, flour, "key", amount, CEILING)
+            said = mod.reserve(conn, flour, "key", amount, CEILING)
+            pytest.fail(f"the bad amount {amount!r} was not refused with a"
+                        f" {refusal.__name__}: reserve answered {said!r}")
         assert count_rows(conn, "reservations") == 0, (
             f"the bad amount {amount!r} was refused only after a row was written")
 

@@ -327,6 +327,9 @@ def test_the_cancel_is_durable_here_and_at_the_supplier(mod, shop, supplier):
         f" generation {generation}")
     with pytest.raises(fence.StaleClaim):
         fence.finish(conn, claim, "DONE", "the delayed result")
+        pytest.fail("the holder's delayed completion was let in after the cancel: the"
+                    " cancel did not leave the work CANCELLED under a new generation,"
+                    " so the holder's claim is still live")
     status = claims.work_row(conn, claim.id)["status"]
     assert status == claims.CANCELLED, (
         f"the holder's delayed completion changed the cancelled work: {status}")
@@ -435,7 +438,11 @@ def test_without_a_confirmed_fence_nothing_is_revoked(mod, tmp_path, supplier,
         with relay(supplier, held=ops["in_flight"], refuse_fence=refused) as down, \
                 holder_posting(down, claim, ops):
             with pytest.raises(orders.ResponseLost):
-                mod.cancel_and_settle(conn, claim.id, down.url)
+                said = mod.cancel_and_settle(conn, claim.id, down.url)
+                pytest.fail(f"the supplier did not confirm the fence ({refused}), and"
+                            " the cancel settled anyway: cancel_and_settle answered"
+                            f" {said!r} instead of raising orders.ResponseLost (a"
+                            " NOT_FOUND proves nothing then)")
             assert down.deliver(), "the supplier never decided the held POST"
         cancelled_here(conn, claim)
         unsent = status_of(conn, ops["unsent"])["status"]
@@ -480,7 +487,10 @@ def test_a_crash_inside_the_cancel_leaves_all_of_it_or_none(mod, shop, supplier,
     conn.set_authorizer(dies_at_the_write)
     try:
         with pytest.raises(sqlite3.DatabaseError):
-            mod.cancel_and_settle(conn, claim.id, supplier.url)
+            said = mod.cancel_and_settle(conn, claim.id, supplier.url)
+            pytest.fail(f"the crash at the cancel's first write to {table} was"
+                        f" swallowed: cancel_and_settle answered {said!r} instead of"
+                        " letting the DatabaseError through")
     finally:
         conn.set_authorizer(None)
     cancelled = claims.work_row(conn, claim.id)["status"] == claims.CANCELLED

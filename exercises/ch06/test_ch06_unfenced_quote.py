@@ -44,6 +44,8 @@ def test_without_the_fence_the_stale_quote_replaces_the_current_one(mod, replace
     mod.record_quote_unfenced(conn, old, "flour-25kg", 1990)  # A's late answer
     with pytest.raises(fence.StaleClaim):
         fence.finish(conn, old, "DONE", "ordered at 1990")
+        pytest.fail("the grader's world, not your answer: the superseded holder's"
+                    " finish was to be refused with StaleClaim")
     kept = quotes(conn)
     assert kept == [("flour-25kg", 1990, 1)], (  # the current quote is gone
         "record_quote_unfenced must keep the chapter's bug: the stale holder's"
@@ -55,7 +57,9 @@ def test_the_restored_fence_keeps_the_current_quote(mod, replaced):
     conn, old, new = replaced
     mod.record_quote(conn, new, "flour-25kg", 2150)
     with pytest.raises(fence.StaleClaim) as refused:
-        mod.record_quote(conn, old, "flour-25kg", 1990)
+        said = mod.record_quote(conn, old, "flour-25kg", 1990)
+        pytest.fail("the stale holder's quote was not refused with StaleClaim (a"
+                    f" newer claim took the work): record_quote answered {said!r}")
     assert refused.value.reason == "superseded", (
         "the stale holder was refused for the wrong reason: a newer claim took"
         f" the work, so 'superseded', not {refused.value.reason!r}")
@@ -74,7 +78,9 @@ def test_the_restored_fence_keeps_the_current_quote(mod, replaced):
 def test_a_stale_holder_cannot_add_a_quote_either(mod, replaced):
     conn, old, _ = replaced
     with pytest.raises(fence.StaleClaim):
-        mod.record_quote(conn, old, "rye-10kg", 1800)
+        said = mod.record_quote(conn, old, "rye-10kg", 1800)
+        pytest.fail("a stale holder adding a quote where there was none was not"
+                    f" refused with StaleClaim: record_quote answered {said!r}")
     kept = quotes(conn)
     assert kept == [], (
         "a stale holder added a quote where there was none: the fence must"
@@ -128,9 +134,15 @@ def test_a_holder_that_stopped_being_current_changes_no_quote(mod, replaced, sta
     mod.record_quote(conn, current, "flour-25kg", 2150)
     stale(conn, current)
     with pytest.raises(fence.StaleClaim):
-        mod.record_quote(conn, current, "flour-25kg", 1990)
+        said = mod.record_quote(conn, current, "flour-25kg", 1990)
+        pytest.fail(f"a holder that stopped being current ({stale.__name__}) was not"
+                    " refused with StaleClaim when it replaced its quote:"
+                    f" record_quote answered {said!r}")
     with pytest.raises(fence.StaleClaim):
-        mod.record_quote(conn, current, "rye-10kg", 1800)
+        said = mod.record_quote(conn, current, "rye-10kg", 1800)
+        pytest.fail(f"a holder that stopped being current ({stale.__name__}) was not"
+                    " refused with StaleClaim when it added a quote: record_quote"
+                    f" answered {said!r}")
     kept = quotes(conn)
     assert kept == [("flour-25kg", 2150, 2)], (
         f"a holder that stopped being current ({stale.__name__}) changed a"
@@ -175,7 +187,9 @@ def test_a_holder_whose_lease_ran_out_on_the_clock_changes_no_quote(mod, short_l
         f" holder left it, and it is generation {row['generation']}, expires"
         f" {row['expires']}")
     with pytest.raises(fence.StaleClaim) as refused:
-        mod.record_quote(conn, holder, "flour-25kg", 1990)
+        said = mod.record_quote(conn, holder, "flour-25kg", 1990)
+        pytest.fail("the holder whose lease ran out on the store's clock was not"
+                    f" refused with StaleClaim: record_quote answered {said!r}")
     assert refused.value.reason == "lease expired", (
         "the holder whose lease ran out was refused for the wrong reason:"
         f" 'lease expired', not {refused.value.reason!r}")
@@ -199,7 +213,10 @@ def test_a_replacement_on_the_real_clock_keeps_its_quote(mod, short_lease):
         f" work at generation 2, and got {replacement!r}")
     mod.record_quote(conn, replacement, "flour-25kg", 2090)
     with pytest.raises(fence.StaleClaim):
-        mod.record_quote(conn, holder, "flour-25kg", 1990)
+        said = mod.record_quote(conn, holder, "flour-25kg", 1990)
+        pytest.fail("the resumed holder's late quote, after a replacement claimed the"
+                    " work, was not refused with StaleClaim: record_quote answered"
+                    f" {said!r}")
     kept = quotes(conn)
     assert kept == [("flour-25kg", 2090, 2)], (
         "the resumed holder's late quote replaced the replacement's: quotes"

@@ -73,7 +73,9 @@ def refused(mod, conn, seen, to_state, reason):
     left open; the refusal's ``current`` as the row says."""
     before = rows(conn)
     with pytest.raises(TransitionRefused) as caught:
-        move(mod, conn, seen, to_state, who="late")
+        said = move(mod, conn, seen, to_state, who="late")
+        pytest.fail(f"a move from {seen} to {to_state!r} was made instead of refused"
+                    f" ({reason}): it answered {said!r}")
     assert caught.value.reason == reason, (
         f"a move from {seen} to {to_state!r} was refused for the wrong reason:"
         " a move not in the table is illegal_move whatever the version, then a"
@@ -204,7 +206,10 @@ def test_a_crash_inside_the_move_leaves_all_of_it_or_none(mod, shop, table):
     conn.set_authorizer(dies_at_the_write)
     try:
         with pytest.raises(sqlite3.DatabaseError):
-            move(mod, conn, ("booked", 0), "on_the_van")
+            said = move(mod, conn, ("booked", 0), "on_the_van")
+            pytest.fail(f"the crash at the move's write to {table} was swallowed: the"
+                        f" move answered {said!r} instead of letting the DatabaseError"
+                        " through")
     finally:
         conn.set_authorizer(None)
     version = mod.read(conn, "flour-1")["version"]

@@ -325,6 +325,8 @@ def test_an_interrupted_unwind_is_finished(mod, world):
     dying = {**world["actions"], "rename": real._replace(restore=dies_after_five)}
     with pytest.raises(RuntimeError):
         decisions.unwind(world["conn"], world["task"], dying, who="ana")
+        pytest.fail("the grader's world, not your answer: the set-up's unwind was to"
+                    " die after five restores")
     assert len(restored) == 5, (
         f"the set-up's unwind restored {len(restored)} files before it died,"
         " not 5 (the grader's world, not your answer)")

@@ -11,15 +11,24 @@ for an answer that predicts something.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
-pytest.importorskip("dbos")  # the frameworks are the package's extra 'frameworks'
+from crashcourse.lab.harness import Harness
+from crashcourse.services import mail
+from crashcourse.services.supplier.process import start_supplier
+from crashcourse.store import opened, table_rows
+from crashcourse.workers.frameworks.shop import build_world
 
-from crashcourse.lab.harness import Harness  # noqa: E402
-from crashcourse.services import mail  # noqa: E402
-from crashcourse.services.supplier.process import start_supplier  # noqa: E402
-from crashcourse.store import opened, table_rows  # noqa: E402
-from crashcourse.workers.frameworks.shop import build_world  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def dbos_installed():
+    """DBOS runs the kills: without it every test FAILS, saying how to get it
+    (a skip would grade an unsolved stub "skipped", exit 0)."""
+    if importlib.util.find_spec("dbos") is None:
+        pytest.fail("exercise 12.2 runs DBOS, which is not installed: pip install"
+                    " -e '.[frameworks]' (make venv installs it)", pytrace=False)
 
 CELLS = ("step/none", "step/position", "plain/none", "plain/position")
 COUNTS = ("orders", "messages")

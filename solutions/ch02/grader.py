@@ -8,19 +8,31 @@ from pathlib import Path
 
 from crashcourse.store import opened
 
-OVERCHARGED = """
+# The query's parts, each a rule of its own; the query is put together when
+# it runs (overcharged_sql), so each part can be read, and changed, alone.
+PER_ORDER_AND_CURRENCY = "p.order_id, p.currency"  # cents of one currency only
+# a payment nobody approved still counts: its approval is 0, not a missing row
+APPROVAL_BESIDE = """LEFT JOIN approvals AS a
+         ON a.order_id = p.order_id
+        AND a.currency = p.currency"""
+# more cents than approved, whatever the number of payments
+TOO_MUCH = "sum(p.amount_cents) > coalesce(a.amount_cents, :nothing)"
+
+
+def overcharged_sql() -> str:
+    """Each order's payments per currency, beside its approval in that
+    currency, kept where they add up to more than it allows."""
+    return f"""
 SELECT p.order_id,
        p.currency,
        count(*)                                AS payments,
        sum(p.amount_cents)                     AS charged_cents,
        coalesce(a.amount_cents, :nothing)      AS approved_cents
   FROM payments AS p
-  LEFT JOIN approvals AS a            -- a payment nobody approved still counts
-         ON a.order_id = p.order_id
-        AND a.currency = p.currency   -- cents of one currency, never mixed
- GROUP BY p.order_id, p.currency
-HAVING sum(p.amount_cents) > coalesce(a.amount_cents, :nothing)
- ORDER BY p.order_id, p.currency
+  {APPROVAL_BESIDE}
+ GROUP BY {PER_ORDER_AND_CURRENCY}
+HAVING {TOO_MUCH}
+ ORDER BY {PER_ORDER_AND_CURRENCY}
 """
 
 
@@ -42,4 +54,4 @@ def overcharged_orders(
 
 def overcharged_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     """The overcharged rows, read and nothing written."""
-    return conn.execute(OVERCHARGED, {"nothing": 0}).fetchall()
+    return conn.execute(overcharged_sql(), {"nothing": 0}).fetchall()

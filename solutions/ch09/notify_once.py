@@ -71,35 +71,56 @@ def notify_supplier(state: sqlite3.Connection, mail_path: str, task: str,
     key, given one live notifier (the provider takes no key of its own)."""
     refuse_unless_notifiable(state, task, order, amount, currency, recipient)
     install(state)
-    key = notice_key(task, order, recipient)
-    where = {"task": task, "key": key, "recipient": recipient}
-    with immediate(state):  # the intent, before anything leaves the process
-        row = state.execute("SELECT state, message_id FROM supplier_notices"
-                            " WHERE task = :task", where).fetchone()
-        if row is None:
-            state.execute(
-                "INSERT INTO supplier_notices (task, operation_key, recipient, state)"
-                f" VALUES (:task, :key, :recipient, '{PENDING}')", where)
+    notice = {"task": task, "key": notice_key(task, order, recipient),
+              "recipient": recipient}
+    row = record_intent(state, notice)
     if row is not None and row["state"] == NOTIFIED:
         return {"notification": ALREADY, "message_id": row["message_id"]}
     # A pending row: the last run died after its intent. Ask the provider by
     # key whether it ACCEPTED the notice (queued counts), before sending.
-    found, message_id = probe(mail_path, key, recipient) if row else (False, None)
+    found, message_id = (probe(mail_path, notice["key"], recipient) if row
+                         else (False, None))
     if found:
         settled = PROBED
     else:
-        accepted = mail.submit(
-            mail_path, recipient, f"payment sent: {order}",
-            f"{order}: {amount} cents {currency} paid ({task})",
-            {mail.KEY_HEADER: key}, credential=credential)
-        settled, message_id = SENT, accepted["message_id"]
+        settled = SENT
+        message_id = send(mail_path, notice, order, amount, currency, credential)
+    record_notified(state, notice, message_id, settled)
+    return {"notification": settled, "message_id": message_id}
+
+
+def record_intent(state: sqlite3.Connection, notice: dict) -> sqlite3.Row | None:
+    """The notice's row as the last run left it (None: there was none); a
+    PENDING row is written first, before anything leaves the process."""
+    with immediate(state):
+        row = state.execute("SELECT state, message_id FROM supplier_notices"
+                            " WHERE task = :task", notice).fetchone()
+        if row is None:
+            state.execute(
+                "INSERT INTO supplier_notices (task, operation_key, recipient, state)"
+                f" VALUES (:task, :key, :recipient, '{PENDING}')", notice)
+    return row
+
+
+def send(mail_path: str, notice: dict, order: str, amount: int, currency: str,
+         credential: str | None) -> int:
+    """Hand the notice to the provider, its key in the header; the provider's id."""
+    accepted = mail.submit(
+        mail_path, notice["recipient"], f"payment sent: {order}",
+        f"{order}: {amount} cents {currency} paid ({notice['task']})",
+        {mail.KEY_HEADER: notice["key"]}, credential=credential)
+    return accepted["message_id"]
+
+
+def record_notified(state: sqlite3.Connection, notice: dict, message_id: int,
+                    settled: str) -> None:
+    """The pending notice settled: NOTIFIED, with the provider's id and how."""
     with immediate(state):
         state.execute(
             f"UPDATE supplier_notices SET state = '{NOTIFIED}',"
             " message_id = :message_id, settled_by = :settled"
             " WHERE task = :task",
-            {"task": task, "message_id": message_id, "settled": settled})
-    return {"notification": settled, "message_id": message_id}
+            {"task": notice["task"], "message_id": message_id, "settled": settled})
 
 
 def probe(mail_path: str, key: str, recipient: str) -> tuple[bool, int | None]:

@@ -15,24 +15,43 @@ from crashcourse.claims import DONE, RUNNING, Claim
 # runs: the same clock every lease in the store was written with.
 SERVER_NOW = "extract(epoch FROM clock_timestamp())"
 
-FINISH = f"""
-UPDATE work
-SET status = '{DONE}', outcome = :outcome, expires = NULL, finished = {SERVER_NOW}
-WHERE
-    -- this claim: the same work, generation and owner
-        id = :id
-    AND generation = :generation
-    AND owner = :owner
-    -- still held, and held now, by the database's clock
-    AND status = '{RUNNING}'
-    AND expires > {SERVER_NOW}
-"""
+
+def names_this_claim() -> str:
+    """The row is this claim's: the same work, generation and owner."""
+    return "id = :id AND generation = :generation AND owner = :owner"
+
+
+def still_running() -> str:
+    """The work is still held: RUNNING, whatever else the row says."""
+    return f"status = '{RUNNING}'"
+
+
+def lease_live() -> str:
+    """The lease ends after the database's now (its end belongs to the next
+    claimer, whose pick is ``expires <= now``)."""
+    return f"expires > {SERVER_NOW}"
+
+
+def fence_clause() -> str:
+    """The whole fence: each part refuses on its own."""
+    return f"{names_this_claim()} AND {still_running()} AND {lease_live()}"
+
+
+def finish_statement() -> str:
+    """The one UPDATE: DONE, the outcome, the lease cleared, the finish
+    stamped by the database's clock, only where the fence holds."""
+    return (f"UPDATE work SET status = '{DONE}', outcome = :outcome,"
+            f" expires = NULL, finished = {SERVER_NOW} WHERE {fence_clause()}")
+
+
+def claim_parameters(claim: Claim, outcome: str) -> dict:
+    """What the statement binds: the outcome and the claim's three names."""
+    return {"outcome": outcome, "id": claim.id,
+            "generation": claim.generation, "owner": claim.owner}
 
 
 def finish(conn, claim: Claim, outcome: str) -> bool:
     """Set ``claim``'s work DONE with ``outcome`` if ``claim`` is still the
     live claim; whether the row was written."""
-    written = conn.execute(FINISH, {"outcome": outcome, "id": claim.id,
-                                    "generation": claim.generation,
-                                    "owner": claim.owner})
+    written = conn.execute(finish_statement(), claim_parameters(claim, outcome))
     return written.rowcount == 1

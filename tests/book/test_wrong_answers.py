@@ -21,6 +21,13 @@ tried to fool.
 The tests the wrong answer's docstring names (``test_...``) run first; only
 if none of them fails does the whole file run: the same verdict (the file
 fails), without the tests before the one that catches it.
+
+The opposite defect is a grader that rejects a correct answer written another
+way (09.1's trace once wanted the switch read by a statement beginning with
+SELECT, and refused a CTE). A correct variant lives at
+``solutions/chNN/right/MODULE/LABEL.py``, built the same way (only the
+definitions that differ, a docstring saying what is different and why it is
+still right), and the exercise's whole test file must PASS on it (exit 0).
 """
 
 from __future__ import annotations
@@ -51,6 +58,10 @@ def exercise_modules() -> list[tuple[str, str]]:
 
 def wrong_answers() -> list[Path]:
     return sorted(SOLUTIONS.glob("ch[0-9][0-9]/wrong/*/*.py"))
+
+
+def correct_variants() -> list[Path]:
+    return sorted(SOLUTIONS.glob("ch[0-9][0-9]/right/*/*.py"))
 
 
 def grading_tests_of(chapter: str, module: str) -> Path:
@@ -86,7 +97,7 @@ def graded_module(wrong: Path, solution: Path) -> str:
     return f"{solution.read_text()}\n\n# --- {wrong.name}: the mistake ---\n{mistake}\n"
 
 
-@pytest.mark.parametrize("wrong", wrong_answers(),
+@pytest.mark.parametrize("wrong", wrong_answers() + correct_variants(),
                          ids=lambda p: f"{p.parts[-4]}/{p.parent.name}/{p.stem}")
 def test_a_wrong_answer_only_redefines_what_the_solution_defines(wrong):
     solution = SOLUTIONS / wrong.parts[-4] / f"{wrong.parent.name}.py"
@@ -94,6 +105,21 @@ def test_a_wrong_answer_only_redefines_what_the_solution_defines(wrong):
     stray = defined_names(wrong.read_text()) - defined_names(solution.read_text())
     assert stray == set(), f"{wrong.name} defines names the solution lacks: {stray}"
     assert defined_names(wrong.read_text()), f"{wrong.name} changes nothing"
+
+
+# Issue 30: the recorded wrong answers hold the mistake alone, not a copy of
+# the solution around it. Copies made them 2,045 lines; split into small
+# functions, the references let each override one, and the total stays under
+# this (it was 1,925 when set): a wrong answer that grows past it is copying.
+WRONG_ANSWER_LINES = 2_000
+
+
+def test_the_wrong_answers_hold_only_their_mistakes():
+    total = sum(len(w.read_text().splitlines()) for w in wrong_answers())
+    assert total < WRONG_ANSWER_LINES, (
+        f"the recorded wrong answers take {total} lines, over"
+        f" {WRONG_ANSWER_LINES}: one is copying the solution around its"
+        " mistake; split the reference's function so the mistake overrides one")
 
 
 def named_tests(wrong: Path) -> list[str]:
@@ -124,7 +150,8 @@ def test_the_tests_reject_the_wrong_answer(wrong, tmp_path, request,
     assert (SOLUTIONS / chapter / f"{module}.py").is_file(), "no such exercise"
     tree = tmp_path / "answers"
     shutil.copytree(SOLUTIONS / chapter, tree / chapter,
-                    ignore=shutil.ignore_patterns("wrong", "__pycache__", "*.md"))
+                    ignore=shutil.ignore_patterns("wrong", "right", "__pycache__",
+                                                  "*.md"))
     (tree / chapter / f"{module}.py").write_text(
         graded_module(wrong, SOLUTIONS / chapter / f"{module}.py"))
     tests = grading_tests_of(chapter, module)
@@ -160,3 +187,42 @@ def test_every_wrong_answer_is_explained_in_its_chapter(wrong):
     assert f"{wrong.name}`" in explanation.read_text(), (
         f"{explanation.relative_to(ROOT)} never names `{wrong.name}`: "
         "say what the mistake is and which test catches it")
+
+
+def test_the_correct_variants_are_found():
+    """Each kind a grader could wrongly refuse has its recorded variant: a
+    CTE (09.1), SQL spelled unlike the reference's (02.2, 10.1), statements
+    through a cursor and ``executemany`` (01.1, where the rival is traced)."""
+    found = {f"{p.parts[-4]}/{p.parent.name}" for p in correct_variants()}
+    assert {"ch01/place_order", "ch02/grader", "ch09/may_run",
+            "ch10/fenced_finish"} <= found, (
+        f"a correct variant is missing: recorded only for {sorted(found)}")
+
+
+@pytest.mark.parametrize("right", correct_variants(),
+                         ids=lambda p: f"{p.parts[-4]}/{p.parent.name}/{p.stem}")
+def test_the_tests_accept_a_correct_variant(right, tmp_path, request,
+                                            measured_once_folder):
+    """A grader that rejects a correct answer is a defect too: the whole test
+    file passes on the variant."""
+    chapter, module = right.parts[-4], right.parent.name
+    server = {"CRASHCOURSE_MEASURED_ONCE": str(measured_once_folder)}
+    if chapter == "ch10":
+        from crashcourse.store.postgres_server import URL_ENV
+
+        server[URL_ENV] = request.getfixturevalue("pg_server").url
+    tree = tmp_path / "answers"
+    shutil.copytree(SOLUTIONS / chapter, tree / chapter,
+                    ignore=shutil.ignore_patterns("wrong", "right", "__pycache__",
+                                                  "*.md"))
+    (tree / chapter / f"{module}.py").write_text(
+        graded_module(right, SOLUTIONS / chapter / f"{module}.py"))
+    graded = subprocess.run(
+        [sys.executable, "-m", "pytest", *GRADING_FLAGS,
+         str(grading_tests_of(chapter, module))],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "CRASHCOURSE_ANSWERS": str(tree), **server})
+    assert graded.returncode == 0, (
+        f"the correct variant {right.name} was rejected (exit"
+        f" {graded.returncode}): the grader holds an answer to one spelling;\n"
+        + graded.stdout[-2000:] + graded.stderr[-2000:])

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from crashcourse.figures import evidence as timeline
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "checkpoints").glob("ch[0-9][0-9]_*.py"))
 TIMEOUT = 240
@@ -72,6 +74,30 @@ def test_the_shared_skeleton_shows(quick_run):
     assert f"{len(trials)}/{len(trials)} trials hold -> {output}" in done.stderr
     assert evidence["summary"]["quick"] is True
     assert evidence["summary"]["elapsed_s"] >= 0
+
+
+def test_every_trial_records_instants_measured_in_the_run(quick_run):
+    """The picture beside the evidence (``make checkpoints``, issue 32) is
+    drawn from the instants each trial recorded: every trial has some, and
+    each lies between the run's start and the evidence's writing, so it was
+    read from the clock during the run (a literal or a planned time would
+    fall outside, or leave the trial undrawn)."""
+    _, output, _ = quick_run
+    document = json.loads(output.read_text())
+    written = document["manifest"]["created_unix"] + 0.01  # rounded to 1 ms
+    began = written - document["summary"]["elapsed_s"] - 1.0  # its set-up, rounding
+    undrawn = [timeline.trial_name(t, n) for n, t in enumerate(document["trials"], 1)
+               if not timeline.trial_timeline(t)[1]]
+    assert not undrawn, f"trials that record no instant to draw: {undrawn}"
+    for n, trial in enumerate(document["trials"], start=1):
+        lanes, events = timeline.trial_timeline(trial)
+        # a lease's end is the expiry its row holds: it may lie past the run
+        instants = [at for _, at, label in events if label != "lease ends"]
+        instants += [start for _, start, _, _ in lanes]
+        outside = [i for i in instants if not began <= i <= written]
+        assert not outside, (f"{timeline.trial_name(trial, n)} records instants"
+                             f" outside its run ({began:.3f} to {written:.3f}):"
+                             f" {outside[:3]}")
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)

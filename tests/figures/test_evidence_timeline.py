@@ -72,6 +72,59 @@ def test_changing_a_row_changes_the_picture():
     assert drawn(changed)["killed_holder held"][0] != before["killed_holder held"][0]
 
 
+CROWDED = [(0.0, "start"), (0.1, "at step-10:after_outcome"), (0.16, "killed"),
+           (0.22, "supplier's file"), (1.0, "start"),
+           (1.06, "at step-21:before_intent"), (1.12, "killed"),
+           (2.0, "exit 3, gate refused"), (2.06, "start"), (2.5, "exit 0")]
+
+
+def test_no_label_covers_another_on_a_crowded_lane():
+    """Chapter 07's kills: many marks close together on the parent's lane.
+    Each label gets a row where it fits; drawn, no two boxes overlap and
+    every one stays inside its axes."""
+    pytest.importorskip("matplotlib")
+    base = 1.8e9
+    document = {"trials": [{"case": "crowded", "moments": [
+        {"what": what, "at": base + t} for t, what in CROWDED]}]}
+    [(_, lanes, events)] = evidence.evidence_trials(document)
+    rows = [row for *_, row, _ in evidence.label_rows(events, 500, 0, 3, 6.9)]
+    assert max(rows) > 0, "the case is not crowded: every label fits one row"
+    fig = evidence.draw(document)
+    fig.draw_without_rendering()
+    [ax] = fig.axes
+    inside = ax.get_window_extent()
+    boxes = [text.get_window_extent() for text in ax.texts]
+    assert len(boxes) == len(events)
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                if a.overlaps(b)], "two labels drawn on top of each other"
+    assert all(inside.x0 <= b.x0 and b.x1 <= inside.x1 and b.y1 <= inside.y1
+               for b in boxes), "a label leaves its axes"
+
+
+def test_no_label_covers_another_across_lanes():
+    """Chapter 06's eight trials, up to six lanes each: the rows of one lane's
+    labels stay below the next lane's."""
+    pytest.importorskip("matplotlib")
+    fig = evidence.draw(CH06)
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        boxes = [text.get_window_extent() for text in ax.texts]
+        assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                    if a.overlaps(b)], f"{ax.get_title()}: two labels overlap"
+
+
+def test_the_title_stays_above_the_first_trial_however_tall():
+    """24 trials (the most drawn) make a figure over 80 inches tall: its title
+    is placed in the strip the layout leaves at the top, not a fraction of
+    the height down, inside the first trial."""
+    pytest.importorskip("matplotlib")
+    document = {"trials": CH06["trials"] * 3}
+    fig = evidence.draw(document, title="crashcourse.ch07.random_kill_campaign/3")
+    fig.draw_without_rendering()
+    first = fig.axes[0].get_tightbbox()  # its own title included
+    assert fig._suptitle.get_window_extent().y0 >= first.y1
+
+
 def test_a_trial_without_instants_is_left_out():
     document = {"trials": [{"case": "counts only", "holds": True, "orders": 1}]}
     assert evidence.evidence_trials(document) == []

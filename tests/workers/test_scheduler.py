@@ -18,9 +18,9 @@ import pytest
 
 from crashcourse import control
 from crashcourse.lab.harness import Harness
-from crashcourse.store import opened
+from crashcourse.store import StoreMissing, opened
 from crashcourse.waiting import wait_until
-from crashcourse.workers.scheduler import ticks_of
+from crashcourse.workers.scheduler import TICKS, ticks_of
 
 SCHEDULER = ["-m", "crashcourse.workers.scheduler"]
 WAIT = 60.0  # seconds: bounded, with margin for a loaded machine
@@ -32,8 +32,15 @@ def scheduler(state, name: str, ticks: int = 10_000, interval: float = 0.01):
 
 
 def ticks(state, name: str, since: float = float("-inf")) -> list[dict]:
-    with opened(state) as conn:
-        return ticks_of(conn, name, since)
+    """The scheduler's tick rows, read without creating its file: a poll
+    that runs before the scheduler has made its store must not make one
+    (issue 36: under load a poll created the file, the scheduler found it 0
+    bytes long, refused it with exit 2, and the wait for ticks ran out)."""
+    try:
+        with opened(state, require=(TICKS,)) as conn:
+            return ticks_of(conn, name, since)
+    except StoreMissing:
+        return []
 
 
 def runs(state) -> list[dict]:
@@ -75,6 +82,20 @@ def test_a_stop_outlives_the_scheduler_process(tmp_path):
     after = [r for r in runs(state) if r["started_at"] >= stopped_at]
     assert [(r["scheduler"], r["allowed_by"]) for r in after] == [
         ("third", restarted)] * 5
+
+
+def test_a_poll_before_the_scheduler_made_its_file_makes_none(tmp_path):
+    """The reader the tests poll with leaves a missing store missing; a
+    reader that made the file would race the scheduler's start (the 0-byte
+    file it finds is refused: exit 2, below)."""
+    state = tmp_path / "runtime.sqlite"
+    assert ticks(state, "told") == []
+    assert not state.exists(), "a poll for ticks created the scheduler's file"
+    state.touch()  # what a creating reader leaves for a moment: 0 bytes
+    with Harness() as harness:
+        refused = harness.run(scheduler(state, "told", ticks=3))
+    assert refused.returncode == 2, (
+        f"the scheduler took a 0-byte file as its store: {refused.stderr}")
 
 
 def test_sigterm_ends_the_scheduler_after_its_tick(tmp_path):

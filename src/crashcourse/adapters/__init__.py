@@ -43,20 +43,22 @@ a second process calling while the first one's lease is live waits it out
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import inspect
 import json
 import os
+import threading
 import time
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from crashcourse import journal
 from crashcourse.effects import operation_key
 from crashcourse.journal.plan import Plan, Step
-from crashcourse.store import opened
+from crashcourse.store import connect, on_server, opened
 from crashcourse.validate import canonical, check_text
 
 KEY_PARAMETER = "operation_key"  # the body's keyword that receives the key
@@ -66,6 +68,51 @@ DEFAULT_WAIT_S = 5.0  # the longest the body's request may take once it leaves
 DEFAULT_WAIT_OUT_S = 60.0  # how long a call waits for an earlier holder's lease
 PROBE_CONTRACT = ("probe(**arguments, operation_key=KEY) must return"
                   " (done: bool, observed: JSON)")
+_OPEN = threading.local()  # this thread's journal connections: see journal_connection
+
+
+@contextlib.contextmanager
+def journal_connection(path: str, synchronous: str) -> Iterator[Any]:
+    """The journal's connection for one call: a SQLite journal's is opened
+    once per process, thread and file, its schema installed once, and kept
+    (a call pays its own transactions only: no open, no install, and no
+    checkpoint at every close, which cost a FULL journal about four syncs a
+    call). Reopened when the file at ``path`` is no longer the one it opened
+    (deleted or replaced), or after a fork; a call that fails leaves no
+    transaction open on it. A ``postgresql://`` journal opens per call."""
+    if on_server(path):
+        with opened(path, synchronous=synchronous) as conn:
+            journal.install(conn)
+            yield conn
+        return
+    kept = getattr(_OPEN, "kept", None)
+    if kept is None or kept[0] != os.getpid():  # a forked child opens its own
+        kept = _OPEN.kept = (os.getpid(), {})
+    conns = kept[1]
+    try:
+        here = os.stat(path)
+        identity = (here.st_dev, here.st_ino)
+    except FileNotFoundError:
+        identity = None
+    entry = conns.get((path, synchronous))
+    if entry is not None and entry[0] != identity:  # not the file it opened
+        conns.pop((path, synchronous))[1].close()
+        entry = None
+    if entry is None:
+        conn = connect(path, synchronous=synchronous)
+        try:
+            journal.install(conn)
+        except BaseException:
+            conn.close()
+            raise
+        here = os.stat(path)
+        entry = conns[(path, synchronous)] = ((here.st_dev, here.st_ino), conn)
+    conn = entry[1]
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:  # an error mid-transaction: nothing half-kept
+            conn.rollback()
 
 
 class ProbeContract(TypeError):
@@ -155,6 +202,7 @@ class EffectTool:
         self.owner, self.synchronous = owner, synchronous
         self.is_async = inspect.iscoroutinefunction(body)
         self.probe_is_async = inspect.iscoroutinefunction(probe)
+        self.probe_checked = False  # its answer's shape, before the first claim
         self.function = self._as_function()
 
     def scope(self) -> str:
@@ -241,14 +289,16 @@ class EffectTool:
                 ) from None
             return result
 
-        # The probe's shape is checked before the claim: nothing is written
-        # for a probe that breaks its contract (it is a read, by contract).
-        asked(arguments, journal.step_key(task, self.step(arguments)))
+        # The probe's shape is checked before this tool's first claim: nothing
+        # is written for a probe that breaks its contract (it is a read, by
+        # contract). Later answers are checked where they are used.
+        if not self.probe_checked:
+            asked(arguments, journal.step_key(task, self.step(arguments)))
+            self.probe_checked = True
         action = journal.Action(execute=performed, probe=asked, wait_s=self.wait_s)
         owner = self.owner or f"{self.name}@pid-{os.getpid()}"
         deadline = time.monotonic() + self.wait_out_s
-        with opened(self.journal_path, synchronous=self.synchronous) as conn:
-            journal.install(conn)
+        with journal_connection(self.journal_path, self.synchronous) as conn:
             while True:
                 try:
                     journal.run_task(conn, task, plan, {self.name: action},

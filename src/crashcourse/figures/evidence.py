@@ -8,9 +8,11 @@ from the trial's rows, never from a literal of the checkpoint: each claim row
 a span and its end a mark; a work row's ``finished`` marks the generation that
 finished it; every row with an ``at`` instant (a service's requests with their
 ``method`` and ``answer``, refusals, ...) is a mark on the lane of the table
-it came from; the parent's own instants (``moments``: each ``{"what", "at"}``,
-and any ``*_at_unix`` number, such as the kill) go on a lane of their own. A
-trial whose evidence records no instant is named and left out.
+it came from, and so is a row's ``*_unix`` column (a payment's
+``committed_unix``: ``committed``); the parent's own instants (``moments``:
+each ``{"what", "at"}``, and any ``*_at_unix`` number, such as the kill) go
+on a lane of their own. A trial whose evidence records no instant is named
+and left out.
 
 Book-only, like the rest of ``figures``: matplotlib is imported inside the
 functions that draw, so the extraction (``trial_timeline``) runs without it.
@@ -84,9 +86,11 @@ def trial_timeline(trial: Mapping) -> tuple[list, list]:
             for key, value in node.items():
                 if key == "manifest":
                     continue
-                at = _instant(value)
-                if at is not None and str(key).endswith("_at_unix"):
-                    events.append((PARENT, at, str(key).removesuffix("_at_unix")))
+                at, key = _instant(value), str(key)
+                if at is not None and key.endswith("_at_unix"):
+                    events.append((PARENT, at, key.removesuffix("_at_unix")))
+                elif at is not None and key.endswith("_unix"):  # a row's own
+                    events.append((table or PARENT, at, key.removesuffix("_unix")))
                 walk(value, str(key), table)
         elif isinstance(node, list):
             rows = [r for r in node if isinstance(r, Mapping)]
@@ -167,57 +171,108 @@ def shown_part(lanes: list, events: list) -> tuple[list, list]:
 
 
 def trial_name(trial: Mapping, n: int) -> str:
-    for key in ("case", "name", "trial", "framework", "scenario"):
-        if isinstance(trial.get(key), str | int):
-            return str(trial[key])
-    return f"trial {n}"
+    """What the checkpoint calls the trial (its case, intervention, ...), with
+    its repetition, or its number when the evidence numbers its trials
+    (``trial 3: live_stale_holder``); else its place in the evidence."""
+    number = trial.get("trial")
+    numbered = f"trial {number}" if type(number) is int else ""
+    for key in ("case", "intervention", "name", "trial", "framework", "scenario"):
+        value = trial.get(key)
+        if isinstance(value, str):
+            if isinstance(trial.get("variant"), str):
+                value = f"{value}:{trial['variant']}"
+            repetition = trial.get("repetition")
+            again = f" #{repetition}" if type(repetition) is int else ""
+            return f"{numbered}: {value}{again}" if numbered else f"{value}{again}"
+    return numbered or f"trial {n}"
+
+
+# Labels are laid out before drawing, from a generous estimate of their width
+# (DejaVu Sans averages under 0.6 em a character), so rows never collide.
+CHAR_EM = 0.62
+GAP_PX = 6  # between two labels on one row
+UNIT_PX = 36  # one data unit of a lane, in pixels of the PNG
+
+
+def label_rows(events: list, axis_px: float, left: float, right: float,
+               char_px: float) -> list[tuple]:
+    """``(lane, at, label, row, dx)`` per mark: the row of labels above its
+    lane it is written on (0 the lowest) and the offset in pixels of its left
+    edge from its mark, so that no two labels of a lane overlap and none
+    leaves the axes. A label goes on the lowest row with room for it."""
+    ends: dict[str, list[float]] = {}
+    placed = []
+    for lane, at, label in sorted(events, key=lambda e: (e[0], e[1])):
+        width = len(label) * char_px
+        x = (at - left) / (right - left) * axis_px
+        # centred on its mark, else starting or ending there; inside the axes
+        starts = [min(max(s, 0.0), max(axis_px - width, 0.0))
+                  for s in (x - width / 2, x, x - width)]
+        rows = ends.setdefault(lane, [])
+        row, start = next(((r, s) for r, end in enumerate(rows) for s in starts
+                           if end + GAP_PX <= s), (len(rows), starts[0]))
+        if row == len(rows):
+            rows.append(0.0)
+        rows[row] = start + width
+        placed.append((lane, at, label, row, start - x))
+    return placed
 
 
 def draw(document: Mapping, title: str = ""):
     """One axes per trial (at most MAX_TRIALS), stacked; a closed Figure, or
-    None when no trial records an instant."""
-    from crashcourse.figures import COLOURS, FIT_INCHES, TEXT, _keep_apart, new_figure
+    None when no trial records an instant. Each lane is as tall as its rows
+    of labels need: no label covers another."""
+    from crashcourse.figures import COLOURS, DPI, FIT_INCHES, TEXT, new_figure
 
     trials = evidence_trials(document)
     if not trials:
         return None
     shown = trials[:MAX_TRIALS]
-    heights = [0.45 * len({lane for lane, *_ in lanes} | {e[0] for e in events})
-               + 0.9 for _, lanes, events in shown]
+    char_px, row_px = CHAR_EM * TEXT * DPI / 72, TEXT * DPI / 72 + 4
+    layouts = []
+    for _, lanes, events in shown:
+        names = list(dict.fromkeys([lane for lane, *_ in lanes]
+                                   + [lane for lane, *_ in events]))
+        right = max([a for _, a, _ in events] + [e for _, _, e, _ in lanes])
+        xlim = (-0.02 * right, 1.25 * right + 1e-3)  # room for a last label
+        # the axes' width: the figure's, less the lane names and the margins
+        axis_px = FIT_INCHES * DPI - max(map(len, names)) * char_px - 40
+        placed = label_rows(events, axis_px, *xlim, char_px)
+        rows = {lane: 1 + max([r for ln, _, _, r, _ in placed if ln == lane],
+                              default=-1) for lane in names}
+        y, ys = 0.0, {}
+        for lane in names:  # bottom up: the bar, then its rows of labels
+            ys[lane] = y
+            y += 0.6 + (rows[lane] * row_px + 6) / UNIT_PX
+        layouts.append((names, xlim, placed, ys, y))
+    heights = [top * UNIT_PX / DPI + 0.9 for *_, top in layouts]
     fig, _ = new_figure(FIT_INCHES, sum(heights) + 0.6)
     fig.clear()
     grid = fig.add_gridspec(len(shown), 1, height_ratios=heights)
-    axes = []
-    for i, (name, lanes, events) in enumerate(shown):
+    for i, ((name, lanes, _), (names, xlim, placed, ys, top)) in enumerate(
+            zip(shown, layouts, strict=True)):
         ax = fig.add_subplot(grid[i])
-        axes.append(ax)
-        names = list(dict.fromkeys([lane for lane, *_ in lanes]
-                                   + [lane for lane, *_ in events]))
         for lane, start, end, colour in lanes:
-            ax.barh(names.index(lane), max(end - start, 0.0), left=start, height=0.5,
+            ax.barh(ys[lane], max(end - start, 0.0), left=start, height=0.4,
                     color=COLOURS.get(colour, colour))
-        labels = []
-        for lane, at, label in sorted(events, key=lambda e: e[1]):
-            y = names.index(lane)
-            ax.plot([at], [y], marker="v", color="black", markersize=5)
-            labels.append(ax.annotate(label, (at, y + 0.25), xytext=(0, 3),
-                                      textcoords="offset points", fontsize=TEXT,
-                                      ha="center", va="bottom"))
-        ax.set_yticks(range(len(names)), names, fontsize=TEXT)
+        for lane, at, label, row, dx in placed:
+            ax.plot([at], [ys[lane]], marker="v", color="black", markersize=5)
+            ax.annotate(label, (at, ys[lane] + 0.25), xytext=(dx, 3 + row * row_px),
+                        textcoords="offset pixels", fontsize=TEXT, ha="left",
+                        va="bottom")
+        ax.set_yticks([ys[lane] for lane in names], names, fontsize=TEXT)
         ax.tick_params(axis="x", labelsize=TEXT)
-        ax.set_ylim(-0.7, len(names) - 0.1)
+        ax.set_ylim(-0.4, top)
         ax.set_title(name, fontsize=TEXT, loc="left")
-        right = max([a for _, a, _ in events] + [e for _, _, e, _ in lanes])
-        ax.set_xlim(-0.02 * right, 1.25 * right + 1e-3)  # room for a last label
-        ax._crashcourse_labels = labels
-    axes[-1].set_xlabel("s since the trial's first recorded instant", fontsize=TEXT)
+        ax.set_xlim(*xlim)
+    fig.axes[-1].set_xlabel("s since the trial's first recorded instant",
+                            fontsize=TEXT)
     more = f" (first {MAX_TRIALS} of {len(trials)} trials)" if len(trials) > len(
         shown) else ""
-    fig.suptitle(f"{title}{more}", fontsize=TEXT + 1)
+    # in the top 0.4 inch the layout leaves it, however tall the figure
+    fig.suptitle(f"{title}{more}", fontsize=TEXT + 1, va="top",
+                 y=1 - 0.1 / fig.get_figheight())
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
-    for ax in axes:
-        _keep_apart(fig, ax, ax._crashcourse_labels)
-        del ax._crashcourse_labels
     return fig
 
 

@@ -51,6 +51,20 @@ class Finished:
     stderr: str
 
 
+class Moments(list):
+    """The parent's own instants in one trial, for the timeline ``make
+    checkpoints`` draws beside the evidence: each ``{"what", "at"}``,
+    ``at`` the wall clock read by ``mark`` at the event itself (just before a
+    start; just after a boundary was announced, a kill reaped, an exit),
+    never a planned time. A list, so it goes into the evidence as it is."""
+
+    def mark(self, what: str) -> float:
+        """Record that ``what`` has just happened; its instant (Unix s)."""
+        at = time.time()
+        self.append({"what": what, "at": at})
+        return at
+
+
 def last_words(finished: Finished, lines: int = 3) -> str:
     """The exit status and the last lines a worker wrote on stderr, for the
     message of a trial it never reached the point of: the evidence then says
@@ -252,6 +266,7 @@ class Interruption:
     resumed_stdout: str
     final_snapshot: dict
     timeline_ms: dict
+    moments: Moments = field(default_factory=Moments)  # the same, as instants
 
 
 def kill_and_resume(
@@ -269,20 +284,23 @@ def kill_and_resume(
     replacement starts: the place to revoke an approval or change a policy.
     """
     t0 = time.monotonic()
+    moments = Moments()
 
-    def mark() -> float:
+    def mark(what: str) -> float:
+        moments.mark(what)
         return round((time.monotonic() - t0) * 1000, 3)
 
     worker = harness.start(args, stop_at=boundary_name)
     worker.wait_for_boundary(timeout)
-    at_boundary = mark()
+    at_boundary = mark(f"at {boundary_name}")
     killed = worker.kill()
-    at_kill = mark()
+    at_kill = mark("killed")
     at_interruption = snapshot()
     if between is not None:
         between()
+    moments.mark("start")
     resumed = harness.run(resume_args or args, timeout)
-    at_resumed_exit = mark()
+    at_resumed_exit = mark(f"exit {resumed.returncode}")
     return Interruption(
         boundary=boundary_name,
         interrupted_pid=killed.pid,
@@ -297,4 +315,5 @@ def kill_and_resume(
             "killed": at_kill,
             "resumed_exit": at_resumed_exit,
         },
+        moments=moments,
     )

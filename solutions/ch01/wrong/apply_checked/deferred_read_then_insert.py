@@ -2,22 +2,14 @@
 ``BEGIN`` that takes no lock at the read. Caught by
 ``test_a_rival_between_any_two_statements_is_answered_not_a_crash``."""
 
+import contextlib
 
+
+@contextlib.contextmanager
 def transaction(conn):
-    import contextlib
-
-    @contextlib.contextmanager
-    def deferred():
-        conn.execute("BEGIN")  # deferred: no lock until the first write
-        try:
-            yield
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    return deferred()
+    conn.execute("BEGIN")  # deferred: no lock until the first write
+    with conn:  # COMMIT at the end, ROLLBACK on an error
+        yield
 
 
 def claim(conn, key, offered):

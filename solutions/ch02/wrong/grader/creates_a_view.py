@@ -4,5 +4,5 @@
 
 def overcharged_rows(conn):
     conn.execute("CREATE VIEW IF NOT EXISTS overcharged AS"
-                 + OVERCHARGED.replace(":nothing", "0"))
+                 + overcharged_sql().replace(":nothing", "0"))
     return conn.execute("SELECT * FROM overcharged").fetchall()

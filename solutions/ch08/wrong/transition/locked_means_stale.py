@@ -3,22 +3,14 @@ as ``stale_version``. Caught by
 ``test_another_delivery_moving_in_between_is_no_reason_to_refuse`` and
 ``test_a_busy_database_is_not_a_stale_version``."""
 
+import contextlib
 
+
+@contextlib.contextmanager
 def transaction(conn):
-    import contextlib
-
-    @contextlib.contextmanager
-    def deferred():
-        conn.execute("BEGIN")  # deferred: the write lock comes with the UPDATE
-        try:
-            yield
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    return deferred()
+    conn.execute("BEGIN")  # deferred: the write lock comes with the UPDATE
+    with conn:  # COMMIT at the end, ROLLBACK on an error
+        yield
 
 
 def compare_and_set(conn, delivery_id, expected_state, expected_version, to_state,

@@ -4,15 +4,5 @@
 ``test_a_finished_claim_cannot_finish_twice``."""
 
 
-FINISH = f"""
-UPDATE work
-SET status = '{DONE}', outcome = :outcome, expires = NULL, finished = {SERVER_NOW}
-WHERE id = :id
-  AND generation = :generation
-"""
-
-
-def finish(conn, claim: Claim, outcome: str) -> bool:
-    written = conn.execute(FINISH, {"outcome": outcome, "id": claim.id,
-                                    "generation": claim.generation})
-    return written.rowcount == 1
+def fence_clause() -> str:
+    return "id = :id AND generation = :generation"

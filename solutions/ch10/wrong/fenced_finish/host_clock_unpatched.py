@@ -3,17 +3,8 @@
 
 from datetime import datetime
 
-FINISH = f"""
-UPDATE work
-SET status = '{DONE}', outcome = :outcome, expires = NULL, finished = {SERVER_NOW}
-WHERE id = :id AND generation = :generation AND owner = :owner
-  AND status = '{RUNNING}' AND expires > :now
-"""
+SERVER_NOW = ":now"
 
 
-def finish(conn, claim: Claim, outcome: str) -> bool:
-    written = conn.execute(FINISH, {"outcome": outcome, "id": claim.id,
-                                    "generation": claim.generation,
-                                    "owner": claim.owner,
-                                    "now": datetime.now().timestamp()})
-    return written.rowcount == 1
+def claim_parameters(claim, outcome, _reference=claim_parameters):
+    return {**_reference(claim, outcome), "now": datetime.now().timestamp()}

@@ -3,19 +3,8 @@
 
 import time
 
-FINISH = f"""
-UPDATE work
-SET status = '{DONE}', outcome = :outcome, expires = NULL, finished = :now
-WHERE id = :id
-  AND generation = :generation
-  AND owner = :owner
-  AND status = '{RUNNING}'
-  AND expires > :now
-"""
+SERVER_NOW = ":now"
 
 
-def finish(conn, claim: Claim, outcome: str) -> bool:
-    written = conn.execute(FINISH, {"outcome": outcome, "id": claim.id,
-                                    "generation": claim.generation,
-                                    "owner": claim.owner, "now": time.time()})
-    return written.rowcount == 1
+def claim_parameters(claim, outcome, _reference=claim_parameters):
+    return {**_reference(claim, outcome), "now": time.time()}

@@ -2,7 +2,7 @@
 ``test_a_cancel_between_a_read_and_the_write_is_never_overwritten`` and
 ``test_it_is_one_update_and_nothing_else``."""
 
-from crashcourse.claims import DONE, Claim, fence
+from crashcourse.claims import fence
 
 
 def finish(conn, claim: Claim, outcome: str) -> bool:

@@ -34,16 +34,14 @@ from dbos import DBOS, SetWorkflowID
 
 from crashcourse.validate import argument_parser
 from crashcourse.workers.frameworks.shop import (
-    FINAL,
     KEYS,
     PROMPT,
     TOOLS,
     ShopTools,
     World,
     checked_world,
-    new_call_id,
     new_key,
-    next_turn,
+    scripted_reply,
 )
 
 STORE = "dbos.sqlite"
@@ -54,16 +52,6 @@ def configure(world: World) -> None:
     """One DBOS per process, its system database in the trial's folder."""
     DBOS(config={"name": "shop", "log_level": "ERROR",
                  "system_database_url": f"sqlite:///{world.path(STORE)}"})
-
-
-def scripted_reply(history: list[dict]) -> dict:
-    """The scripted model's next message for ``history`` (chapter 12)."""
-    turn = next_turn(sum(m["role"] == "tool" for m in history))
-    if turn is None:
-        return {"role": "assistant", "content": FINAL, "tool_call": None}
-    name, arguments = turn
-    return {"role": "assistant", "content": "",
-            "tool_call": {"id": new_call_id(), "name": name, "args": arguments}}
 
 
 def tool_calls(world: World, policy: str, mode: str = "step") -> dict:

@@ -47,26 +47,15 @@ from crashcourse.workers.frameworks.shop import (
     ShopTools,
     World,
     agent_parser,
-    new_call_id,
     new_key,
-    next_turn,
     parse_agent,
+    scripted_reply,
     serve_agent,
 )
 from crashcourse.workers.frameworks.temporal_server import free_port
 
 SERVICE = "restate-service.json"  # the deployment's port, kept for a resume
 RESULT_WAIT_S = 120.0
-
-
-def call_model(history: list) -> dict:
-    """The scripted model's next message (chapter 12)."""
-    turn = next_turn(sum(m["role"] == "tool" for m in history))
-    if turn is None:
-        return {"role": "assistant", "content": FINAL, "tool_call": None}
-    name, arguments = turn
-    return {"role": "assistant", "content": "",
-            "tool_call": {"id": new_call_id(), "name": name, "args": arguments}}
 
 
 def tool_bodies(world: World, policy: str) -> dict:
@@ -91,7 +80,7 @@ def workflow_for(world: World, policy: str) -> restate.Workflow:
     async def run(ctx: restate.WorkflowContext, prompt: str) -> dict:
         history = [{"role": "user", "content": prompt}]
         while True:
-            message = await ctx.run_typed("call_model", call_model,
+            message = await ctx.run_typed("call_model", scripted_reply,
                                           history=history)
             history.append(message)
             call = message["tool_call"]

@@ -74,6 +74,17 @@ def new_call_id() -> str:
     return f"call_{secrets.token_hex(6)}"
 
 
+def scripted_reply(history: list[dict]) -> dict:
+    """The scripted model's next message for ``history``: the next tool call
+    of SCRIPT, with a fresh call id, or the final text (chapter 12)."""
+    turn = next_turn(sum(m["role"] == "tool" for m in history))
+    if turn is None:
+        return {"role": "assistant", "content": FINAL, "tool_call": None}
+    name, arguments = turn
+    return {"role": "assistant", "content": "",
+            "tool_call": {"id": new_call_id(), "name": name, "args": arguments}}
+
+
 def new_key() -> str:
     """The ``none`` policy: a key nobody can compute again."""
     return f"rand-{secrets.token_hex(8)}"

@@ -52,9 +52,8 @@ with workflow.unsafe.imports_passed_through():
         ShopTools,
         World,
         checked_world,
-        new_call_id,
         new_key,
-        next_turn,
+        scripted_reply,
     )
 
 START_TO_CLOSE = 4.0  # seconds an activity attempt may take before a retry
@@ -65,12 +64,7 @@ RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200),
 @activity.defn(name="call_model")
 def call_model(history: list) -> dict:
     """The scripted model's next message (chapter 12)."""
-    turn = next_turn(sum(m["role"] == "tool" for m in history))
-    if turn is None:
-        return {"role": "assistant", "content": FINAL, "tool_call": None}
-    name, arguments = turn
-    return {"role": "assistant", "content": "",
-            "tool_call": {"id": new_call_id(), "name": name, "args": arguments}}
+    return scripted_reply(history)
 
 
 @workflow.defn(name="Restock")
