@@ -41,6 +41,10 @@ RUNS_ON = ("each installer declares RUNS_ON and refuses another database before"
 SECONDS = ("a seconds option parsed by validate.seconds (finite, ASCII digits)"
            " instead of float: a refusal at the command line only; the checkpoint"
            " passes plain decimal seconds, parsed to the same value")
+HELD = ("a lock another process keeps past the busy timeout (a holder paused"
+        " mid-write) is the worker's documented 'held' status and one JSON line"
+        " (options.one_line_errors(held=...)), where it was exit 74 'the machine"
+        " refused' (issue 35): no matrix trial meets a locked file")
 SCRIPTED = ("the scripted model's reply (shop.scripted_reply) is written once in"
             " shop, where DBOS's, Restate's and Temporal's agents each wrote the"
             " same seven lines: the same messages, ids and order")
@@ -98,9 +102,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         RUNS_ON + "; gained write_lock_free(), a probe for tests and chapter 09;"
         " nothing the matrix calls changed (issue 36)")),
     "crashcourse/workers/paying.py": (
-        "233ef197f90747ebf9adc9eacb793f573b6df75fa43b435d8d9f9a9629c9759a", RUNS_ON),
+        "7be11caf6cdcd79552cd2aaa34856acdd990ecec4b7ed29aa8c743afd72053d7",
+        RUNS_ON + "; EXITS gains 'held' (6): " + HELD),
     "crashcourse/workers/restock_note.py": (
-        "c64f56004a233addc6a89d494e37267a8409b40b2d234c9b1f240cff2f2f999c", RUNS_ON),
+        "94bd2bd72fd549c46cf10bf437236326e02a25b979b193ab7f52352654118c74",
+        RUNS_ON + "; " + HELD),
     "crashcourse/workflow/__init__.py": (
         "5a01c9567fe2c66a69f2e07f519c22980bc5046b770ab7c9aef41003783e47e5", (RUNS_ON
          + "; " + ("transition() gains the boundary moving:<state> inside its write"
@@ -124,15 +130,17 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " boundary is announced); unset, it is 30 s as the matrix ran it, and"
         " release, kill or a closed pipe end the hold as before (issue 36)"),
     "crashcourse/workers/scheduler.py": (
-        "c4d902be577ac275629eaa0c3e98a1ddd759a17163011d0329b2dff22251e398",
-        "records each tick in its own scheduler_ticks row (tests wait for ticks,"
-        " not sleeps); the matrix does not run the scheduler (issue 36)"),
+        "d35a95e0ab0e30143a1d7fa95459d36bdd62e4921d171310362171432288b33c",
+        ("records each tick in its own scheduler_ticks row (tests wait for ticks,"
+         " not sleeps); the matrix does not run the scheduler (issue 36); " + HELD)),
     "crashcourse/workers/journal_worker.py": (
-        "2d47921d42023c0d212736a0c8c5a70b5aa2d7ce36edbab3fb70e39b55fab840",
+        "364804e5f2a7562a88617668b8287d733069ddeeae40fcb597cc5e498a379ec0",
         SECONDS + "; and a service's lock kept past the declared wait is"
         " ServiceLocked, 'held' (4) with a line naming the service, where it"
         " was 'held' blaming the journal's lock (issue 35): no matrix trial"
-        " meets a locked service"),
+        " meets a locked service; and the journal file gets the full integrity"
+        " check (a damaged index refused, exit 2), where it had the quick one:"
+        " a sound journal, as every matrix trial's, opens as before"),
     "crashcourse/workers/workflow_worker.py": (
         "87cb7983c9d335ba8c5baa7205fa0fdf18d1b1d6b41560a4bb3619876d7443e2",
         SECONDS + "; and the workflow's write lock kept past the busy timeout"
@@ -157,8 +165,38 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " lets it go on, so every racer is in the race before any drains"
         " (issue 36); chapter 12's matrix never runs the host worker"),
     "crashcourse/workers/options.py": (
-        "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
-        "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
+        "4a9ab45fed9e77409cc67139dbc2a2858ce8bee91cfc1370790de46e559a76b9",
+        ("gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); and"
+         " one_line_errors(held=N) with lock_kept: " + HELD)),
+    "crashcourse/workers/charge.py": (
+        "8abd293924eef26198c94098fe2e256049b0523bdf2c50e051dcd4d40866763c",
+        HELD),
+    "crashcourse/workers/pay_invoice.py": (
+        "1d8477c6896923f08410ede5b04620686e4bf1d047df14bf9d816ebfe1adb4c3",
+        HELD),
+    "crashcourse/workers/payment_command.py": (
+        "2e046e7fa8b3a3b153e99238e07e5642d0ad58d27c9579a2bd3e7e8eda9b85cf",
+        "--help's exit statuses"
+        " name 6, held: " + HELD),
+    "crashcourse/workers/shop_worker.py": (
+        "0963018ad0c28bfc5d59e1cb2ad858a6858c1c103ece64e1ea1c93b8ee89b90e",
+        HELD + "; and the agent's own file gets the full integrity check"
+        " (a damaged index there is refused, exit 2), where it had the quick"
+        " one: a sound file, as every matrix trial's, opens as before"),
+    "crashcourse/workers/wedged_worker.py": (
+        "de9751e7d4e6cbf27e4972e38b2e3721b4ca55d7088341dea2df80e44670a602",
+        HELD),
+    "crashcourse/workers/charge_read_first.py": (
+        "8b8ca1b2152574a0373ef5350ae0b26df2d1df79bc9b301056dce8779ec23fae",
+        HELD + "; and the"
+        " payment service's lock kept past --busy-timeout-ms (now passed to it)"
+        " is PaymentServiceBusy, 'busy' (5) as charge answers it, where it was"
+        " exit 74: a race trial never waits out the timeout"),
+    "crashcourse/workers/host_worker.py": (
+        "dc83d7a22a4417d64d82db815314ac29d733b85e5f1044f145e07741cf0b0de6",
+        HELD + "; and"
+        " wait_for_parent holds for boundary.hold_seconds() (the harness's"
+        " CRASHCOURSE_HOLD_SECONDS), unset 30 s as the matrix ran it"),
     "crashcourse/lab/harness.py": (
         "e3c7d2062573ef5859a2954dbab2b6aa8ff07c4b580bbf76118fe3dcedaee4ec",
         "gained Moments, the parent's wall-clock instants of a trial for the"
@@ -204,9 +242,11 @@ def test_an_edited_script_is_drift(tmp_path):
 def test_a_module_the_matrix_ran_that_differs_is_drift():
     document = matrix()
     recorded = document["manifest"]["sources_sha256"]
-    key = "crashcourse/adapters/__init__.py"
-    assert key in evidence.sources_used(SCRIPT)
-    recorded[key] = "0" * 64  # as if measured on another adapter
+    # A module the matrix ran that no acknowledgement covers (adapters/__init__
+    # was the one, until its own edit was acknowledged).
+    key = next(k for k in sorted(evidence.sources_used(SCRIPT))
+               if k.startswith("crashcourse/") and k not in ACKNOWLEDGED)
+    recorded[key] = "0" * 64  # as if measured on another version of it
     assert unexplained(document, SCRIPT, ACKNOWLEDGED) == [key]
 
 

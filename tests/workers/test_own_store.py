@@ -142,3 +142,73 @@ def test_a_scheduler_on_a_damaged_state_starts_nothing(tmp_path):
     done = worker("scheduler", ["--state", str(state), "--name", "n",
                                 "--ticks", "1", "--interval", "0"], tmp_path)
     assert_refused(done, "scheduler", state, before)
+
+
+def journal_world(tmp_path) -> tuple[str, str]:
+    """A journal world whose plan has run to its end once: the directory and
+    the task. A rerun of the same command does nothing (``skip``)."""
+    from crashcourse.lab import pauses
+
+    task = pauses.build(str(tmp_path), pauses.pause_plan(renames=2, mails=1))
+    done = journal_run(tmp_path, task)
+    assert done.returncode == 0, f"the first run did not finish: {done.stderr}"
+    return str(tmp_path), task
+
+
+def journal_run(tmp_path, task: str) -> subprocess.CompletedProcess:
+    return worker("journal_worker", ["--dir", str(tmp_path), "--task", task],
+                  tmp_path)
+
+
+@pytest.mark.parametrize("index", ["sqlite_autoindex_work_2", "work_in_session"])
+def test_a_flipped_bit_in_the_journal_s_own_index_is_refused(tmp_path, index):
+    """Issue 35: ``journal_worker`` gave its own file the quick check, which a
+    flipped bit in an index passes. With the work row's index damaged, the
+    rerun queued the task again and died on it (74, "IntegrityError"), or
+    claimed and judged a file SQLite itself calls damaged (exit 0). The full
+    integrity check refuses it: exit 2, one line, the file as it was."""
+    directory, task = journal_world(tmp_path)
+    journal_file = Path(directory) / "journal.sqlite"
+    flip_index_bit(journal_file, index, task.encode()[:20])
+    quick, full = quick_and_full(journal_file)
+    assert (quick, full != "ok") == ("ok", True), (
+        f"the damage is not the kind only the full check finds: {quick}, {full}")
+    before = journal_file.read_bytes()
+    done = journal_run(tmp_path, task)
+    assert done.returncode == options.BAD_INPUT, (
+        f"a damaged journal was trusted: exit {done.returncode}, {done.stderr}")
+    assert len(done.stderr.splitlines()) == 1 and "damaged" in done.stderr, (
+        f"the refusal is not one line naming the damage: {done.stderr}")
+    assert journal_file.read_bytes() == before, "the damaged journal was written"
+
+
+@pytest.mark.parametrize("index", ["sqlite_autoindex_work_1",
+                                   "sqlite_autoindex_claims_1"])
+def test_a_flipped_bit_in_the_shop_worker_s_own_index_is_refused(tmp_path, index):
+    """Issue 35: ``shop_worker`` gave the agent's file the quick check, which a
+    flipped bit in the work row's or the claims' index passes: a drain then
+    claimed and finished on a file SQLite itself calls damaged (exit 0,
+    written). The full integrity check refuses it: exit 2, one line, the file
+    as it was."""
+    from crashcourse import claims
+    from crashcourse.claims import orders
+
+    db = tmp_path / "agent.sqlite"
+    with opened(db) as conn:
+        orders.install(conn)
+        first = claims.enqueue(conn, "phone:item-0", "counter", "Restock 0")
+        claims.enqueue(conn, "phone:item-1", "counter", "Restock 1")
+    drain = ["drain", "--db", str(db), "--limit", "1"]
+    done = worker("shop_worker", drain, tmp_path)
+    assert done.returncode == 0, f"the first drain did not finish: {done.stderr}"
+    flip_index_bit(db, index, first.encode())
+    quick, full = quick_and_full(db)
+    assert (quick, full != "ok") == ("ok", True), (
+        f"the damage is not the kind only the full check finds: {quick}, {full}")
+    before = db.read_bytes()
+    again = worker("shop_worker", drain, tmp_path)
+    assert again.returncode == options.BAD_INPUT, (
+        f"a damaged agent file was trusted: exit {again.returncode}, {again.stdout}")
+    assert len(again.stderr.splitlines()) == 1 and "damaged" in again.stderr, (
+        f"the refusal is not one line naming the damage: {again.stderr}")
+    assert db.read_bytes() == before, "the damaged file was written"

@@ -14,7 +14,10 @@ It prints one JSON line saying what it did and exits by ``paying.EXITS``: 0
 (committed or replayed), 2 (bad input, a blank ``--key`` included, or a
 ``--payments`` file that is not an installed service: one line on stderr,
 nothing created), 3 (refused, with the reason), 4 (key conflict), 5
-(service busy) or 74 (the machine refused a file mid-run: one line).
+(service busy: nothing charged), 6 (held: another process kept the lock of
+``--state`` past the busy timeout, a holder paused mid-write, issue 35; the
+waiting transaction wrote nothing) or 74 (the machine refused a file mid-run:
+one line).
 Graders read the payment service's file, never this line or the exit status.
 """
 
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import sys
 
-from crashcourse.workers import options, payment_command
+from crashcourse.workers import options, paying, payment_command
 
 OPTIONS = (*payment_command.OPTIONS,
            options.Option("--key", "the operation key to pay under"))
@@ -34,7 +37,7 @@ def parse(argv: list[str] | None = None):
                          payment_command.EPILOG)
 
 
-@options.one_line_errors
+@options.one_line_errors(held=paying.EXITS["held"])
 def main(argv: list[str] | None = None) -> int:
     return payment_command.run(parse(argv), pay)
 

@@ -29,16 +29,23 @@ if TYPE_CHECKING:
 
 
 def issue_payment_read_first(path: str | Path, key: str, order_id: str,
-                             amount_cents: int, currency: str) -> str:
+                             amount_cents: int, currency: str, *,
+                             busy_timeout_ms: int = payments.DEFAULT_BUSY_TIMEOUT_MS
+                             ) -> str:
     """MUTANT: ``payments.issue_payment`` with its step 3, the budget, read
-    BEFORE the write lock is taken. Everything else is in its order."""
+    BEFORE the write lock is taken. Everything else is in its order, a lock
+    kept past ``busy_timeout_ms`` included: ``PaymentServiceBusy``, nothing
+    charged."""
     payments.check_action(key, order_id, amount_cents, currency)
     action = {"order_id": order_id, "amount_cents": amount_cents, "currency": currency}
-    with opened(path, require=payments.TABLES, record=True) as conn:  # no lock
+    with payments.busy_means_not_charged("nothing was read"), \
+            opened(path, require=payments.TABLES, record=True,
+                   busy_timeout_ms=busy_timeout_ms) as conn:  # no lock
         reason = budget.shortfall(conn, amount_cents, currency)
     boundary("budget_read")  # the gap: another racer can pay here
-    with opened(path, require=payments.TABLES, record=True) as conn, \
-            immediate(conn):
+    with payments.busy_means_not_charged("nothing was charged"), \
+            opened(path, require=payments.TABLES, record=True,
+                   busy_timeout_ms=busy_timeout_ms) as conn, immediate(conn):
         if replayed := payments.find_payment(conn, key):
             if replayed != action:
                 raise payments.PaymentConflict(key, replayed, action)
@@ -50,7 +57,7 @@ def issue_payment_read_first(path: str | Path, key: str, order_id: str,
     return "committed"
 
 
-@one_line_errors
+@one_line_errors(held=paying.EXITS["held"])
 def main(argv: list[str] | None = None) -> int:
     """``charge``, paying through ``issue_payment_read_first`` (chapter 04)."""
     args = charge.parse(argv)
@@ -63,11 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         boundary("before_payment")
         try:
             outcome = issue_payment_read_first(args.payments, args.key, args.order,
-                                               args.amount, args.currency)
+                                               args.amount, args.currency,
+                                               busy_timeout_ms=args.busy_timeout_ms)
         except payments.ApprovalRefused as refused:  # BudgetExhausted included
             report = {"outcome": "refused", "reason": refused.reason}
         except payments.PaymentConflict:  # as charge answers it: exit 4
             report = {"outcome": "conflict"}
+        except payments.PaymentServiceBusy as busy:  # as charge: exit 5
+            report = {"outcome": "busy", "reason": str(busy)}
         else:
             boundary("after_payment")
             paying.save_checkpoint(state, args.task, args.key, outcome)

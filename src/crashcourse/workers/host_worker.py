@@ -45,9 +45,12 @@ supplier's URL as this host reaches it. Modes:
 
 Each ends with one JSON line (graders read rows, not it). Exit status: 0
 done; 2 bad input (one line on stderr, nothing written); 3 ``hold`` found
-nothing to claim; 5 told to hold, it ended without reaching the hold (what
-it did and saw on stderr); 74 the machine refused a file mid-run (one line
-on stderr); 97 held and never released.
+nothing to claim; 4 held: another process kept the store's write lock (a
+row's, on a server) past the busy timeout (a holder paused mid-write, issue
+35), the transaction that waited wrote nothing (one JSON line, ``held``); 5
+told to hold, it ended without reaching the hold (what it did and saw on
+stderr); 74 the machine refused a file mid-run (one line on stderr); 97 held
+and never released (after ``CRASHCOURSE_HOLD_SECONDS``, as a boundary).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ from http.client import HTTPConnection
 from urllib.parse import urlsplit
 
 from crashcourse import claims, control, store
-from crashcourse.boundary import HOLD_EXPIRED, HOLD_SECONDS, observing
+from crashcourse.boundary import HOLD_EXPIRED, hold_seconds, observing
 from crashcourse.claims import fence, orders
 from crashcourse.lab.example import FLOUR, ScriptedModel
 from crashcourse.services import supplier as supplier_client
@@ -77,6 +80,7 @@ from crashcourse.workers.options import (
 from crashcourse.workers.shop_worker import FINAL, NothingToClaim, patiently
 
 NOTHING_TO_CLAIM = 3
+HELD = 4  # another process kept the store's lock past the busy timeout
 NEVER_HELD = 5
 TABLES = ("work", "claims", "transcript", "refusals", "orders")
 LATE = {"kind": "late", "text": "ordering 6 sacks"}  # what the cut-off holder says
@@ -88,9 +92,11 @@ def say(word: str, **facts) -> None:
 
 def wait_for_parent(word: str, **facts) -> None:
     """Say ``word``; hold until the parent writes a line on stdin, bounded as
-    a boundary is (``crashcourse.boundary``): never go on by ourselves."""
+    a boundary is (``crashcourse.boundary.hold_seconds``: the harness's
+    ``CRASHCOURSE_HOLD_SECONDS``, else 30 s): never go on by ourselves."""
+    bound = hold_seconds()  # a bad bound was refused at start (main)
     say(word, **facts)
-    ready, _, _ = select.select([sys.stdin], [], [], HOLD_SECONDS)
+    ready, _, _ = select.select([sys.stdin], [], [], bound)
     if not ready or not sys.stdin.readline():
         sys.exit(HOLD_EXPIRED)
 
@@ -329,7 +335,7 @@ def parse(argv: list[str] | None):
     return parser.parse_args(argv)
 
 
-@one_line_errors
+@one_line_errors(held=HELD)
 def main(argv: list[str] | None = None) -> int:
     """Run one mode against the shared store; print its report (chapter 10)."""
     args = parse(argv)
@@ -340,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode != "drain":
             check_text("--supplier", args.supplier)
         check_text("--work", args.work, none_ok=True)
+        hold_seconds()  # CRASHCOURSE_HOLD_SECONDS, if set, is seconds above 0
         check_installed((args.store, TABLES))
     except (TypeError, ValueError, StoreMissing) as bad:
         return refuse(bad)

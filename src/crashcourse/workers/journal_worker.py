@@ -27,8 +27,9 @@ it):
 0  the plan is finished (now or before), or the pause flag stopped the run
    at a step boundary with nothing in doubt;
 2  bad input (usage, a blank value, a lease or wait out of range, a task
-   with no stored plan, a ``DIR`` whose three files are not installed
-   stores): one line on stderr, nothing created or written;
+   with no stored plan, a ``DIR`` whose three files are not installed,
+   sound stores: damaged, cut short, 0 bytes): one line on stderr, nothing
+   created or written;
 3  refused: a gate failed, a credential was refused (or, with ``--broker``,
    not issued), the person's decision was refused, or the task was
    cancelled (unwound); nothing mailed after it;
@@ -263,10 +264,13 @@ def parse(argv: list[str]) -> dict:
 
 def check_world(where: dict[str, str]) -> None:
     """The journal (with its plan), the drive and the mail provider are
-    installed stores; else ``StoreMissing``, nothing created (chapter 07)."""
+    installed, sound stores; else ``StoreMissing`` (``StoreDamaged``), nothing
+    created or written (chapter 07). The journal gets the full integrity
+    check, as the outside world's files do: a damaged index there hides a
+    work row, a claim or an intent from its lookup, and the run would claim,
+    or act, as if it were not recorded (issue 35)."""
     check_installed((where["journal"], ("plans", "journal", "work", "claims")),
-                    record=False)  # its own file: the quick check
-    check_installed((where["drive"], drive.TABLES), (where["mail"], mail.TABLES))
+                    (where["drive"], drive.TABLES), (where["mail"], mail.TABLES))
 
 
 def resume_command(directory: str, task: str, who: str,

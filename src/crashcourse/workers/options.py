@@ -23,6 +23,7 @@ kill; a rerun resumes from the durable rows.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from types import SimpleNamespace
@@ -118,7 +119,26 @@ def refuse(reason: object, prog: str | None = None) -> int:
     return BAD_INPUT
 
 
-def one_line_errors(main):
+# What SQLite (and the PostgreSQL adapter, ``store.rows.LOCKED``) says of a lock
+# another process kept past the busy timeout: "database is locked", or
+# "locking protocol" (the WAL index kept busy by a process frozen in its open).
+LOCK_KEPT = ("database is locked", "locking protocol")
+HELD_LINE = ("another process kept the write lock of a file this run writes"
+             " past the busy timeout (a holder paused mid-write?); the"
+             " transaction that waited wrote nothing, and what committed"
+             " before stays")
+
+
+def lock_kept(error: BaseException) -> bool:
+    """Whether ``error`` is a lock another process kept past the busy timeout:
+    a live holder (paused, or slow), not the machine refusing (issue 35)."""
+    import sqlite3  # every worker has loaded it already
+
+    return isinstance(error, sqlite3.OperationalError) and any(
+        words in str(error) for words in LOCK_KEPT)
+
+
+def one_line_errors(main=None, *, held: int | None = None):
     """``main`` with what the machine refuses mid-run (an ``OSError`` the
     system raised, with its errno, or an ``sqlite3.Error``: a full disk, a
     read-only mount, a file that is not a database) said on ONE line and ended
@@ -128,8 +148,16 @@ def one_line_errors(main):
     when opened (``StoreMissing``, ``StoreDamaged``: not this program's, 0
     bytes, damaged) is ``BAD_INPUT``, one line, the file untouched. A
     PostgreSQL server unreachable or killed mid-run (psycopg's
-    ``OperationalError``) is the machine too: one line, ``IO_ERROR``."""
+    ``OperationalError``) is the machine too: one line, ``IO_ERROR``.
+
+    With ``held`` (``@one_line_errors(held=N)``), a lock another process kept
+    past the busy timeout (``lock_kept``: a holder paused mid-write, issue 35)
+    is not the machine: the worker's documented "held" status ``N``, and one
+    JSON line on stdout, ``{"held": why}``, as its other outcomes are said."""
     import sqlite3  # every worker has loaded it already
+
+    if main is None:  # @one_line_errors(held=N)
+        return lambda main: one_line_errors(main, held=held)
 
     def guarded(argv: list[str] | None = None) -> int:
         try:
@@ -137,6 +165,9 @@ def one_line_errors(main):
         except StoreMissing as bad:  # a store not this program's, or damaged:
             return refuse(bad)  # refused before anything was written (issue 35)
         except (OSError, sqlite3.Error) as refused:
+            if held is not None and lock_kept(refused):  # a live holder
+                print(json.dumps({"held": HELD_LINE}), flush=True)
+                return held
             if isinstance(refused, OSError) and refused.errno is None:
                 raise  # not the machine: the runtime refusing, or a bug
             refuse(f"the machine refused: {type(refused).__name__}: {refused}")

@@ -16,8 +16,12 @@ a ``--payments`` (or ``--notify``) file that is not an installed service: one
 line on stderr, no traceback, nothing created; 3 refused (approval or
 budget); 4 the key is bound to another action; 5 the payment service stayed
 locked past ``--busy-timeout-ms``: nothing was charged and a rerun with the
-same key is safe; 74 the machine refused a file mid-run (a full disk, a
-read-only mount): one line on stderr, and what committed before stays.
+same key is safe; 6 held: another process kept the write lock of
+``--state`` (or of the ``--notify`` mail provider's file) past the busy
+timeout (a holder paused mid-write, issue 35): the transaction that waited
+wrote nothing, a rerun with the same key is safe (one JSON line, ``held``); 74
+the machine refused a file mid-run (a full disk, a read-only mount): one line
+on stderr, and what committed before stays.
 
 Both variants first read their own checkpoint (``pay_task``): the checkpoint
 is written only after the service answered, so a checkpoint proves the charge
@@ -106,7 +110,7 @@ def parse(argv: list[str] | None = None):
                          payment_command.EPILOG)
 
 
-@options.one_line_errors
+@options.one_line_errors(held=paying.EXITS["held"])
 def main(argv: list[str] | None = None) -> int:
     return payment_command.run(parse(argv), pay_task)
 

@@ -71,8 +71,12 @@ TABLES = ("checkpoints", "notifications")  # what SCHEMA creates
 # A refused NEW payment, a key bound to another action and a locked service are
 # outcomes, not crashes: each has its own status, and none charged anything.
 # Bad input (or a payment service not installed) is refused before anything.
+# "held": another process kept the write lock of the worker's own file (or of
+# the --notify mail provider's) past the busy timeout, a holder paused
+# mid-write (issue 35): the transaction that waited wrote nothing, and a rerun
+# under the same key is safe (``options.one_line_errors``'s ``held``).
 EXITS = {"committed": 0, "already_committed": 0, "bad_input": BAD_INPUT,
-         "refused": 3, "conflict": 4, "busy": 5}
+         "refused": 3, "conflict": 4, "busy": 5, "held": 6}
 PAID = ("committed", "already_committed")  # the outcomes after which to notify
 
 

@@ -63,7 +63,10 @@ EPILOG = ("exit status: 0 paid (or found paid); 2 bad input, a payment "
           "service that is not installed or a --state that is not the worker's "
           "own store (one line on stderr, nothing written); "
           "3 refused (approval or budget); 4 the key is bound to another action; "
-          "5 the payment service stayed locked; 74 the machine refused a file "
+          "5 the payment service stayed locked (nothing charged); 6 held: "
+          "another process kept the lock of the worker's own file (or the "
+          "--notify mail provider's) past the busy timeout, the waiting "
+          "transaction wrote nothing; 74 the machine refused a file "
           "mid-run (a full disk, a read-only mount): one line")
 
 

@@ -22,8 +22,11 @@ quantity that is not a whole number from 1 to 10**6, a ``--db`` with no
 directory, or a ``--db`` that is not the shop's own store: 0 bytes, another
 program's database, damaged or cut short, left as it was): one line on
 stderr, no traceback, no file created or written; 4 the same
-task already posted another note, nothing written (``CONFLICT_EXIT``); 74
-the machine refused a file mid-run (a full disk, a read-only mount): one line.
+task already posted another note, nothing written (``CONFLICT_EXIT``); 5
+held: another process kept the shop file's write lock past the busy timeout
+(a holder paused mid-write, issue 35), the waiting transaction wrote nothing
+and a rerun is safe (``HELD_EXIT``; one JSON line, ``held``); 74 the machine
+refused a file mid-run (a full disk, a read-only mount): one line.
 """
 
 from __future__ import annotations
@@ -53,8 +56,9 @@ if TYPE_CHECKING:  # only for hints
     from types import SimpleNamespace
 
 CONFLICT_EXIT = 4  # same task, different note: refused, nothing written
+HELD_EXIT = 5  # the shop file's lock kept by another process: nothing written
 EXITS = {"applied": 0, "already_applied": 0, "bad_input": BAD_INPUT,
-         "conflict": CONFLICT_EXIT}
+         "conflict": CONFLICT_EXIT, "held": HELD_EXIT}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS stock (
@@ -178,7 +182,8 @@ OPTIONS = (
 
 EPILOG = ("exit status: 0 posted (or found posted); 2 bad input (one line on "
           "stderr, no file created); 4 the task already posted another note; "
-          "74 the machine refused a file mid-run (one line)")
+          "5 held: another process kept the shop file's write lock (nothing "
+          "written); 74 the machine refused a file mid-run (one line)")
 
 
 def parse(argv: list[str] | None = None) -> SimpleNamespace:
@@ -186,7 +191,7 @@ def parse(argv: list[str] | None = None) -> SimpleNamespace:
     return options.parse(__doc__.split("\n\n")[0], OPTIONS, argv, EPILOG)
 
 
-@options.one_line_errors
+@options.one_line_errors(held=HELD_EXIT)
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     try:

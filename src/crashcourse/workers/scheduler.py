@@ -17,7 +17,10 @@ line on stderr, before ``--state`` is created; so does a ``--state`` that is
 not the scheduler's own store (0 bytes, another program's database, damaged or
 cut short), left as it was. What the machine refuses mid-run (a file that is
 not a database, a full disk, a read-only mount) ends it with one line and exit
-status 74. It prints one JSON line
+status 74. Another process that keeps ``--state``'s write lock past the busy
+timeout (a holder paused mid-write, issue 35) ends it with exit status 4,
+held: the tick that waited wrote nothing and started no run, and the line
+says ``held``. It prints one JSON line
 (ticks, runs it started); graders count the ``runs`` rows.
 
 Each tick leaves a durable record: a ``scheduler_ticks`` row (which
@@ -48,6 +51,7 @@ from crashcourse.workers.options import (
 USAGE = ("usage: scheduler --state PATH --name NAME [--ticks N]"
          " [--interval SECONDS]")
 MAX_TICKS = 100_000
+HELD = 4  # exit status: --state's write lock kept by another process
 TICKS = "scheduler_ticks"
 TICKS_DDL = f"""
 CREATE TABLE IF NOT EXISTS {TICKS} (
@@ -96,7 +100,7 @@ def parse(argv: list[str]) -> dict:
     return {**options, "ticks": ticks, "interval": interval}
 
 
-@one_line_errors
+@one_line_errors(held=HELD)
 def main(argv: list[str] | None = None) -> int:
     """Tick until ``--ticks`` are done or SIGTERM asks to stop (chapter 09)."""
     try:

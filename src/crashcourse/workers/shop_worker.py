@@ -20,11 +20,16 @@ Modes (the parent picks one per experiment):
 
 The worker prints one JSON line; graders read the databases, not this line.
 Exit status: 0 done; 2 bad input (an unknown mode or option, a blank owner or
-work id, a lease or wait out of range, no ``--url`` where one is sent to, or a
-``--db`` that is not the agent's installed store, a ``--wait`` that does not
-fit in ``--ttl`` where a request is sent): one line on stderr, nothing
-written; 3 ``hold`` or ``send`` found nothing to claim; 74 the machine refused
-a file mid-run (one line on stderr).
+work id, a lease or wait out of range, no ``--url`` where one is sent to, a
+``--db`` that is not the agent's installed, sound store (damaged, cut short:
+left as it was), or a ``--wait`` that does not fit in ``--ttl`` where a
+request is sent): one line on stderr, nothing written; 3 ``hold`` or
+``send`` found nothing to claim; 4 ``send``: the supplier refused the order
+as stale; 5 held: another process kept the agent's file's write lock past
+the busy timeout (a holder paused mid-write, issue 35; ``drain`` first waits
+it out twenty times, ``patiently``): the transaction that waited wrote
+nothing (one JSON line, ``held``); 74 the machine refused a file mid-run (one
+line on stderr).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from crashcourse.workers.options import (
 
 NOTHING_TO_CLAIM = 3  # exit status of hold and send when no work is eligible
 STALE_AT_SUPPLIER = 4  # exit status of send when the supplier refused it (412)
+HELD = 5  # exit status: another process kept the agent's file locked
 CHOSEN = claims.CHOSEN  # the same point in the mutant and in claim_sqlite
 MAX_LIMIT = 1_000_000  # claims one drain may take; more is a typo
 MAX_WAIT = 60.0  # seconds for one supplier request; longer is a typo
@@ -184,7 +190,7 @@ def drain(conn, owner: str, ttl: float, take=claims.claim,
     return {"finished": done, "stale": stale}
 
 
-@one_line_errors
+@one_line_errors(held=HELD)
 def main(argv: list[str] | None = None) -> int:
     """Run one mode on the agent's file and print its report (chapters 05-06)."""
     args = parse(argv)
@@ -237,7 +243,9 @@ def check(args) -> None:
     if args.mode in ("send", "run") and not args.wait < args.ttl:
         raise ValueError(f"--wait {args.wait} s does not fit in the --ttl "
                          f"{args.ttl} s lease: a request must end inside it")
-    check_installed((args.db, tables), record=False)  # the agent's own file
+    # The agent's own file, with the full integrity check: a damaged index
+    # there hides a claim or an order from its lookup (issue 35).
+    check_installed((args.db, tables))
 
 
 def parse(argv: list[str] | None):

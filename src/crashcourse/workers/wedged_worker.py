@@ -22,7 +22,10 @@ with exit status 3. Bad input (usage, a blank value, a drive or mail
 provider or runtime file that is not an installed store, a drive with no
 files) ends it at once: exit status 2, one line on stderr, nothing done.
 What the machine refuses (a read-only mount, a full disk, a file that is not
-a database) ends it with one line and exit status 74.
+a database) ends it with one line and exit status 74. A drive's or mail
+provider's file whose write lock another process keeps past the busy timeout
+(one paused inside the service's transaction, issue 35) ends it with exit
+status 4, held: that retry did nothing, and the line says ``held``.
 
 It prints one JSON line (retries made, whether the flag stopped it, the
 refusal's reason); graders count the effects from the drive's and the
@@ -51,6 +54,7 @@ from crashcourse.workers.options import (
 USAGE = ("usage: wedged_worker --drive PATH --mail PATH --credential TOKEN"
          " [--runtime PATH] [--limit N] [--pace SECONDS]")
 REFUSED = 3  # exit status once a service refused the credential
+HELD = 4  # exit status: a service's file kept locked by another process
 OWNER = "owner@shop.example"
 MAIL_EVERY = 4  # every fourth retry is a mail, the others renames
 
@@ -92,7 +96,7 @@ def paused(options: dict) -> bool:
         return control.is_paused(conn)
 
 
-@one_line_errors
+@one_line_errors(held=HELD)
 def main(argv: list[str] | None = None) -> int:
     """Step through the files, hanging in each step until ``--limit`` retries
     (chapter 09); stops at a boundary when the flag is set."""
