@@ -159,11 +159,6 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " probe's answer shape is checked before a tool's first claim, not at"
         " every call: the same transactions and commits per call, so the same"
         " kill points and rows (issue 34)"),
-    "crashcourse/workers/host_worker.py": (
-        "7118535dc88d03e24a777cc2e770d1ff979aaa6782493766cbd64fd2f8de56da",
-        "drain mode (chapter 10's race) holds its first claim until the parent"
-        " lets it go on, so every racer is in the race before any drains"
-        " (issue 36); chapter 12's matrix never runs the host worker"),
     "crashcourse/workers/options.py": (
         "4a9ab45fed9e77409cc67139dbc2a2858ce8bee91cfc1370790de46e559a76b9",
         ("gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); and"
@@ -193,10 +188,12 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " is PaymentServiceBusy, 'busy' (5) as charge answers it, where it was"
         " exit 74: a race trial never waits out the timeout"),
     "crashcourse/workers/host_worker.py": (
-        "dc83d7a22a4417d64d82db815314ac29d733b85e5f1044f145e07741cf0b0de6",
+        "1fd963073deceae82ac6f2d54727e2ea60f6d2f7b3246ce3f8f5dbc2f3ad9d04",
         HELD + "; and"
         " wait_for_parent holds for boundary.hold_seconds() (the harness's"
-        " CRASHCOURSE_HOLD_SECONDS), unset 30 s as the matrix ran it"),
+        " CRASHCOURSE_HOLD_SECONDS), unset 30 s as the matrix ran it; drain"
+        " mode (chapter 10's race) holds its first claim until the parent lets"
+        " it go on, so every racer is in the race before any drains (issue 36)"),
     "crashcourse/lab/harness.py": (
         "e3c7d2062573ef5859a2954dbab2b6aa8ff07c4b580bbf76118fe3dcedaee4ec",
         "gained Moments, the parent's wall-clock instants of a trial for the"
