@@ -41,6 +41,12 @@ RUNS_ON = ("each installer declares RUNS_ON and refuses another database before"
 SECONDS = ("a seconds option parsed by validate.seconds (finite, ASCII digits)"
            " instead of float: a refusal at the command line only; the checkpoint"
            " passes plain decimal seconds, parsed to the same value")
+ONE_FENCE = ("the fence check is one function, fence.assert_current (record=True"
+             " sets the pause flag aside, as assert_holder and journal.holds"
+             " did), with one context manager, fence.fenced: the same check of"
+             " the same rows inside the same transaction, read as one statement"
+             " (the work row with runtime_control), as the journal read it"
+             " (issue 33)")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -74,7 +80,8 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/claims/__init__.py": (
         "cfaa202c92fa191c07c6860a9960e66f46d40985a136ce29197a802eef48361f", RUNS_ON),
     "crashcourse/claims/fence.py": (
-        "df8c81e970057104f29a3d81121a442e64535e10c44df56d5a38b273ea22fc34", RUNS_ON),
+        "9ea502bbdfc8bd6cdc1750c82d134f57c88c8ae6c6ac5ebc326af4f41adf5ce6", (
+        RUNS_ON + "; " + ONE_FENCE)),
     "crashcourse/claims/orders.py": (
         "f0c8a54b64539f66434136552f1047a39199adb03a7324d255e84211bc3244fb", RUNS_ON),
     "crashcourse/claims/postgres.py": (
@@ -82,11 +89,13 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/claims/turns.py": (
         "bcddd179515f788d37a16c0e5a4896eee81a6c2390ad34fe5bc69127b481a084", RUNS_ON),
     "crashcourse/control.py": (
-        "e72137e37e9d7874b2d0a92cf5132108265a6bff0e143cbaec7adbb5c8484adc", RUNS_ON),
+        "6d2550d74316828da8a99554c734efb88b057568d3093a690540740d8e48dcaf", (
+        RUNS_ON + "; docstring only: " + ONE_FENCE)),
     "crashcourse/effects.py": (
         "0a706005813b04bb9d017e0ba74f0ef5c2b1762a8888cc3545572ac3c91070fa", RUNS_ON),
     "crashcourse/journal/__init__.py": (
-        "091d86b6a359d9efc4e0a9540b76d3a87bb9b4a7f85cf6fc6da7f12b30b09c05", RUNS_ON),
+        "e05dff14dca1a61352150cde3ba367ce4b98fdc51f08e37ac765dce57567d127", (
+        RUNS_ON + "; " + ONE_FENCE)),
     "crashcourse/journal/decisions.py": (
         "219be131768b714fe5ddf19814e545c9305129dc6caada24cbdaca18691b470f", RUNS_ON),
     "crashcourse/store/__init__.py": (
@@ -138,6 +147,15 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/workers/options.py": (
         "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
         "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
+    "crashcourse/store/dialect.py": (
+        "168d43d18fc71ca097faa15dbd2b877937e0d5ce656a71fe35c36dc7f26cd312",
+        "lock_row is FOR UPDATE OF work on a server, so the fence's one read"
+        " (the work row with runtime_control) locks the work row alone, as its"
+        " read of the work row did; SQLite's, the matrix's, is unchanged (issue 33)"),
+    "crashcourse/workers/unfenced_journal_worker.py": (
+        "021fe28fb2c3c84714dc7af3836e17eb1982e3fa9bf14a6d62b33eddac8128ef",
+        "the negative control takes out fence.assert_current, now the one"
+        " check, where it took out journal.holds: the same checks off (issue 33)"),
 }
 
 
