@@ -47,6 +47,10 @@ ONE_FENCE = ("the fence check is one function, fence.assert_current (record=True
              " the same rows inside the same transaction, read as one statement"
              " (the work row with runtime_control), as the journal read it"
              " (issue 33)")
+ONE_GRANT = ("SQLite's grant is one function, claims.grant_locked, which the"
+             " read-first mutant calls too; its UPDATE raises the generation the"
+             " row holds (RETURNING it) where it wrote the one it read under the"
+             " same lock: the same rows (issue 33)")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -78,7 +82,8 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " --world that is no trial's world is now one line, exit 2 (the"
         " checkpoint always passes a built world)"),
     "crashcourse/claims/__init__.py": (
-        "cfaa202c92fa191c07c6860a9960e66f46d40985a136ce29197a802eef48361f", RUNS_ON),
+        "067f9fad61a44efeb9677b4d1caacd8e00ad9f84e24f9f49ac88ae5ff510c337", (
+        RUNS_ON + "; " + ONE_GRANT)),
     "crashcourse/claims/fence.py": (
         "9ea502bbdfc8bd6cdc1750c82d134f57c88c8ae6c6ac5ebc326af4f41adf5ce6", (
         RUNS_ON + "; " + ONE_FENCE)),
@@ -152,6 +157,15 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "lock_row is FOR UPDATE OF work on a server, so the fence's one read"
         " (the work row with runtime_control) locks the work row alone, as its"
         " read of the work row did; SQLite's, the matrix's, is unchanged (issue 33)"),
+    "crashcourse/workers/shop_worker.py": (
+        "0401eb7e488ee19aa1dcd9d4d2f9301f35be7497bb6b5491d00a81bbbbd6bdb3",
+        "the read-first mutant is one function for both backends, granting"
+        " with claims.grant_locked; the reference drain is unchanged, and the"
+        " matrix never runs --read-first (issue 33)"),
+    "crashcourse/workers/host_worker.py": (
+        "bbad75d2e43fba7228b7e4edb1f1579e6b7bb5292871f6a50baa886d771e2900",
+        "its read-first mutant is shop_worker.claim_read_first, imported (two"
+        " imports gone with its copy); the reference claim is unchanged (issue 33)"),
     "crashcourse/workers/unfenced_journal_worker.py": (
         "021fe28fb2c3c84714dc7af3836e17eb1982e3fa9bf14a6d62b33eddac8128ef",
         "the negative control takes out fence.assert_current, now the one"
