@@ -62,6 +62,17 @@ class Applied(namedtuple("_AppliedFields", "status result")):
     __slots__ = ()
 
 
+class FencingToken(namedtuple("_FencingTokenFields", "work generation")):
+    """What a write carries so that its target can refuse a stale holder:
+    the work it is for and the generation of the claim that sends it (a
+    claim's ``token``; the workflow's is its id and version). A target that
+    checks it refuses any generation below the highest it has seen for that
+    work (chapter 06). Travels whole; only the supplier's client spells it
+    as headers."""
+
+    __slots__ = ()
+
+
 def operation_key(task: str, step: int | str, action: str, args: Any) -> str:
     """A key derived from (task, step, action, args), stable across processes.
 

@@ -51,6 +51,10 @@ ONE_GRANT = ("SQLite's grant is one function, claims.grant_locked, which the"
              " read-first mutant calls too; its UPDATE raises the generation the"
              " row holds (RETURNING it) where it wrote the one it read under the"
              " same lock: the same rows (issue 33)")
+TOKEN = ("the fencing token travels whole, effects.FencingToken(work,"
+         " generation) (a claim's token), to the supplier's client, which"
+         " spells it as the same X-Work-Id and X-Generation headers: the same"
+         " requests on the wire (issue 33)")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -68,9 +72,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "RunningServer is an OwnedServer (temporal_server): the same readiness"
         " checks through its wait_serving; nothing a trial does changes"),
     "crashcourse/workers/frameworks/shop.py": (
-        "2e3167cff72daeb7ede42ed7ab4473def097ca19968b04bc41e7ce8151527a65",
+        "cb3751d05a8e769caf1c3d6199e29f885606d3305c5e92d209f74cc9262d9dfe",
         "gained agent_parser, parse_agent and serve_agent, the start-up Restate's"
-        " and the Agents SDK's agents wrote twice; the tools and world unchanged"),
+        " and the Agents SDK's agents wrote twice; the tools and world unchanged;"
+        " its order passes FencingToken(trial, 1) where it passed the pair: "
+        + TOKEN),
     "crashcourse/workers/frameworks/restate_agent.py": (
         "77e972f005ea2a52b01da574b83a496b49dbecf331aa765c9aadcb755037b665",
         "starts through shop.agent_parser/serve_agent: the same options, and a"
@@ -88,7 +94,8 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "9ea502bbdfc8bd6cdc1750c82d134f57c88c8ae6c6ac5ebc326af4f41adf5ce6", (
         RUNS_ON + "; " + ONE_FENCE)),
     "crashcourse/claims/orders.py": (
-        "f0c8a54b64539f66434136552f1047a39199adb03a7324d255e84211bc3244fb", RUNS_ON),
+        "c467431b11beec3b4e29c3b81d8bf096db5f8a1da010c525720ccda79ce8a262", (
+        RUNS_ON + "; " + TOKEN)),
     "crashcourse/claims/postgres.py": (
         "ccd9b2efc0259ddcfc79c0e722cbc08b785810accb3f0e8edce334928aba8f41", RUNS_ON),
     "crashcourse/claims/turns.py": (
@@ -97,7 +104,9 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "6d2550d74316828da8a99554c734efb88b057568d3093a690540740d8e48dcaf", (
         RUNS_ON + "; docstring only: " + ONE_FENCE)),
     "crashcourse/effects.py": (
-        "0a706005813b04bb9d017e0ba74f0ef5c2b1762a8888cc3545572ac3c91070fa", RUNS_ON),
+        "6ec3296e634e57a71d66269d2cf29149dcd6fd56ad47c8df1b5f4051631bdc29", (
+        RUNS_ON + "; gained FencingToken, a named pair nothing else here uses: "
+        + TOKEN)),
     "crashcourse/journal/__init__.py": (
         "e05dff14dca1a61352150cde3ba367ce4b98fdc51f08e37ac765dce57567d127", (
         RUNS_ON + "; " + ONE_FENCE)),
@@ -144,11 +153,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " was 'held' blaming the journal's lock (issue 35): no matrix trial"
         " meets a locked service"),
     "crashcourse/workers/workflow_worker.py": (
-        "87cb7983c9d335ba8c5baa7205fa0fdf18d1b1d6b41560a4bb3619876d7443e2",
+        "99b7a27cb5533cc6f3fec19cd4cd36812a86f6c5b573a0e2d174943d964c8299",
         SECONDS + "; and the workflow's write lock kept past the busy timeout"
         " is 'held' (4), a service's lock past the call's wait 'unreachable'"
         " (5), where both were exit 74 or a traceback (issue 35): no matrix"
-        " trial meets a locked file"),
+        " trial meets a locked file; " + TOKEN),
     "crashcourse/workers/options.py": (
         "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
         "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
@@ -163,9 +172,16 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " with claims.grant_locked; the reference drain is unchanged, and the"
         " matrix never runs --read-first (issue 33)"),
     "crashcourse/workers/host_worker.py": (
-        "bbad75d2e43fba7228b7e4edb1f1579e6b7bb5292871f6a50baa886d771e2900",
+        "f864503bd897c469ee59b8b1bb1962838dc74da291b8dcceef815e8042a08c84",
         "its read-first mutant is shop_worker.claim_read_first, imported (two"
-        " imports gone with its copy); the reference claim is unchanged (issue 33)"),
+        " imports gone with its copy); the reference claim is unchanged; " + TOKEN),
+    "crashcourse/claims/work.py": (
+        "1b03628da9f3d7cbe1ad5f3b6971070ec992bc7383602b6f6d91cf6249bafab6",
+        "Claim gained a token property, FencingToken(id, generation): " + TOKEN),
+    "crashcourse/services/supplier/__init__.py": (
+        "c2b567a8678f0738f0443263ebfdd0ca2964dbae104401a05daa27c0159c9195",
+        "place_order, release_order and fence_work take token=FencingToken, and"
+        " token() is headers(operation_key, token): " + TOKEN),
     "crashcourse/workers/unfenced_journal_worker.py": (
         "021fe28fb2c3c84714dc7af3836e17eb1982e3fa9bf14a6d62b33eddac8128ef",
         "the negative control takes out fence.assert_current, now the one"

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from crashcourse import claims, effects, store
 from crashcourse.boundary import boundary
 from crashcourse.claims import BLOCKED, READY, RUNNING, Claim, fence
+from crashcourse.effects import FencingToken
 from crashcourse.services import supplier as supplier_client
 from crashcourse.store import check_backend, ensure_schema, immediate, sql_list
 from crashcourse.store.dialect import POSTGRES, SQLITE
@@ -199,8 +200,7 @@ def post(url: str, operation_key: str, claim: Claim, proposal: Proposal,
          wait_s: float):
     """POST the order with its operation key and fencing token (chapter 06)."""
     return answered(supplier_client.place_order, url, operation_key,
-                    asdict(proposal), work_id=claim.id,
-                    generation=claim.generation, wait_s=wait_s)
+                    asdict(proposal), token=claim.token, wait_s=wait_s)
 
 
 def record(conn: sqlite3.Connection, operation_key: str, status: str,
@@ -283,7 +283,8 @@ def settle_cancelled(conn: sqlite3.Connection, work_id: str, url: str,
     if row["status"] != claims.CANCELLED:
         raise ValueError(f"work {work_id!r} is not cancelled: nothing to settle")
     try:
-        supplier_client.fence_work(url, work_id, row["generation"], wait_s)
+        supplier_client.fence_work(url, FencingToken(work_id, row["generation"]),
+                                   wait_s)
     except (OSError, ValueError) as unconfirmed:
         raise ResponseLost(f"the supplier's fence is not confirmed:"
                            f" {unconfirmed!r}") from None

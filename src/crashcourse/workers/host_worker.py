@@ -110,7 +110,7 @@ def post_pooled(connection: HTTPConnection, operation_key: str,
     connection: ``(status, answer)``, or None when no answer came in time.
     None does not mean it never arrived: bytes a cut link dropped are sent
     again by the kernel when it returns, even after we stop listening."""
-    headers = supplier_client.token(operation_key, claim.id, claim.generation)
+    headers = supplier_client.headers(operation_key, claim.token)
     try:
         connection.request("POST", "/orders", json.dumps(asdict(proposal)), headers)
         response = connection.getresponse()

@@ -42,6 +42,7 @@ import secrets
 from pathlib import Path
 
 from crashcourse.boundary import boundary
+from crashcourse.effects import FencingToken
 from crashcourse.services import drive, mail, supplier
 
 KEYS = ("none", "position", "action")
@@ -170,7 +171,7 @@ class ShopTools:
         status, answer = supplier.place_order(
             self.world.url, operation_key,
             {"sku": sku, "quantity": quantity, "unit_cents": unit_cents},
-            work_id=self.world.trial, generation=1, wait_s=self.wait_s)
+            token=FencingToken(self.world.trial, 1), wait_s=self.wait_s)
         if status not in (200, 201):
             raise RuntimeError(f"the supplier refused the order: {status} {answer}")
         boundary("after_ack:place_order")  # acknowledged; the framework knows nothing
