@@ -29,6 +29,11 @@ from crashcourse.store import check_backend, ensure_schema, immediate
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import canonical, check_text
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "LEDGER_SCHEMA", "EffectConflict",
+    "Applied", "FencingToken", "operation_key", "check_step", "install",
+    "check_key", "apply_once", "replay"]
+
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
 RUNS_ON = (SQLITE, POSTGRES)

@@ -56,6 +56,14 @@ from crashcourse.store import ensure_schema, immediate
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_flag, check_text
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["FIXED_ASSIGNMENT", "AssignmentConflict", "install", "install_sqlite",
+    "work_id_for", "check_lease", "enqueue", "PICK", "claim", "CHOSEN",
+    "claim_sqlite", "GRANT", "GRANTED", "grant_locked", "work_row", "Backend",
+    "BACKENDS", "RUNS_ON", "Claim", "DONE", "RUNNING", "fence", "orders",
+    "ASSIGNMENT", "BLOCKED", "CANCELLED", "MAX_TTL", "OPEN", "ORDINARY", "READY",
+    "SCHEMA", "STATUSES"]
+
 # An assignment is never changed under its id: no UPDATE of its fields, no
 # INSERT over it (INSERT OR REPLACE deletes the old row WITHOUT firing an
 # UPDATE or a DELETE trigger, so the INSERT itself is refused) and no DELETE.

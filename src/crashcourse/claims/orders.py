@@ -35,6 +35,14 @@ from crashcourse.store import check_backend, ensure_schema, immediate, sql_list
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_text
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "STATUSES", "UNCERTAIN", "UNSENT", "NOT_FOUND", "SCHEMA",
+    "UNCERTAIN_WORK", "RECOVERY", "ResponseLost", "StaleAtSupplier",
+    "LeaseTooShort", "OrderConflict", "Proposal", "install", "claim_recovery",
+    "order_for", "propose", "sign_off", "admit", "answered", "post", "record",
+    "send", "lookup", "revoke_unsent", "settle_cancelled", "settle_all_cancelled",
+    "order_status"]
+
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
 RUNS_ON = (SQLITE, POSTGRES)

@@ -99,6 +99,18 @@ from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_count
 from crashcourse.waiting import wait_until
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "PHASES", "ADMITTED", "SKIP", "STOPPED_BEFORE", "ROLE",
+    "DEFAULT_WAIT_S", "CHECKPOINT_PAGES", "DEFAULT_TTL_S", "SCHEMA", "Action",
+    "HolderMayStillAct", "TaskHeld", "TaskCancelled", "schema", "install",
+    "task_origin", "task_work_id", "claim_task", "holder", "why_not_claimed",
+    "lease_length", "check_claim", "lease_over", "wait_out", "cancel_task",
+    "renews", "Pending", "admit", "settle", "run_step", "run_checked_step",
+    "run_plan", "wal_wraps_early", "finished", "run_task", "decisions", "plan",
+    "Plan", "Step", "PROBE", "RUN", "JournalStatus", "check_action",
+    "check_remaining", "check_step", "check_task", "confirmed_count", "entries",
+    "journal_status", "probe_gate", "resolutions", "step_key", "step_row"]
+
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
 RUNS_ON = (SQLITE, POSTGRES)

@@ -45,6 +45,9 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["Dialect", "SQLITE", "POSTGRES"]
+
 # namedtuple rather than a dataclass: every worker imports this at start.
 _DialectFields = namedtuple("_DialectFields", (
     "name identity_key insertion_order insertion_column table_exists"

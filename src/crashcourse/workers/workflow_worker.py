@@ -67,6 +67,12 @@ from crashcourse.workflow import APPLIED, PENDING, RUNNING, WAITING
 from crashcourse.workflow import steps as workflow_steps
 from crashcourse.workflow.steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["STEPS", "BOUNDARIES", "EXIT", "MODES", "PATIENCE_S", "CALL_WAIT_S",
+    "ServiceBusy", "paths", "choose", "build_world", "restock_remotes", "run",
+    "advance_step_unleased", "run_naive", "write_naive", "USAGE", "NEEDED",
+    "parse", "main", "urlerror"]
+
 STEPS = ("reserve", "charge", "mail")
 BOUNDARIES = ("after_read", *(f"{where}:{step}" for step in STEPS
               for where in ("before_remote", "admitted", "after_remote")))

@@ -21,6 +21,11 @@ import urllib.request
 
 from crashcourse.effects import FencingToken
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["WAIT_S", "NotDecided", "undecided", "parsed", "exchange", "headers",
+    "place_order", "get_order", "release_order", "fence_work", "process",
+    "request", "store"]
+
 WAIT_S = 5.0  # generous: the supplier shares two loaded cores with the workers
 
 

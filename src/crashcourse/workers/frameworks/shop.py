@@ -45,6 +45,11 @@ from crashcourse.boundary import boundary
 from crashcourse.effects import FencingToken
 from crashcourse.services import drive, mail, supplier
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["KEYS", "TOOLS", "STOCK_SHEET", "SCRIPT", "FINAL", "PROMPT",
+    "TASK_PREFIX", "next_turn", "new_call_id", "new_key", "World", "checked_world",
+    "agent_parser", "parse_agent", "serve_agent", "build_world", "ShopTools"]
+
 KEYS = ("none", "position", "action")
 TOOLS = ("reserve_stock", "place_order", "send_confirmation")
 STOCK_SHEET = "stock-flour"  # the drive file that says what is reserved
