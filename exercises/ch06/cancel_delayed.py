@@ -17,6 +17,7 @@ from __future__ import annotations
 import sqlite3
 
 from crashcourse.claims import fence, orders  # noqa: F401
+from crashcourse.effects import FencingToken  # noqa: F401
 from crashcourse.services import supplier as supplier_client  # noqa: F401
 from crashcourse.store import immediate, sql_list  # noqa: F401
 from crashcourse.validate import clock  # noqa: F401
@@ -31,7 +32,8 @@ def cancel_here(conn: sqlite3.Connection, work_id: str) -> tuple[int, int]:
 
 def fence_supplier(url: str, work_id: str, generation: int) -> None:
     """The cancel reaching the supplier: its fence for ``work_id`` raised to
-    ``generation`` (``supplier_client.fence_work``). If that is not confirmed
+    ``generation`` (``supplier_client.fence_work``, which takes the pair
+    whole: ``FencingToken(work_id, generation)``). If that is not confirmed
     (it raises ``OSError`` or ``ValueError``), raise ``orders.ResponseLost``."""
     raise NotImplementedError("exercise 06.1: write fence_supplier")
 

@@ -8,6 +8,7 @@ with the supplier's releases, all read from rows."""
 import pytest
 
 from crashcourse import workflow
+from crashcourse.effects import FencingToken
 from crashcourse.lab.harness import Harness
 from crashcourse.services import supplier as supplier_client
 from crashcourse.services.supplier.process import start_supplier
@@ -226,7 +227,7 @@ def test_the_release_has_its_own_key_so_carrying_it_out_twice_releases_once(
         f" both are {release['operation_key']!r}")
     status, _ = supplier_client.release_order(
         world.url, release["operation_key"], release["compensation_key"],
-        work_id=world.id, generation=world.read()["version"])
+        token=FencingToken(world.id, world.read()["version"]))
     assert status == 201, (
         "the supplier refused the release the plan names (the person's, by"
         f" hand): status {status}, key {release['compensation_key']!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from crashcourse.claims import fence, orders
+from crashcourse.effects import FencingToken
 from crashcourse.services import supplier as supplier_client
 from crashcourse.store import immediate, sql_list
 from crashcourse.validate import clock
@@ -23,7 +24,7 @@ def fence_supplier(url: str, work_id: str, generation: int) -> None:
     """The cancel reaching the supplier: its fence for ``work_id`` raised to
     the cancel's ``generation`` and confirmed, or ``orders.ResponseLost``."""
     try:
-        supplier_client.fence_work(url, work_id, generation)
+        supplier_client.fence_work(url, FencingToken(work_id, generation))
     except (OSError, ValueError) as unconfirmed:  # no answer, 503, a 404, garbled
         raise orders.ResponseLost(
             f"the supplier's fence is not confirmed: {unconfirmed!r}") from None

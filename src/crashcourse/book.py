@@ -29,6 +29,10 @@ from pathlib import Path
 
 import crashcourse
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["CHECKPOINT_TIMEOUT", "CHECKOUT", "CHECKPOINTS", "check",
+    "fresh_folder", "CheckpointRun", "start_checkpoint", "run_checkpoint"]
+
 # A quick checkpoint takes seconds on an idle machine; this bound leaves room
 # for two loaded CI cores and still ends a run that hangs.
 CHECKPOINT_TIMEOUT = 300.0

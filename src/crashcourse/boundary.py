@@ -14,6 +14,11 @@ starts hundreds of workers, and their start-up time is the trial's cost.
 import os
 import select
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["STOP_AT_ENV", "MARKER_FD_ENV", "CONTROL_FD_ENV", "HOLD_SECONDS_ENV",
+    "HOLD_SECONDS", "HOLD_EXPIRED", "OBSERVERS", "hold_seconds", "boundary",
+    "observing"]
+
 STOP_AT_ENV = "CRASHCOURSE_STOP_AT"
 MARKER_FD_ENV = "CRASHCOURSE_MARKER_FD"
 CONTROL_FD_ENV = "CRASHCOURSE_CONTROL_FD"

@@ -6,8 +6,8 @@ passes in (like ``claims`` and ``journal``):
 * The in-band PAUSE FLAG (``set_paused``, ``is_paused``), introduced in
   chapter 05 and at home here since chapter 09. While it is set,
   ``claims.claim`` grants nothing, every fenced write is refused but the
-  record of what already happened (``fence.fenced_record``: an outcome, a
-  probe's answer, a lease given back, chapter 07), no journal intent is
+  record of what already happened (``fence.fenced(..., record=True)``: an
+  outcome, a probe's answer, a lease given back, chapter 07), no journal intent is
   written and no request admitted, and the journal worker ends its run at
   the next step boundary with nothing in doubt. It stops only a worker that
   reads it.

@@ -29,6 +29,11 @@ from crashcourse.store import check_backend, ensure_schema, immediate
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import canonical, check_text
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "LEDGER_SCHEMA", "EffectConflict",
+    "Applied", "FencingToken", "operation_key", "check_step", "install",
+    "check_key", "apply_once", "replay"]
+
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
 RUNS_ON = (SQLITE, POSTGRES)
@@ -58,6 +63,17 @@ class EffectConflict(Exception):
 class Applied(namedtuple("_AppliedFields", "status result")):
     """What ``apply_once`` did: ``status`` is ``applied`` now, or
     ``already_applied`` before; ``result`` is what the first call returned."""
+
+    __slots__ = ()
+
+
+class FencingToken(namedtuple("_FencingTokenFields", "work generation")):
+    """What a write carries so that its target can refuse a stale holder:
+    the work it is for and the generation of the claim that sends it (a
+    claim's ``token``; the workflow's is its id and version). A target that
+    checks it refuses any generation below the highest it has seen for that
+    work (chapter 06). Travels whole; only the supplier's client spells it
+    as headers."""
 
     __slots__ = ()
 

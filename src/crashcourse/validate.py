@@ -17,6 +17,12 @@ import math
 import os
 import time
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["MAX_CENTS", "MAX_COUNT", "canonical", "check_text", "check_flag",
+    "check_place", "check_count", "check_amount", "check_currency", "clock",
+    "BAD_INPUT", "argument_parser", "check_url", "check_number", "seconds",
+    "whole_number"]
+
 MAX_CENTS = 10**12  # far above any invoice; larger is a typo or an overflow probe
 MAX_COUNT = 10**6  # far above any campaign or policy version
 

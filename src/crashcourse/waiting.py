@@ -24,6 +24,9 @@ from __future__ import annotations
 import math
 import time
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["INTERVAL", "wait_until", "waits_in"]
+
 TYPE_CHECKING = False  # cheap to import anywhere, a worker included
 if TYPE_CHECKING:
     from collections.abc import Callable

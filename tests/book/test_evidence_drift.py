@@ -48,6 +48,22 @@ HELD = ("a lock another process keeps past the busy timeout (a holder paused"
 SCRIPTED = ("the scripted model's reply (shop.scripted_reply) is written once in"
             " shop, where DBOS's, Restate's and Temporal's agents each wrote the"
             " same seven lines: the same messages, ids and order")
+ONE_FENCE = ("the fence check is one function, fence.assert_current (record=True"
+             " sets the pause flag aside, as assert_holder and journal.holds"
+             " did), with one context manager, fence.fenced: the same check of"
+             " the same rows inside the same transaction, read as one statement"
+             " (the work row with runtime_control), as the journal read it"
+             " (issue 33)")
+ONE_GRANT = ("SQLite's grant is one function, claims.grant_locked, which the"
+             " read-first mutant calls too; its UPDATE raises the generation the"
+             " row holds (RETURNING it) where it wrote the one it read under the"
+             " same lock: the same rows (issue 33)")
+TOKEN = ("the fencing token travels whole, effects.FencingToken(work,"
+         " generation) (a claim's token), to the supplier's client, which"
+         " spells it as the same X-Work-Id and X-Generation headers: the same"
+         " requests on the wire (issue 33)")
+FACE = ("gained __all__, its public face for the book (issue 33): a name"
+        " list nothing the matrix runs reads")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -65,10 +81,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "RunningServer is an OwnedServer (temporal_server): the same readiness"
         " checks through its wait_serving; nothing a trial does changes"),
     "crashcourse/workers/frameworks/shop.py": (
-        "c30004f3639bd5e3a3dfe21db7181289c577ab998869636b076f8e0f50d73fb4",
+        "d50b4ec7b219c07d49c01d1bc84c510d368b95bdd7ab35d38c3d03a662294e40", (
         "gained agent_parser, parse_agent and serve_agent, the start-up Restate's"
         " and the Agents SDK's agents wrote twice; the tools and world unchanged;"
-        " " + SCRIPTED),
+        " " + SCRIPTED + "; its order passes FencingToken(trial, 1) where it"
+        " passed the pair: " + TOKEN + "; " + FACE)),
     "crashcourse/workers/frameworks/restate_agent.py": (
         "77bd5018b72b9fe84f51c0795eb12c0b0a0dbcfd13275d5aaccb97bd606d2295",
         "starts through shop.agent_parser/serve_agent: the same options, and a"
@@ -80,27 +97,44 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " --world that is no trial's world is now one line, exit 2 (the"
         " checkpoint always passes a built world)"),
     "crashcourse/claims/__init__.py": (
-        "cfaa202c92fa191c07c6860a9960e66f46d40985a136ce29197a802eef48361f", RUNS_ON),
+        "7a3f7bcfad674c0d9d8360466bb63ba6084aec04d9f47fdf8b5342a43c74d9b3", (
+        ((
+        RUNS_ON + "; " + ONE_GRANT)) + "; " + FACE)),
     "crashcourse/claims/fence.py": (
-        "df8c81e970057104f29a3d81121a442e64535e10c44df56d5a38b273ea22fc34", RUNS_ON),
+        "9ea502bbdfc8bd6cdc1750c82d134f57c88c8ae6c6ac5ebc326af4f41adf5ce6", (
+        RUNS_ON + "; " + ONE_FENCE)),
     "crashcourse/claims/orders.py": (
-        "f0c8a54b64539f66434136552f1047a39199adb03a7324d255e84211bc3244fb", RUNS_ON),
+        "dbe23a96f150108558169634016f5354e6315099d40bb4fc88ef47f7d15fbac7", (
+        ((
+        RUNS_ON + "; " + TOKEN)) + "; " + FACE)),
     "crashcourse/claims/postgres.py": (
-        "ccd9b2efc0259ddcfc79c0e722cbc08b785810accb3f0e8edce334928aba8f41", RUNS_ON),
+        "a69205a233a08e17549b82343ca8b6ad8e54bea5dd55968f1feefa1a2ec1d15a", (
+        RUNS_ON + "; the server's claim function is read from claims/postgres.sql"
+        " (a named query) instead of built from these statements by a regex:"
+        " the same text, byte for byte, so the same function (issue 33); the"
+        " matrix's stores are SQLite's")),
     "crashcourse/claims/turns.py": (
         "bcddd179515f788d37a16c0e5a4896eee81a6c2390ad34fe5bc69127b481a084", RUNS_ON),
     "crashcourse/control.py": (
-        "e72137e37e9d7874b2d0a92cf5132108265a6bff0e143cbaec7adbb5c8484adc", RUNS_ON),
+        "6d2550d74316828da8a99554c734efb88b057568d3093a690540740d8e48dcaf", (
+        RUNS_ON + "; docstring only: " + ONE_FENCE)),
     "crashcourse/effects.py": (
-        "0a706005813b04bb9d017e0ba74f0ef5c2b1762a8888cc3545572ac3c91070fa", RUNS_ON),
+        "fd81218fecec83db4b55ce863d251b58423fb89e5a3bd75a3d6b98546ac418a4", (
+        ((
+        RUNS_ON + "; gained FencingToken, a named pair nothing else here uses: "
+        + TOKEN)) + "; " + FACE)),
     "crashcourse/journal/__init__.py": (
-        "091d86b6a359d9efc4e0a9540b76d3a87bb9b4a7f85cf6fc6da7f12b30b09c05", RUNS_ON),
+        "cbd1f03254a1e8413f064be045531b3e2804459dffc35634486ea25f01a655d5", (
+        ((
+        RUNS_ON + "; " + ONE_FENCE)) + "; " + FACE)),
     "crashcourse/journal/decisions.py": (
-        "219be131768b714fe5ddf19814e545c9305129dc6caada24cbdaca18691b470f", RUNS_ON),
+        "4bb0bc3f2a72a8430d7148ef4959b34c9dfe894a7c9eb67055692743ef9a26ac", (
+        (RUNS_ON) + "; " + FACE)),
     "crashcourse/store/__init__.py": (
-        "ac90d8896df835f18439022155cb6a3f4b4b11709ebe8f55541d329c2fe3d087", (
+        "2d8494041f19f4b551900c02dce3adc4374fca29819a3ff3180afbd9f9c3ccdc", (
+        ((
         RUNS_ON + "; gained write_lock_free(), a probe for tests and chapter 09;"
-        " nothing the matrix calls changed (issue 36)")),
+        " nothing the matrix calls changed (issue 36)")) + "; " + FACE)),
     "crashcourse/workers/paying.py": (
         "7be11caf6cdcd79552cd2aaa34856acdd990ecec4b7ed29aa8c743afd72053d7",
         RUNS_ON + "; EXITS gains 'held' (6): " + HELD),
@@ -108,97 +142,157 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "94bd2bd72fd549c46cf10bf437236326e02a25b979b193ab7f52352654118c74",
         RUNS_ON + "; " + HELD),
     "crashcourse/workflow/__init__.py": (
-        "5a01c9567fe2c66a69f2e07f519c22980bc5046b770ab7c9aef41003783e47e5", (RUNS_ON
+        "e4ee4a85983d27fca41ee823faa116b4efcbbfe8edcf42967025a4c7be881c7b", (
+        ((RUNS_ON
          + "; " + ("transition() gains the boundary moving:<state> inside its write"
         " transaction, announced only by a process asked to stop there"
-        " (issue 35); the matrix never asks"))),
+        " (issue 35); the matrix never asks"))) + "; " + FACE)),
     "crashcourse/workflow/steps.py": (
-        "82bd3f94e342ed28e9c6395675c36dc7db54bbd547c8dab92ac6b58e596215c6", RUNS_ON),
+        "2b3b69317bad8ab9ff432e2acd968cfcc3a5e68c6c66fbee092b930c1069eb42", (
+        (RUNS_ON) + "; " + FACE)),
     "crashcourse/store/postgres_server.py": (
         "a3f45dfafebc24a4b8c1d3908ada0080cc6b21d6e66503e2d95473bd393e330b",
         "_halt's kill path (a server past its shutdown bound) waits for the"
         " postmaster to show T before listing its backends and for them to go;"
         " a clean shutdown, the matrix's path, is unchanged (issue 36)"),
     "crashcourse/waiting.py": (
-        "14b67640aba86a91a6974550abf8c37a9979d42210bb504203a93304d970eada",
-        "gained waits_in(), where a thread is blocked, for tests and chapter 09;"
-        " wait_until unchanged (issue 36)"),
+        "c8e8076789853a4ef772e38bedd32492d4fe52b25d4f86722d27bac8576581a5", (
+        ("gained waits_in(), where a thread is blocked, for tests and chapter 09;"
+        " wait_until unchanged (issue 36)") + "; " + FACE)),
     "crashcourse/boundary.py": (
-        "94c5736650b4bdc71ca93603caff3326ed3d2f8d4cc55605f64e7f9284a1faaf",
-        "a held worker's bound may be set by its parent's environment"
+        "fcc3777cb6f88e75294e08230beb7e6e286368cd19b956302e775fc79043fb68", (
+        ("a held worker's bound may be set by its parent's environment"
         " (CRASHCOURSE_HOLD_SECONDS, refused unless seconds above 0, before the"
         " boundary is announced); unset, it is 30 s as the matrix ran it, and"
-        " release, kill or a closed pipe end the hold as before (issue 36)"),
+        " release, kill or a closed pipe end the hold as before (issue 36)")
+        + "; " + FACE)),
     "crashcourse/workers/scheduler.py": (
         "d35a95e0ab0e30143a1d7fa95459d36bdd62e4921d171310362171432288b33c",
         ("records each tick in its own scheduler_ticks row (tests wait for ticks,"
          " not sleeps); the matrix does not run the scheduler (issue 36); " + HELD)),
     "crashcourse/workers/journal_worker.py": (
-        "364804e5f2a7562a88617668b8287d733069ddeeae40fcb597cc5e498a379ec0",
+        "a68cc897980723da19e3b8a7375536d6bc7bbe8c5326ccbdb8c5b55a9652c00d", (
         SECONDS + "; and a service's lock kept past the declared wait is"
         " ServiceLocked, 'held' (4) with a line naming the service, where it"
         " was 'held' blaming the journal's lock (issue 35): no matrix trial"
         " meets a locked service; and the journal file gets the full integrity"
         " check (a damaged index refused, exit 2), where it had the quick one:"
-        " a sound journal, as every matrix trial's, opens as before"),
+        " a sound journal, as every matrix trial's, opens as before; " + FACE)),
     "crashcourse/workers/workflow_worker.py": (
-        "87cb7983c9d335ba8c5baa7205fa0fdf18d1b1d6b41560a4bb3619876d7443e2",
-        SECONDS + "; and the workflow's write lock kept past the busy timeout"
+        "1b31c4a035a159149d9d744dc191a3105248c6c38f72ff3bab2cf2fae7df2b79", (
+        (SECONDS + "; and the workflow's write lock kept past the busy timeout"
         " is 'held' (4), a service's lock past the call's wait 'unreachable'"
         " (5), where both were exit 74 or a traceback (issue 35): no matrix"
-        " trial meets a locked file"),
+        " trial meets a locked file; " + TOKEN) + "; " + FACE)),
     "crashcourse/workers/frameworks/dbos_agent.py": (
-        "d7c37bcbd85fc4cdd9548e5cb0d470e39cead169c75b795ab0b1ca4222b8438e", SCRIPTED),
+        "d7c37bcbd85fc4cdd9548e5cb0d470e39cead169c75b795ab0b1ca4222b8438e", (SCRIPTED)),
     "crashcourse/workers/frameworks/temporal_agent.py": (
-        "7d056d8a171055523b4e6c37b171071b5d42149e0d72674b8cb724e01c6f5bbf", SCRIPTED),
+        "7d056d8a171055523b4e6c37b171071b5d42149e0d72674b8cb724e01c6f5bbf", (SCRIPTED)),
     "crashcourse/adapters/__init__.py": (
-        "014ea3f55888d22c85448922503c0360dde0b2d8ae413e0a747424c5f7b33e0b",
-        "a process keeps one journal connection per thread and SQLite file (its"
+        "1ac7bdc9ad4701bcb5821e30bc2b7df4cf9247205c75121bb9542e36d57151a7",
+        (("a process keeps one journal connection per thread and SQLite file (its"
         " schema installed once, reopened when the file is replaced, rolled back"
         " after an error) where each call opened, installed and closed it; the"
         " probe's answer shape is checked before a tool's first claim, not at"
         " every call: the same transactions and commits per call, so the same"
-        " kill points and rows (issue 34)"),
+        " kill points and rows (issue 34)") + "; " + (FACE))),
     "crashcourse/workers/options.py": (
         "4a9ab45fed9e77409cc67139dbc2a2858ce8bee91cfc1370790de46e559a76b9",
         ("gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); and"
          " one_line_errors(held=N) with lock_kept: " + HELD)),
     "crashcourse/workers/charge.py": (
-        "8abd293924eef26198c94098fe2e256049b0523bdf2c50e051dcd4d40866763c",
-        HELD),
+        "8abd293924eef26198c94098fe2e256049b0523bdf2c50e051dcd4d40866763c", (HELD)),
     "crashcourse/workers/pay_invoice.py": (
-        "1d8477c6896923f08410ede5b04620686e4bf1d047df14bf9d816ebfe1adb4c3",
-        HELD),
+        "3d94e796e3d8560cda8ce3fdead0123afd59c5417a5c39b46b6d966986ea4140",
+        ((HELD) + "; " + (FACE))),
     "crashcourse/workers/payment_command.py": (
         "2e046e7fa8b3a3b153e99238e07e5642d0ad58d27c9579a2bd3e7e8eda9b85cf",
-        "--help's exit statuses"
-        " name 6, held: " + HELD),
+        ("--help's exit statuses"
+        " name 6, held: " + HELD)),
     "crashcourse/workers/shop_worker.py": (
-        "0963018ad0c28bfc5d59e1cb2ad858a6858c1c103ece64e1ea1c93b8ee89b90e",
-        HELD + "; and the agent's own file gets the full integrity check"
+        "fe92957045027ddeb46f68276c21a33a3644b2408ef7629af309711c5efaf603",
+        ((HELD + "; and the agent's own file gets the full integrity check"
         " (a damaged index there is refused, exit 2), where it had the quick"
-        " one: a sound file, as every matrix trial's, opens as before"),
+        " one: a sound file, as every matrix trial's, opens as before")
+        + "; " + ("the read-first mutant is one function for both backends, granting"
+        " with claims.grant_locked; the reference drain is unchanged, and the"
+        " matrix never runs --read-first (issue 33)"))),
     "crashcourse/workers/wedged_worker.py": (
-        "de9751e7d4e6cbf27e4972e38b2e3721b4ca55d7088341dea2df80e44670a602",
-        HELD),
+        "de9751e7d4e6cbf27e4972e38b2e3721b4ca55d7088341dea2df80e44670a602", (HELD)),
     "crashcourse/workers/charge_read_first.py": (
         "8b8ca1b2152574a0373ef5350ae0b26df2d1df79bc9b301056dce8779ec23fae",
-        HELD + "; and the"
+        (HELD + "; and the"
         " payment service's lock kept past --busy-timeout-ms (now passed to it)"
         " is PaymentServiceBusy, 'busy' (5) as charge answers it, where it was"
-        " exit 74: a race trial never waits out the timeout"),
+        " exit 74: a race trial never waits out the timeout")),
     "crashcourse/workers/host_worker.py": (
-        "1fd963073deceae82ac6f2d54727e2ea60f6d2f7b3246ce3f8f5dbc2f3ad9d04",
-        HELD + "; and"
+        "15e780a5a14de97ee1a941ea244c5a1d7df24566962b52bde7468065ef69c501",
+        ((HELD + "; and"
         " wait_for_parent holds for boundary.hold_seconds() (the harness's"
         " CRASHCOURSE_HOLD_SECONDS), unset 30 s as the matrix ran it; drain"
         " mode (chapter 10's race) holds its first claim until the parent lets"
-        " it go on, so every racer is in the race before any drains (issue 36)"),
+        " it go on, so every racer is in the race before any drains (issue 36)")
+        + "; " + ("its read-first mutant is shop_worker.claim_read_first, imported (two"
+        " imports gone with its copy); the reference claim is unchanged; " + TOKEN))),
     "crashcourse/lab/harness.py": (
-        "e3c7d2062573ef5859a2954dbab2b6aa8ff07c4b580bbf76118fe3dcedaee4ec",
-        "gained Moments, the parent's wall-clock instants of a trial for the"
+        "d4fe7fe7c616af3d5f63f50a744e27c04f07a711600a74bd2bf2a4df4323cb1d",
+        (("gained Moments, the parent's wall-clock instants of a trial for the"
         " picture beside the evidence, which kill_and_resume also fills; the"
-        " matrix's trials start, hold and kill their workers as before"),
+        " matrix's trials start, hold and kill their workers as before")
+        + "; " + (FACE))),
+    "crashcourse/store/dialect.py": (
+        "0b87b51c34831a598ebebdc8055e1a8375048c05ded3029982ed0b372249ad1d",
+        (("lock_row is FOR UPDATE OF work on a server, so the fence's one read"
+        " (the work row with runtime_control) locks the work row alone, as its"
+        " read of the work row did; SQLite's, the matrix's, is unchanged"
+        " (issue 33)") + "; " + FACE)),
+    "crashcourse/claims/work.py": (
+        "1b03628da9f3d7cbe1ad5f3b6971070ec992bc7383602b6f6d91cf6249bafab6",
+        ("Claim gained a token property, FencingToken(id, generation): " + TOKEN)),
+    "crashcourse/services/supplier/__init__.py": (
+        "80d12067bee6549b0ba7f5e5f2c1632b49ff3e68e35ec7600f4403beb6767a4e",
+        (("place_order, release_order and fence_work take token=FencingToken, and"
+        " token() is headers(operation_key, token): " + TOKEN) + "; " + FACE)),
+    "crashcourse/workers/unfenced_journal_worker.py": (
+        "021fe28fb2c3c84714dc7af3836e17eb1982e3fa9bf14a6d62b33eddac8128ef",
+        ("the negative control takes out fence.assert_current, now the one"
+        " check, where it took out journal.holds: the same checks off (issue 33)")),
+    "crashcourse/__init__.py": (
+        "351d0d4d98318376623762c66c6d0dd8a542e3c4256032aa13b0ea2fc72a5ba7", (FACE)),
+    "crashcourse/adapters/langgraph.py": (
+        "74fcb0e7ab064e8b9854fd6c893bc66784d54a9e02d9acc76ee92f16b976ce68", (FACE)),
+    "crashcourse/journal/plan.py": (
+        "2728e0fbe960737c7bc0e0797872b591534a18168df2f81b95aa34cc92bf29b0", (FACE)),
+    "crashcourse/lab/__init__.py": (
+        "6bdc94e644a6312e97406a1561740fe5c4fa205d437a140ab7db948e0b678d5d", (FACE)),
+    "crashcourse/lab/example.py": (
+        "99cf6ac8b59de8b3e2de4da07c6e1b8fd4a4b1accdced90d8a2f1e0ce5936ec3", (FACE)),
+    "crashcourse/lab/two_hosts.py": (
+        "57b3eb7c7b2919d3666a86b65b058138901fe329ede58bf11daac40194851301", (FACE)),
+    "crashcourse/powerloss/__init__.py": (
+        "7aa3ddb208e784bb67f21071d974b7d0967d1a620ae02fa79fefdf5aa02fac2b", (FACE)),
+    "crashcourse/powerloss/images.py": (
+        "b4bcf1bbc7adafaf813df6a75827d1fb754eaf798ffa368e7be8e198f4ccfbdb", (FACE)),
+    "crashcourse/powerloss/vfs.py": (
+        "202b73305fab21b03edb5b9b99224852e6137ca21044823176d13546c4a35bff", (FACE)),
+    "crashcourse/services/__init__.py": (
+        "89c7e6cc8dcb362b38b237563fa79255410b5b96a27749cb4b69b8878d0f9389", (FACE)),
+    "crashcourse/services/payments/__init__.py": (
+        "59edd90af24cbaf32aa6a84a91479be124654efec785372023f80e093f203598", (FACE)),
+    "crashcourse/services/supplier/process.py": (
+        "63ac3dd1bd17b890ab3ce47a4801f61e2e69e6a7cd269f07ad316b61430abc07", (FACE)),
+    "crashcourse/services/supplier/request.py": (
+        "652df484ee70243f8c7c81e3bd0b2cf971eee3e98a080762ee8c1d314a4e3873", (FACE)),
+    "crashcourse/validate.py": (
+        "cdc588a4e63e53e497dd8faf4a68271420a4156eb5a9bc2b17a4f867c6cda444", (FACE)),
+    "crashcourse/workers/__init__.py": (
+        "a44ea34fabfc20793e43d6cbf182084824d537fc9a5dfe29da3001900d45ddbc", (FACE)),
+    "crashcourse/workers/frameworks/__init__.py": (
+        "f33ff9ffd297055e924e23cec5fc23f49e891159be9e0fb6d61e17003bcb7912", (FACE)),
+    "crashcourse/store/queries.py": (
+        "a11a139fc32d687163bf1d6dad90b07042b87dc8a4a1750b400faedb8231b955",
+        ("new: reads named queries from a .sql file; only the server's claim"
+        " uses it, which the matrix never runs (issue 33)")),
 }
 
 

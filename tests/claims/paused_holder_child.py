@@ -12,7 +12,6 @@ issue 29, the negative control. Exit 0: the write committed; 5: refused.
 import json
 import sys
 
-from crashcourse import journal
 from crashcourse.claims import Claim, fence
 from crashcourse.store import opened
 
@@ -26,7 +25,7 @@ with opened(db) as conn:
             fence.observe(conn, claim, {"kind": "late"})
         else:
             task = claim.session
-            with journal.fenced(conn, claim, "intent"):
+            with fence.fenced(conn, claim, "intent", record=True):
                 conn.execute(
                     "INSERT INTO journal (task, step, operation_key, action, args,"
                     " before_state, generation) VALUES (:task, 1, 'k', 'rename',"

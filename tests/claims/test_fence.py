@@ -338,9 +338,9 @@ def test_each_work_reads_back_its_own_transcript_only(conn):
 
 
 def test_a_record_of_the_past_is_judged_against_its_own_work_row(conn):
-    """Bug: ``assert_holder`` reads the first work row, not its claim's (its
-    ``WHERE id`` dropped): with two work items the second's holder is
-    refused its own release, or the first's row is judged for it."""
+    """Bug: ``assert_current(record=True)`` reads the first work row, not
+    its claim's (its ``WHERE id`` dropped): with two work items the second's
+    holder is refused its own release, or the first's row is judged for it."""
     first, second = live_claim(conn, "phone:one"), live_claim(conn, "phone:two")
     fence.release(conn, second, done=True, outcome="sent")
     assert [claims.work_row(conn, c.id)["status"] for c in (first, second)] == [
@@ -412,7 +412,7 @@ def test_a_renewal_moves_its_own_lease_and_no_other(conn):
                                "SELECT work_id, generation, expires FROM claims")}}
 
     before = leases()
-    with fence.fenced_record(conn, second, "renew"):
+    with fence.fenced(conn, second, "renew", record=True):
         ends = fence.renew_locked(conn, second, TTL, now=second.expires + 0.5 - TTL)
     assert ends == second.expires + 0.5
     after = leases()

@@ -16,6 +16,7 @@ import pytest
 
 from crashcourse import claims, effects, store
 from crashcourse.claims import fence, orders
+from crashcourse.effects import FencingToken
 from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
 from crashcourse.lab.harness import Harness
 from crashcourse.services import supplier as supplier_client
@@ -273,8 +274,8 @@ def test_a_key_in_flight_leaves_the_order_unknown_never_rejected(conn, tmp_path)
         def ask(name: str) -> None:
             try:
                 answers[name] = supplier_client.place_order(
-                    sup.url, operation_key, asdict(FLOUR), work_id=claim.id,
-                    generation=1)
+                    sup.url, operation_key, asdict(FLOUR),
+                    token=FencingToken(claim.id, 1))
             except supplier_client.NotDecided as not_decided:
                 answers[name] = not_decided
 
@@ -303,7 +304,7 @@ def test_a_key_in_flight_leaves_the_order_unknown_never_rejected(conn, tmp_path)
         assert sent == orders.UNKNOWN and decided[0][0] == 201
         assert orders.lookup(conn, operation_key, sup.url, claim) == orders.CONFIRMED
         refused = supplier_client.release_order(sup.url, operation_key, "rel-x",
-                                                work_id="other-work", generation=1)
+                                                token=FencingToken("other-work", 1))
         assert refused[0] == 409 and refused[1]["error"] == "conflict"
         sup.stop()
     assert supplier_orders(sup, operation_key) == 1
@@ -313,7 +314,7 @@ def test_same_key_other_proposal_is_a_conflict_not_a_rejection(conn, supplier):
     claim, operation_key = signed_off(conn, "phone:conflict")
     other = {"sku": "flour-25kg", "quantity": 60, "unit_cents": 2150}
     assert supplier_client.place_order(supplier.url, operation_key, other,
-                                       work_id=claim.id, generation=1)[0] == 201
+                                       token=FencingToken(claim.id, 1))[0] == 201
     with pytest.raises(orders.OrderConflict):
         orders.send(conn, claim, operation_key, supplier.url)
 
@@ -369,7 +370,7 @@ def test_a_supplier_that_saw_a_newer_holder_refuses_and_says_so(conn, supplier):
     claim, operation_key = signed_off(conn, "phone:newer", ttl=60.0)
     # A newer holder of the same work reached the supplier first (generation 5).
     status, _ = supplier_client.place_order(
-        supplier.url, "newer-key", asdict(FLOUR), work_id=claim.id, generation=5)
+        supplier.url, "newer-key", asdict(FLOUR), token=FencingToken(claim.id, 5))
     assert status == 201
     with pytest.raises(orders.StaleAtSupplier):
         orders.send(conn, claim, operation_key, supplier.url)
@@ -382,8 +383,7 @@ def test_a_replayed_answer_confirms_the_order(conn, supplier):
     reads as a rejection of an order it holds."""
     claim, operation_key = signed_off(conn, "phone:replayed", ttl=60.0)
     first, body = supplier_client.place_order(  # the earlier attempt got there
-        supplier.url, operation_key, asdict(FLOUR), work_id=claim.id,
-        generation=claim.generation)
+        supplier.url, operation_key, asdict(FLOUR), token=claim.token)
     assert first == 201
     assert orders.send(conn, claim, operation_key, supplier.url) == orders.CONFIRMED
     assert orders.order_for(conn, claim.id)["receipt"] == body["receipt"]

@@ -150,7 +150,7 @@ def test_fenced_writes_of_other_work_run_side_by_side(agent):
 
 
 def test_a_record_of_the_past_runs_beside_other_works_fenced_write(agent):
-    """Bug: ``fenced_record`` (an outcome, a lease given back) takes the
+    """Bug: ``fenced(record=True)`` (an outcome, a lease given back) takes the
     store's lock EXCLUSIVE: every holder's record then waits for every other
     work's fenced write. Deterministic: the first holder's write is open
     while the second gives its lease back; a wait would fail, not hang."""

@@ -12,6 +12,7 @@ or pause) and one session's advisory lock (another claimer deciding it).
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import tempfile
 from collections import Counter
@@ -146,26 +147,84 @@ def test_the_pause_flag_stops_the_one_trip_claim(address):
 
 def test_the_function_is_the_one_the_code_means(address):
     """Installed with the schema; installing again leaves it (no DDL while
-    claimers run); a store whose function differs gets the code's."""
+    claimers run); a store whose function differs gets the file's."""
     with store.opened(address) as conn:
         def installed():
             return conn.execute(claims_postgres.INSTALLED,
                                 {"name": claims_postgres.FUNCTION}).fetchall()
-        body = claims_postgres.function_body(claims_postgres.function_sql())
+        body = claims_postgres.function_body(claims_postgres.FUNCTION_SQL)
         assert [row[0] for row in installed()] == [body]
-        conn.execute(claims_postgres.function_sql().replace(
+        conn.execute(claims_postgres.FUNCTION_SQL.replace(
             "RETURN;  -- nothing eligible", "RETURN;  -- an older body"))
         claims.install(conn)
         assert [row[0] for row in installed()] == [body]
 
 
-def test_the_function_grants_with_the_grant_the_race_tests_read():
-    """The grant's second reading of the session rule is shown deterministically
-    on ``claims_postgres.GRANT`` (tests/store/test_postgres.py: a holder that
-    came after the pick refuses it); the function runs that very text, and its
-    grant comes after its pick's session lock, in a statement of its own."""
-    made = claims_postgres.function_sql()
-    grant = claims_postgres.as_function_text(claims_postgres.GRANT, " " * 12)
+# The oracle of the function's text: the recovery pass's statements (DECIDE,
+# GRANT), each ``:name`` read as the function's ``_name``. Only this test
+# builds it; the store runs the text of claims/postgres.sql.
+NAMED = re.compile(r"('(?:[^']|'')*')|(--[^\n]*)|(?<![:\w]):([A-Za-z_]\w*)")
+IN_FUNCTION = {"id": "picked.id"}
+
+
+def as_function_text(sql: str, indent: str) -> str:
+    """``sql`` with each ``:name`` read as the function's ``_name``, indented."""
+    def piece(found: re.Match) -> str:
+        literal, comment, name = found.groups()
+        if name is None:
+            return literal or comment
+        return IN_FUNCTION.get(name, "_" + name)
+    return "\n".join(indent + line if line.strip() else ""
+                     for line in NAMED.sub(piece, sql.strip()).splitlines())
+
+
+def decides_and_grant() -> tuple[list[str], str]:
+    """The six picks the function branches to (queued, either, work_id; with
+    and without control_only) and its grant, in the function's spelling."""
+    decides = [as_function_text(claims_postgres.decide_sql(
+                   claims.ORDINARY, looks, control_only, True, None), " " * 12)
+               + " INTO picked;"
+               for looks in ("queued", "either", "work_id")
+               for control_only in (False, True)]
+    grant = as_function_text(claims_postgres.GRANT, " " * 12) + (
+        " INTO claimed_generation, claimed_expires;")
+    return decides, grant
+
+
+def branches_of(function: str) -> list[tuple[str, str]]:
+    """(looks, control_only) of each branch of the function, in its order."""
+    return re.findall(r"IF _looks = '(\w+)' AND _control_only = (\w+) THEN",
+                      function)
+
+
+def test_the_function_keeps_the_statements_the_recovery_pass_sends():
+    """postgres.sql is the function written out; this fails when it and the
+    recovery pass's statements part: each pick, in its branch, and the
+    grant, after the pick's session lock, in a statement of its own."""
+    made = claims_postgres.FUNCTION_SQL
+    decides, grant = decides_and_grant()
+    assert branches_of(made) == [(looks, str(only).lower())
+                                 for looks in ("queued", "either", "work_id")
+                                 for only in (False, True)]
+    positions = [made.index(decide) for decide in decides]
+    assert positions == sorted(positions)
     assert grant in made
     assert claims_postgres.SESSION_RULE.splitlines()[1].strip() in grant
     assert made.index("pg_try_advisory_xact_lock") < made.index(grant)
+
+
+def test_the_function_check_sees_a_pick_that_drifted(monkeypatch):
+    """Its negative control: a recovery-pass pick that no longer reads the
+    retry delay is no longer the function's."""
+    drifted = claims_postgres.RULES.replace(
+        "    AND item.available_after <= :now\n", "")
+    monkeypatch.setattr(claims_postgres, "RULES", drifted)
+    claims_postgres.pick_sql.cache_clear()
+    claims_postgres.decide_sql.cache_clear()
+    try:
+        decides, _ = decides_and_grant()
+        assert not any(decide in claims_postgres.FUNCTION_SQL for decide in decides)
+    finally:
+        monkeypatch.undo()
+        claims_postgres.pick_sql.cache_clear()
+        claims_postgres.decide_sql.cache_clear()

@@ -877,7 +877,7 @@ def test_waiting_out_a_lease_renewed_meanwhile_is_held_at_once(world, monkeypatc
         answer = real_lease_over(*args, **options)
         if not renewed:
             with opened(world["where"]["journal"]) as other, \
-                    fence.fenced_record(other, claim, "renew"):
+                    fence.fenced(other, claim, "renew", record=True):
                 renewed.append(fence.renew_locked(other, claim, 120))
         return answer
 

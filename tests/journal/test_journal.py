@@ -21,6 +21,7 @@ import time
 import pytest
 
 from crashcourse import journal, store
+from crashcourse.claims import fence
 from crashcourse.effects import operation_key
 from crashcourse.journal.plan import (
     GateFailed,
@@ -365,7 +366,7 @@ def test_a_run_commits_once_per_step(world):
     assert len(commits) == 1 + STEPS + 1
     assert reads == []  # no transaction that writes nothing: no lock taken for it
     # the admissions: one read each, outside any transaction (a snapshot)
-    assert sum(sql.startswith(journal.HOLDER[:40]) for sql in alone) == STEPS
+    assert sum(sql.startswith(fence.HOLDER[:40]) for sql in alone) == STEPS
     assert status(world).summary() == {"confirmed": STEPS, "in_doubt": 0,
                                        "not_started": 0}
 

@@ -23,6 +23,7 @@ import pytest
 
 from crashcourse import claims
 from crashcourse.claims import fence, orders
+from crashcourse.effects import FencingToken
 from crashcourse.lab.harness import Harness
 from crashcourse.services import supplier as supplier_client
 from crashcourse.services.supplier.process import start_supplier
@@ -33,8 +34,8 @@ FLOUR = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
 
 def post(url, key, work, generation):
     """The status a POST of FLOUR under ``key`` gets (a 412 is an answer)."""
-    return supplier_client.place_order(url, key, FLOUR, work_id=work,
-                                       generation=generation)[0]
+    return supplier_client.place_order(url, key, FLOUR,
+                                       token=FencingToken(work, generation))[0]
 
 
 def raw_fence(url, work, headers, data=b""):
@@ -49,14 +50,15 @@ def raw_fence(url, work, headers, data=b""):
 
 def test_a_fence_refuses_every_lower_generation_from_its_commit_on(supplier):
     assert post(supplier.url, "fence-early", "work-f", 1) == 201
-    assert supplier_client.fence_work(supplier.url, "work-f", 3) == 3
+    assert supplier_client.fence_work(supplier.url, FencingToken("work-f", 3)) == 3
     assert post(supplier.url, "fence-late", "work-f", 2) == 412  # a new order
     assert post(supplier.url, "fence-early", "work-f", 1) == 412  # a replay too
     status, _ = supplier_client.release_order(
-        supplier.url, "fence-early", "fence-release", work_id="work-f",
-        generation=2)
+        supplier.url, "fence-early", "fence-release",
+        token=FencingToken("work-f", 2))
     assert status == 412
-    assert supplier_client.fence_work(supplier.url, "work-f", 2) == 3  # never lower
+    never_lower = supplier_client.fence_work(supplier.url, FencingToken("work-f", 2))
+    assert never_lower == 3
     with opened(supplier.db) as conn:
         placed = conn.execute("SELECT operation_key FROM orders"
                               " WHERE work_id = 'work-f'").fetchall()

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from crashcourse.effects import FencingToken
 from crashcourse.lab.harness import Harness
 from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened
@@ -438,7 +439,7 @@ def test_every_stored_key_is_found_again_by_a_get(quick):
 
     key = "restock-0042/3/place_order:v=1@shop+x~y.z_0123456789abcdef"
     status, _ = supplier_client.place_order(quick.url, key, FLOUR,
-                                            work_id="work-roundtrip", generation=1)
+                                            token=FencingToken("work-roundtrip", 1))
     assert status == 201
     assert supplier_client.get_order(quick.url, key)[0] == 200
 
@@ -447,9 +448,9 @@ def test_the_same_key_under_another_work_is_a_conflict_not_a_replay(quick):
     from crashcourse.services import supplier as supplier_client
 
     first = supplier_client.place_order(quick.url, "shared-key", FLOUR,
-                                        work_id="work-first", generation=1)
+                                        token=FencingToken("work-first", 1))
     other = supplier_client.place_order(quick.url, "shared-key", FLOUR,
-                                        work_id="work-other", generation=5)
+                                        token=FencingToken("work-other", 5))
     assert (first[0], other[0]) == (201, 422)
     with opened(quick.db) as conn:
         fenced = [row[0] for row in conn.execute(

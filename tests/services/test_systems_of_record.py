@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from crashcourse import store
+from crashcourse.effects import FencingToken
 from crashcourse.lab.harness import Harness
 from crashcourse.services import (
     broker,
@@ -118,7 +119,7 @@ def test_the_supplier_opens_its_file_at_full(tmp_path, opened_levels, monkeypatc
         url = f"http://127.0.0.1:{server.server_address[1]}"
         proposal = {"sku": "flour-25kg", "quantity": 6, "unit_cents": 2150}
         status, _ = supplier_client.place_order(url, "op-1", proposal,
-                                                work_id="w", generation=1, wait_s=5)
+                                                token=FencingToken("w", 1), wait_s=5)
         assert status == 201
         assert supplier_client.get_order(url, "op-1", wait_s=5)[0] == 200
     finally:

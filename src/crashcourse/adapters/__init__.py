@@ -61,6 +61,11 @@ from crashcourse.journal.plan import Plan, Step
 from crashcourse.store import connect, on_server, opened
 from crashcourse.validate import canonical, check_text
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["KEY_PARAMETER", "OCCURRENCE", "DEFAULT_TTL_S", "DEFAULT_WAIT_S",
+    "DEFAULT_WAIT_OUT_S", "PROBE_CONTRACT", "ProbeContract", "NotSerializable",
+    "jsonable", "checked_probe_answer", "EffectTool", "guarded", "langgraph"]
+
 KEY_PARAMETER = "operation_key"  # the body's keyword that receives the key
 OCCURRENCE = "occurrence"  # the caller's keyword for a deliberate repeat
 DEFAULT_TTL_S = 10.0  # the lease on one call: its intent, admission and request

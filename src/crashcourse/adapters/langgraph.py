@@ -14,6 +14,9 @@ from langchain_core.tools import StructuredTool
 
 from crashcourse.adapters import EffectTool
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["thread_scope", "as_tool"]
+
 
 def thread_scope() -> str:
     """The key's scope for a tool called inside a LangGraph run: the thread

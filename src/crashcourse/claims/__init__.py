@@ -56,6 +56,14 @@ from crashcourse.store import ensure_schema, immediate
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_flag, check_text
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["FIXED_ASSIGNMENT", "AssignmentConflict", "install", "install_sqlite",
+    "work_id_for", "check_lease", "enqueue", "PICK", "claim", "CHOSEN",
+    "claim_sqlite", "GRANT", "GRANTED", "grant_locked", "work_row", "Backend",
+    "BACKENDS", "RUNS_ON", "Claim", "DONE", "RUNNING", "fence", "orders",
+    "ASSIGNMENT", "BLOCKED", "CANCELLED", "MAX_TTL", "OPEN", "ORDINARY", "READY",
+    "SCHEMA", "STATUSES"]
+
 # An assignment is never changed under its id: no UPDATE of its fields, no
 # INSERT over it (INSERT OR REPLACE deletes the old row WITHOUT firing an
 # UPDATE or a DELETE trigger, so the INSERT itself is refused) and no DELETE.
@@ -216,18 +224,38 @@ def claim_sqlite(conn: sqlite3.Connection, owner: str, ttl: float,
         row = turns.first_fit(conn, PICK.format(eligible=eligible), rules, among)
         if row is None:
             return None
-        granted = {"work_id": row["id"], "generation": row["generation"] + 1,
-                   "owner": owner, "claimed_at": now, "expires": now + ttl}
         boundary(CHOSEN)  # chosen, not granted: only the lock's holder is here
-        conn.execute(f"UPDATE work SET status = '{RUNNING}', owner = :owner,"
-                     " generation = :generation, expires = :expires"
-                     " WHERE id = :work_id", granted)
-        conn.execute("INSERT INTO claims (work_id, generation, owner, claimed_at,"
-                     " expires) VALUES (:work_id, :generation, :owner, :claimed_at,"
-                     " :expires)", granted)
+        return grant_locked(conn, row, owner, ttl, now, switches["epoch"])
+
+
+# The grant: the work row running under its next generation, and that
+# generation's own claims row. The UPDATE reads the generation it raises, so
+# a grant never writes one read before the lock (the read-first mutant
+# chooses early, and still takes the next generation).
+GRANT = f"""
+UPDATE work SET status = '{RUNNING}', owner = :owner,
+    generation = generation + 1, expires = :expires
+WHERE id = :work_id
+RETURNING generation"""
+GRANTED = """
+INSERT INTO claims (work_id, generation, owner, claimed_at, expires)
+VALUES (:work_id, :generation, :owner, :claimed_at, :expires)"""
+
+
+def grant_locked(conn: sqlite3.Connection, row, owner: str, ttl: float,
+                 now: float, epoch: str) -> Claim:
+    """Inside the store's write lock: the chosen work ``row`` is ``owner``'s
+    for ``ttl`` s from ``now``, under the next generation; its ``Claim``,
+    stamped with the authority ``epoch`` (chapter 05). SQLite's claim, and
+    the read-first mutant, grant with it; a server's claim is one statement
+    of its own (``claims.postgres.GRANT``)."""
+    granted = {"work_id": row["id"], "owner": owner, "claimed_at": now,
+               "expires": now + ttl}
+    granted["generation"] = conn.execute(GRANT, granted).fetchone()[0]
+    conn.execute(GRANTED, granted)
     return Claim(row["id"], row["session"], row["prompt"], row["subject"],
                  row["role"], owner, granted["generation"], granted["expires"],
-                 switches["epoch"])
+                 epoch)
 
 
 def work_row(conn: sqlite3.Connection, work_id: str) -> dict:

@@ -87,26 +87,34 @@ def stale_reason(row, control, claim: Claim, now: float) -> str | None:
     return next((reason for failed, reason in checks if failed), None)
 
 
+# The fence's one read: the work row with the runtime's switches (the pause
+# flag and the authority epoch). On a server it locks the work row alone
+# (``lock_row``), never the switches' row every fenced write reads.
+HOLDER = ("SELECT work.*, runtime_control.paused, runtime_control.epoch"
+          " FROM work LEFT JOIN runtime_control ON runtime_control.id = 1"
+          " WHERE work.id = :id")
+
+
 def assert_current(conn: sqlite3.Connection, claim: Claim,
-                   now: float | None = None) -> float:
+                   now: float | None = None, *, record: bool = False) -> tuple:
     """Raise ``StaleClaim`` unless ``claim`` is the live claim (chapter 06);
-    the instant it was judged at (the lease clock, ``store.now``).
+    what it read (the work row with ``paused`` and ``epoch``) and the instant
+    it judged at, by the lease clock (``store.now``), read after the row's lock.
 
-    Call it inside the write's own ``immediate`` block."""
-    return _judged(conn, claim, now, control.runtime(conn))[1]
-
-
-def _judged(conn, claim: Claim, now: float | None, switches) -> tuple:
-    """The work row (locked on a server) and the instant ``claim`` was judged
-    current at, against ``switches``; ``StaleClaim`` if it is not."""
-    row = conn.execute("SELECT * FROM work WHERE id = :id"
-                       + dialect(conn).lock_row,
-                       {"id": claim.id}).fetchone()
+    ``record=True`` for a write that records what already happened (an
+    outcome, a probe's answer, a lease given back, chapter 07): the pause flag
+    is set aside, every other check holds. Call it inside the write's own
+    ``immediate`` block; alone it is one read that writes nothing."""
+    read = conn.execute(HOLDER + dialect(conn).lock_row,
+                        {"id": claim.id}).fetchone()
     at = store.now(conn, now)  # after the row's lock: a wait for it counts
-    reason = stale_reason(row, switches, claim, at)
+    switches = read if read is not None else control.runtime(conn)
+    if record:  # a stop keeps new effects out, not the record of one taken
+        switches = {"paused": 0, "epoch": switches["epoch"]}
+    reason = stale_reason(read, switches, claim, at)
     if reason is not None:
         raise StaleClaim(reason, claim)
-    return row, at
+    return read, at
 
 
 def inside(name: str) -> None:
@@ -163,21 +171,22 @@ def record_refusal(
 
 
 @contextmanager
-def fenced(
-    conn: sqlite3.Connection, claim: Claim, action: str, now: float | None = None
-) -> Iterator[sqlite3.Connection]:
-    """One write transaction that starts with ``assert_current`` (chapter 06).
-    On a server it holds the store's lock SHARED: fenced writes of other work
-    go on meanwhile; an operator's writes (cancel, pause) still wait. The
+def fenced(conn: sqlite3.Connection, claim: Claim, action: str,
+           now: float | None = None, *, record: bool = False) -> Iterator[tuple]:
+    """One write transaction that starts with ``assert_current`` and yields
+    what it read and when (chapter 06); ``record=True`` for a record of the
+    past, which the pause flag alone does not refuse (chapter 07). On a
+    server it holds the store's lock SHARED: fenced writes of other work go
+    on meanwhile; an operator's writes (cancel, pause) still wait. The
     block's last act is ``lease_held_at_commit``: a lease that ran out while
-    the block ran (a holder paused in it, boundary ``fenced:<action>``) commits
-    nothing."""
+    the block ran (a holder paused in it, boundary ``fenced:<action>``)
+    commits nothing. A refusal is noted in ``refusals``, then raised."""
     try:
         with immediate(conn, shared=True):
-            row, _ = _judged(conn, claim, now, control.runtime(conn))
+            read, at = assert_current(conn, claim, now, record=record)
             inside(f"fenced:{action}")
-            yield conn
-            lease_held_at_commit(conn, claim, row["expires"], now)
+            yield read, at
+            lease_held_at_commit(conn, claim, read["expires"], now)
     except StaleClaim as refused:
         record_refusal(conn, claim, action, refused.reason)
         raise
@@ -275,43 +284,6 @@ def install_refusals(conn: sqlite3.Connection) -> None:
     ensure_schema(conn, next(part for part in ddl.split(";") if "refusals" in part))
 
 
-def assert_holder(conn: sqlite3.Connection, claim: Claim,
-                  now: float | None = None) -> float:
-    """``assert_current`` without the pause flag; the instant it judged at.
-
-    For a write that records what already happened (an action's outcome, a
-    probe's answer, a lease given back): a stop keeps new effects out, and
-    refusing the record of one already taken would only leave it in doubt.
-    Every other check still holds: superseded, expired, another owner, not
-    running. Call it inside the write's own transaction (chapter 07)."""
-    return _held(conn, claim, now)[1]
-
-
-def _held(conn, claim: Claim, now: float | None) -> tuple:
-    """``_judged`` with the pause flag set aside (``assert_holder``)."""
-    switches = control.runtime(conn)
-    history = {"paused": 0, "epoch": switches["epoch"]}  # the flag set aside
-    return _judged(conn, claim, now, history)
-
-
-@contextmanager
-def fenced_record(
-    conn: sqlite3.Connection, claim: Claim, action: str, now: float | None = None
-) -> Iterator[sqlite3.Connection]:
-    """``fenced`` for a record of the past: ``assert_holder`` first, so the
-    pause flag alone does not refuse it (chapter 07); checked again at
-    commit, as ``fenced`` is (``lease_held_at_commit``)."""
-    try:
-        with immediate(conn, shared=True):
-            row, _ = _held(conn, claim, now)
-            inside(f"fenced:{action}")
-            yield conn
-            lease_held_at_commit(conn, claim, row["expires"], now)
-    except StaleClaim as refused:
-        record_refusal(conn, claim, action, refused.reason)
-        raise
-
-
 def renew_locked(conn: sqlite3.Connection, claim: Claim, ttl: float,
                  now: float | None = None) -> float:
     """Inside a fenced write of ``claim``: its lease now ends ``ttl`` s from
@@ -343,7 +315,7 @@ def release(conn: sqlite3.Connection, claim: Claim, *, done: bool,
     DONE, or queued again for the next claim. Its ``claims`` row ends now, so
     nobody waits for a lease whose holder has finished (chapter 07)."""
     check_text("outcome", outcome, empty_ok=True)
-    with fenced_record(conn, claim, "release", now):
+    with fenced(conn, claim, "release", now, record=True):
         at = store.now(conn, now)
         conn.execute(
             "UPDATE work SET status = :status, outcome = :outcome, expires = NULL,"

@@ -29,10 +29,19 @@ from dataclasses import asdict, dataclass
 from crashcourse import claims, effects, store
 from crashcourse.boundary import boundary
 from crashcourse.claims import BLOCKED, READY, RUNNING, Claim, fence
+from crashcourse.effects import FencingToken
 from crashcourse.services import supplier as supplier_client
 from crashcourse.store import check_backend, ensure_schema, immediate, sql_list
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_text
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "STATUSES", "UNCERTAIN", "UNSENT", "NOT_FOUND", "SCHEMA",
+    "UNCERTAIN_WORK", "RECOVERY", "ResponseLost", "StaleAtSupplier",
+    "LeaseTooShort", "OrderConflict", "Proposal", "install", "claim_recovery",
+    "order_for", "propose", "sign_off", "admit", "answered", "post", "record",
+    "send", "lookup", "revoke_unsent", "settle_cancelled", "settle_all_cancelled",
+    "order_status"]
 
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
@@ -199,8 +208,7 @@ def post(url: str, operation_key: str, claim: Claim, proposal: Proposal,
          wait_s: float):
     """POST the order with its operation key and fencing token (chapter 06)."""
     return answered(supplier_client.place_order, url, operation_key,
-                    asdict(proposal), work_id=claim.id,
-                    generation=claim.generation, wait_s=wait_s)
+                    asdict(proposal), token=claim.token, wait_s=wait_s)
 
 
 def record(conn: sqlite3.Connection, operation_key: str, status: str,
@@ -283,7 +291,8 @@ def settle_cancelled(conn: sqlite3.Connection, work_id: str, url: str,
     if row["status"] != claims.CANCELLED:
         raise ValueError(f"work {work_id!r} is not cancelled: nothing to settle")
     try:
-        supplier_client.fence_work(url, work_id, row["generation"], wait_s)
+        supplier_client.fence_work(url, FencingToken(work_id, row["generation"]),
+                                   wait_s)
     except (OSError, ValueError) as unconfirmed:
         raise ResponseLost(f"the supplier's fence is not confirmed:"
                            f" {unconfirmed!r}") from None

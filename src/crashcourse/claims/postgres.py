@@ -30,8 +30,8 @@ rules there:
   turns alone. (No psycopg here: the connection, ``store.postgres``, brings it.)
 * the ordinary pass, every worker's loop, is ONE round trip: the statements
   above, in the same order, in one function installed with the schema
-  (``FUNCTION``, ``function_sql``), called in autocommit; each of its
-  statements still reads a snapshot of its own. The recovery pass
+  (``FUNCTION``, written once in ``postgres.sql``), called in autocommit;
+  each of its statements still reads a snapshot of its own. The recovery pass
   (``orders.RECOVERY``) sends them one by one (four round trips).
 
 The tests of the claim run on both databases (``store_at``): they are what
@@ -40,8 +40,8 @@ says the two claims keep the same rules.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
+from pathlib import Path
 
 from crashcourse import control
 from crashcourse.claims.work import (
@@ -55,6 +55,7 @@ from crashcourse.claims.work import (
 )
 from crashcourse.store import check_backend, immediate, sql_list, table_exists
 from crashcourse.store.dialect import POSTGRES
+from crashcourse.store.queries import named_queries
 from crashcourse.validate import clock
 
 # The databases install() accepts (store.check_backend): a store on any other
@@ -216,123 +217,32 @@ RETURNING generation, expires"""
 
 # The ordinary pass (``claims.ORDINARY``, every worker's loop) in ONE round
 # trip: a function installed with the schema, called in autocommit, so the
-# call is the transaction. It runs the statements above, in the order the
-# recovery pass's loop (``claim``, below) sends them: the store's lock
-# SHARED, the clock, DECIDE, the session's try-lock, GRANT. Each statement
-# of a VOLATILE function reads a snapshot of its own, taken when it starts:
-# GRANT reads the session rule after the session's lock was taken, as a
-# separate round trip did. Its texts are DECIDE's and GRANT's own
-# (``:name`` read as the function's ``_name``; ``:id``, the pick's); its
-# plans are made once per connection, generic, as ``CLOCK`` asks.
+# call is the transaction. It is written once, as SQL, in ``postgres.sql``
+# (the named query ``claim_next``): the statements above, in the order the
+# recovery pass's loop (``claim``, below) sends them, ``:name`` spelled as
+# the function's ``_name``. tests/claims/test_postgres_round_trips.py fails
+# when the two part.
 FUNCTION = "claim_next"
 INSTALLED = """SELECT prosrc FROM pg_proc
 WHERE proname = :name AND pronamespace = CAST(current_schema() AS regnamespace)"""
 CALL = f"""SELECT * FROM {FUNCTION}(CAST(:role AS text), CAST(:owner AS text),
     CAST(:ttl AS float8), CAST(:at AS float8), CAST(:control_only AS boolean),
     CAST(:work_id AS text), CAST(:store_lock AS bigint))"""
-FUNCTION_HEAD = f"""CREATE OR REPLACE FUNCTION {FUNCTION}(
-    _role text, _owner text, _ttl float8, _at float8, _control_only boolean,
-    _work_id text, _store_lock bigint,
-    OUT claimed_id text, OUT claimed_session text, OUT claimed_prompt text,
-    OUT claimed_subject text, OUT claimed_role text,
-    OUT claimed_generation integer, OUT claimed_expires float8,
-    OUT claimed_epoch text)
-RETURNS SETOF record
-LANGUAGE plpgsql VOLATILE
-SET plan_cache_mode = force_generic_plan
-AS $claim$"""
-FUNCTION_BODY = """
-DECLARE
-    _now float8;
-    _looks text := CASE WHEN _work_id IS NULL THEN 'queued' ELSE 'work_id' END;
-    _passed text[] := '{{}}';  -- sessions this claim passed
-    picked record;
-BEGIN
-    -- the store's lock SHARED: an operator's EXCLUSIVE write waits for it
-    -- (tried first: an expression, where a wait is a statement of its own)
-    IF NOT pg_try_advisory_xact_lock_shared(_store_lock) THEN
-        PERFORM pg_advisory_xact_lock_shared(_store_lock);
-    END IF;
-    -- the lease clock, read after the lock: the database's, or a test's
-    _now := coalesce(_at, extract(epoch FROM clock_timestamp())::float8);
-    LOOP
-        -- the pick, its session's try-lock, the pause flag and the epoch
-{decide}
-        IF NOT FOUND THEN
-            RETURN;  -- paused: nothing is picked
-        ELSIF picked.lapsed THEN
-            _looks := 'either';  -- a lease ran out: queued and lapsed, in order
-            CONTINUE;
-        ELSIF picked.id IS NULL THEN
-            RETURN;  -- nothing eligible
-        ELSIF picked.session_free THEN
-            -- the grant: the session rule read again, after the session's lock
-{grant}
-            IF FOUND THEN
-                claimed_id := picked.id;
-                claimed_session := picked.session;
-                claimed_prompt := picked.prompt;
-                claimed_subject := picked.subject;
-                claimed_role := picked.role;
-                claimed_epoch := picked.epoch;
-                RETURN NEXT;
-                RETURN;
-            END IF;
-        END IF;
-        -- another claimer is deciding its session, or a holder came since
-        -- the pick: pass the SESSION (its next turn may not go first)
-        _passed := _passed || picked.session;
-    END LOOP;
-END
-"""
-# A literal, a comment, or a named parameter: the parameter becomes the
-# function's variable, the rest stays as written.
-_NAMED = re.compile(r"('(?:[^']|'')*')|(--[^\n]*)|(?<![:\w]):([A-Za-z_]\w*)")
-_IN_FUNCTION = {"id": "picked.id"}
-
-
-def as_function_text(sql: str, indent: str) -> str:
-    """``sql`` with each ``:name`` read as the function's ``_name``, indented."""
-    def piece(found: re.Match) -> str:
-        literal, comment, name = found.groups()
-        if name is None:
-            return literal or comment
-        return _IN_FUNCTION.get(name, "_" + name)
-    return "\n".join(indent + line if line.strip() else ""
-                     for line in _NAMED.sub(piece, sql.strip()).splitlines())
+QUERIES = named_queries(Path(__file__).with_suffix(".sql"))
+FUNCTION_SQL = QUERIES[FUNCTION]  # CREATE OR REPLACE FUNCTION claim_next(...)
 
 
 def function_body(create: str) -> str:
-    """The body of ``function_sql``'s function, as ``pg_proc.prosrc`` keeps it."""
+    """The body of a ``CREATE FUNCTION`` of the claim, as ``pg_proc.prosrc``
+    keeps it."""
     return create.split("$claim$")[1]
-
-
-@lru_cache(maxsize=1)
-def function_sql() -> str:
-    """The ordinary pass's function: one DECIDE per place it looks (the
-    queued turns, the named work, queued and lapsed), each with and without
-    ``control_only``, always passing ``_passed`` (empty at first)."""
-    branches, word = [], "IF"
-    for looks in ("queued", "either", "work_id"):
-        for control_only in (False, True):
-            decide = as_function_text(
-                decide_sql(ORDINARY, looks, control_only, True, None),
-                " " * 12) + " INTO picked;"
-            branches.append(f"        {word} _looks = '{looks}'"
-                            f" AND _control_only = {str(control_only).lower()}"
-                            f" THEN\n{decide}")
-            word = "ELSIF"
-    grant = as_function_text(GRANT, " " * 12) + (
-        " INTO claimed_generation, claimed_expires;")
-    return FUNCTION_HEAD + FUNCTION_BODY.format(
-        decide="\n".join(branches) + "\n        END IF;", grant=grant) + "$claim$"
 
 
 def install(conn) -> None:
     """``claims.install`` on a server: the shared tables (``work.SCHEMA``),
     then ``SERVER_SCHEMA`` and the trigger, once, in one transaction (DDL is
     transactional here), and the ordinary pass as one function
-    (``function_sql``), created or replaced when the store's differs.
+    (``FUNCTION_SQL``), created or replaced when the store's differs.
     Introduced in chapter 10."""
     check_backend(conn, RUNS_ON, __name__)
     control.install(conn)
@@ -345,10 +255,9 @@ def install(conn) -> None:
         # the function alone, and only when it changed: DDL again on the
         # tables would lock out every live claimer, and a replaced function
         # makes every claimer plan its statements again
-        body = function_sql()
         if conn.execute(INSTALLED, {"name": FUNCTION}).fetchone() != (
-                function_body(body),):
-            conn.execute(body)
+                function_body(FUNCTION_SQL),):
+            conn.execute(FUNCTION_SQL)
 
 
 @lru_cache(maxsize=64)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crashcourse.effects import FencingToken
 from crashcourse.store import sql_list
 
 # An open turn is queued or held; then it ends one of three ways.
@@ -84,3 +85,9 @@ class Claim:
     generation: int
     expires: float
     epoch: str
+
+    @property
+    def token(self) -> FencingToken:
+        """The fencing token its writes carry to a service: (work id,
+        generation). Introduced in chapter 06."""
+        return FencingToken(self.id, self.generation)

@@ -12,6 +12,11 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping, Sequence
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["DPI", "SHOWN_PX", "LEGIBLE_PX", "TEXT", "FIT_INCHES", "COLOURS",
+    "new_figure", "count_ticks", "grouped_bars", "kill_and_end", "timeline",
+    "state_grid", "kill_map", "partition", "powerloss", "scaling", "workflow"]
+
 # What a reader sees: the website shows a figure at most SHOWN_PX wide (the
 # article's content box at a 1280 px window; a wider PNG is scaled down), and
 # every word in a figure is at least LEGIBLE_PX tall there, the book's

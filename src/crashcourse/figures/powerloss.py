@@ -13,6 +13,10 @@ from collections.abc import Mapping, Sequence
 
 from crashcourse.figures import COLOURS, DPI, TEXT, _entry, count_ticks
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["OUTCOME_COLOURS", "FOLDER", "point_outcome", "crash_outcomes",
+    "disk_timeline"]
+
 KEPT, LOST, CORRUPT = "kept", "lost", "corrupt"
 OUTCOME_COLOURS = {KEPT: COLOURS["ok"], LOST: COLOURS["bad"], CORRUPT: "#212121"}
 FOLDER = "folder"  # the lane of directory syncs

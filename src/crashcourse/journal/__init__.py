@@ -18,7 +18,7 @@ acts, then its OUTCOME. A resumed run reads it:
 ONE HOLDER AT A TIME. The proof that at most one step is in doubt assumes one
 writer. So the journal runs under chapter 05's claim on its task
 (``claim_task``: the task queued as work in the journal's own file), every
-journal write is fenced (chapter 06: ``fenced``, the check inside the
+journal write is fenced (chapter 06: ``fence.fenced``, the check inside the
 write's transaction), and an intent's commit renews the lease once a
 quarter of it is spent, counted beyond the step's declared wait (``renews``). A
 holder superseded or expired can write nothing more, and between its intent
@@ -42,15 +42,15 @@ in doubt until the next intent commits.
 
 WHAT A STEP COSTS (issue 24). In ``synchronous=FULL`` a step's one commit
 waits for one sync of the journal's ``-wal``; the rest is CPU. So the hot
-path reads the fence's two rows in one statement (``holds``), the admission
-is that one read, the lease's two rows are written about once per quarter
+path reads the fence's two rows in one statement (``fence.assert_current``),
+the admission is that one read, the lease's two rows are written about once per quarter
 lease, and the table is kept in its key's order alone (``WITHOUT ROWID``):
 a step's commit writes the journal's row and its two index entries, about
 three pages.
 
 A STOP. The pause flag (chapter 09) refuses new intents and admissions, not
 the record of what already happened: an outcome, a probe's answer or a lease
-given back is written while paused (``fence.fenced_record``'s rule), so a
+given back is written while paused (``fence.fenced(..., record=True)``), so a
 stop still ends a run with nothing in doubt.
 
 ``PHASES``, where a harness may kill step N, and what that leaves:
@@ -73,7 +73,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import namedtuple
-from contextlib import contextmanager
 
 from crashcourse import claims, control, store
 from crashcourse.boundary import boundary
@@ -95,10 +94,22 @@ from crashcourse.journal.reads import (  # noqa: F401  (journal.journal_status e
     step_key,
     step_row,
 )
-from crashcourse.store import check_backend, dialect, ensure_schema, immediate
+from crashcourse.store import check_backend, dialect, ensure_schema
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_count
 from crashcourse.waiting import wait_until
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "PHASES", "ADMITTED", "SKIP", "STOPPED_BEFORE", "ROLE",
+    "DEFAULT_WAIT_S", "CHECKPOINT_PAGES", "DEFAULT_TTL_S", "SCHEMA", "Action",
+    "HolderMayStillAct", "TaskHeld", "TaskCancelled", "schema", "install",
+    "task_origin", "task_work_id", "claim_task", "holder", "why_not_claimed",
+    "lease_length", "check_claim", "lease_over", "wait_out", "cancel_task",
+    "renews", "Pending", "admit", "settle", "run_step", "run_checked_step",
+    "run_plan", "wal_wraps_early", "finished", "run_task", "decisions", "plan",
+    "Plan", "Step", "PROBE", "RUN", "JournalStatus", "check_action",
+    "check_remaining", "check_step", "check_task", "confirmed_count", "entries",
+    "journal_status", "probe_gate", "resolutions", "step_key", "step_row"]
 
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
@@ -134,11 +145,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_in_doubt ON journal (task)
     WHERE outcome IS NULL
 """
 _dumps = json.JSONEncoder(sort_keys=True).encode  # json.dumps(x, sort_keys=True)
-# The fence's two reads, the switches (pause flag, epoch) and the task's work
-# row, as ONE statement: a step reads them twice (its commit, its admission).
-HOLDER = ("SELECT work.*, runtime_control.paused, runtime_control.epoch"
-          " FROM work JOIN runtime_control ON runtime_control.id = 1"
-          " WHERE work.id = :id")
 
 
 class Action(namedtuple("_ActionFields", "execute probe restore wait_s",
@@ -320,52 +326,6 @@ def cancel_task(conn: sqlite3.Connection, task: str,
 # --- the journal's writes, each fenced --------------------------------------------
 
 
-def holds(conn: sqlite3.Connection, claim: Claim,
-          now: float | None = None) -> tuple[sqlite3.Row, float]:
-    """Check ``fence.assert_holder``'s rule (``claim`` still holds its task;
-    the pause flag set aside) in ONE read; that read (the work row with the
-    switches, ``paused`` and ``epoch``) and the instant it was judged at.
-    ``fence.StaleClaim`` if not. Inside a write transaction it is that
-    transaction's check; alone, one snapshot, as good as a transaction that
-    writes nothing (chapter 07).
-
-    On a server the fence's own check runs first: it locks the work row for
-    the write that follows (chapter 10)."""
-    if not dialect(conn).one_writer:
-        at = fence.assert_holder(conn, claim, now)  # the row stays locked
-        return conn.execute(HOLDER, {"id": claim.id}).fetchone(), at
-    row = conn.execute(HOLDER, {"id": claim.id}).fetchone()
-    at = store.now(conn, now)
-    if row is None:  # no work row or no switches: the fence says which
-        fence.assert_holder(conn, claim, now)
-    reason = fence.stale_reason(row, {"paused": 0, "epoch": row["epoch"]}, claim, at)
-    if reason is not None:
-        raise fence.StaleClaim(reason, claim)
-    return row, at
-
-
-@contextmanager
-def fenced(conn: sqlite3.Connection, claim: Claim, what: str,
-           now: float | None = None):
-    """``fence.fenced_record`` with its check made by ``holds``: one write
-    transaction that starts by checking ``claim`` still holds the task, and
-    yields what ``holds`` read (``paused`` among it: a write that must know
-    the pause flag does not read it again) and when. A refusal is noted in
-    ``refusals`` (chapter 06) and raised. Its last act, before the COMMIT,
-    is ``fence.lease_held_at_commit``: a holder paused inside the block
-    (boundary ``fenced:<what>``) past its lease writes nothing when it runs
-    again (issue 29)."""
-    try:
-        with immediate(conn, shared=True):
-            read = holds(conn, claim, now)
-            fence.inside(f"fenced:{what}")
-            yield read
-            fence.lease_held_at_commit(conn, claim, read[0]["expires"], now)
-    except fence.StaleClaim as refused:
-        fence.record_refusal(conn, claim, what, refused.reason)
-        raise
-
-
 def renews(left: float, ttl: float, wait_s: float) -> bool:
     """Whether an intent renews its lease of ``ttl`` s, of which ``left`` is
     left: when what is left beyond the step's declared wait (``wait_s``, the
@@ -382,7 +342,7 @@ class Pending:
 
     The UPDATE goes first, then the INSERT: the partial unique index is
     checked statement by statement, and so is never asked to hold two. The
-    commit is fenced as a record (``fenced``): the outcome is history and is
+    commit is fenced as a record (``fence.fenced``): the outcome is history and is
     written while paused; the new intent is not, and renews the lease."""
 
     __slots__ = ("conn", "task", "claim", "ttl", "now", "step", "outcome")
@@ -409,7 +369,8 @@ class Pending:
         if self.step is None and intent is None:
             return True
         what = "outcome" if intent is None else "intent"  # for refusals
-        with fenced(self.conn, self.claim, what, self.now) as (read, at):
+        with fence.fenced(self.conn, self.claim, what, self.now,
+                         record=True) as (read, at):
             if self.step is not None:
                 self.conn.execute(
                     f"UPDATE journal SET outcome = :outcome, resolved_by = '{RUN}'"
@@ -434,7 +395,7 @@ def _withdraw(conn, claim: Claim, task: str, number: int, now=None) -> None:
     """Delete an intent whose action did not run: the probe found nothing
     once its holder could no longer act, or this holder stopped before acting.
     A record of the past, so a stop does not refuse it."""
-    with fenced(conn, claim, "withdraw", now):
+    with fence.fenced(conn, claim, "withdraw", now, record=True):
         conn.execute("DELETE FROM journal WHERE task = :task AND step = :step"
                      " AND outcome IS NULL", {"task": task, "step": number})
 
@@ -453,7 +414,7 @@ def admit(conn: sqlite3.Connection, claim: Claim, task: str, step: Step,
     that instant is what no check on this side can close."""
     what = f"admit step {step.number}"
     try:
-        read, at = holds(conn, claim, now)
+        read, at = fence.assert_current(conn, claim, now, record=True)
     except fence.StaleClaim as refused:
         fence.record_refusal(conn, claim, what, refused.reason)
         raise
@@ -497,7 +458,7 @@ def settle(conn: sqlite3.Connection, task: str, step: Step, action: Action,
     if not done:
         _withdraw(conn, claim, task, step.number, now)
         return None
-    with fenced(conn, claim, "settle", now):
+    with fence.fenced(conn, claim, "settle", now, record=True):
         conn.execute(
             f"UPDATE journal SET outcome = :outcome, resolved_by = '{PROBE}'"
             " WHERE task = :task AND step = :step AND outcome IS NULL",

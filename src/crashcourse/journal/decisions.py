@@ -53,6 +53,12 @@ from crashcourse.store import (
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import check_text, clock
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "DECISIONS", "NOT_PERFORMED", "LEFT", "SCHEMA",
+    "DecisionRefused", "ChangedSince", "install", "history", "unwinds", "shown",
+    "resume", "unwind", "hand_to_daylight", "markdown", "DAYLIGHT", "RESUME",
+    "UNWIND"]
+
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
 RUNS_ON = (SQLITE, POSTGRES)

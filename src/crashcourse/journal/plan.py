@@ -29,6 +29,11 @@ from collections.abc import Sequence
 
 from crashcourse.store import dialect, ensure_schema, immediate
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["PLAN_SCHEMA", "UnknownTask", "PlanChanged", "OldPlanStore",
+    "GateFailed", "Step", "Plan", "StoredSteps", "make_plan", "order_plan",
+    "save_plan", "load_plan", "first_irreversible"]
+
 PLAN_SCHEMA = """
 CREATE TABLE IF NOT EXISTS plans (
     task TEXT PRIMARY KEY,     -- name + digest of the steps: new plan, new task

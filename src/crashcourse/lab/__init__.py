@@ -8,3 +8,6 @@ one bounded ``wait_until``), ``hosts`` and ``two_hosts`` (network namespaces,
 chapter 10) and ``example`` (the running example's data and stand-ins, which
 no runtime module below this one imports).
 """
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["example", "harness", "hosts", "two_hosts"]

@@ -14,6 +14,10 @@ from __future__ import annotations
 from crashcourse.claims.orders import Proposal
 from crashcourse.journal.plan import Plan, Step, order_plan
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["FLOUR", "ScriptedModel", "NoNewReasoning", "scan_files",
+    "restock_plan"]
+
 FLOUR = Proposal("flour-25kg", 6, 2150)  # six 25 kg sacks at 21.50 each
 
 

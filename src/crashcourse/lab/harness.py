@@ -27,6 +27,11 @@ from crashcourse.boundary import CONTROL_FD_ENV, MARKER_FD_ENV, STOP_AT_ENV
 from crashcourse.lab.pipes import Collector
 from crashcourse.lab.processes import wait_group_gone, wait_group_stopped
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["DEFAULT_TIMEOUT", "BoundaryTimeout", "BoundaryNotReached", "Finished",
+    "last_words", "Worker", "terminate_unwinds", "exit_on_terminate", "Harness",
+    "Interruption", "kill_and_resume"]
+
 # Every wait is bounded, but generously: CI runs the tests and the notebooks
 # side by side on two cores, where a bound of a few seconds leaves no margin
 # for a slow start or fsync. A hung worker is still caught, only later.

@@ -37,6 +37,11 @@ from crashcourse.services.supplier.process import start_supplier
 from crashcourse.store import opened, postgres_server, table_rows
 from crashcourse.waiting import wait_until
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["HOST_WORKER", "HOLDER", "TAKER", "STORE_TABLES", "SUPPLIER_TABLES",
+    "World", "world", "drop", "at_schema", "Shop", "describe", "said",
+    "WorkerEnded", "ended", "wait_past", "go", "partition"]
+
 HOST_WORKER = ("-m", "crashcourse.workers.host_worker")
 # The cut-off holder's lease and request wait. Short on purpose: the trial
 # waits the lease out (``wait_past``), so it must not be long. Its clock starts

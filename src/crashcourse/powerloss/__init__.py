@@ -45,6 +45,14 @@ from crashcourse.powerloss.images import SYNCED_ONLY, explore, judge_database
 from crashcourse.powerloss.vfs import MARK, Connection, Recorder, RecordingVFS
 from crashcourse.services import payments
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["ACK", "AS_OPENED", "Mode", "SERVICE_MODES", "recording",
+    "open_recorded", "set_up_service", "returned_at", "payment_key", "service_run",
+    "paid_keys", "runtime_opens", "judge_service", "tally", "evidence_points",
+    "asked", "disk_calls", "service_case", "images", "journal", "runs", "vfs",
+    "SYNCED_ONLY", "explore", "judge_database", "MARK", "Connection", "Recorder",
+    "RecordingVFS"]
+
 ACK = "ack"  # the mark of a payment whose commit returned to its caller
 
 

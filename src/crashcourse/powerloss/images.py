@@ -61,6 +61,11 @@ from crashcourse.powerloss.vfs import (
     Recorder,
 )
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["SCRATCH", "State", "Point", "crash_states", "possible", "images",
+    "lay_out", "image_at", "explore", "judge_database", "SECTOR", "SYNCED_ONLY",
+    "UNSYNCED_SUBSETS"]
+
 SYNCED_ONLY, UNSYNCED_SUBSETS = "synced_only", "unsynced_subsets"  # the two models
 SECTOR, PAGE = 512, 4096
 # Images are judged in memory when the machine has a tmpfs: opening one

@@ -48,6 +48,11 @@ from crashcourse.powerloss.runs import marking
 from crashcourse.services import drive, mail
 from crashcourse.workers.journal_worker import paths, restock_actions
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["FILES", "SERVICES", "small_plan", "journal_run", "committed",
+    "blind_mail_actions", "steps_run_twice", "resume_journal", "lost",
+    "journal_case"]
+
 FILES = {"f001": "scan-001.pdf", "f002": "scan-002.pdf"}
 INTENT, FINISHED = "intent", "finished"  # the marks of the journal's commits
 SERVICES = Mode("WAL", "FULL")

@@ -42,6 +42,10 @@ from crashcourse.services import payments
 from crashcourse.workers import paying
 from crashcourse.workers.pay_invoice import payment_key
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["WORKER", "CHECKPOINTED", "tasks", "marking", "pay_then_checkpoint_run",
+    "resume_payments", "pay_then_checkpoint_case", "commit_cost"]
+
 WORKER = "worker.sqlite"
 CHECKPOINTED = "checkpointed"  # the mark after the worker's checkpoint commit
 

@@ -41,6 +41,11 @@ import apsw
 
 from crashcourse.store.rows import Row, as_sqlite, columns
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["VFS_NAME", "Event", "Recorder", "RecordingFile", "RecordingVFS",
+    "Cursor", "Connection", "CREATE", "DELETE", "DIRSYNC", "MARK", "SYNC",
+    "TRUNCATE", "WRITE"]
+
 CREATE, WRITE, TRUNCATE, SYNC = "create", "write", "truncate", "sync"
 DELETE, DIRSYNC, MARK = "delete", "dirsync", "mark"
 VFS_NAME = "crashcourse-recording"

@@ -12,3 +12,6 @@ the credential ``broker`` (chapter 09) by path, which guarded services ask
 before every write. Each creates its tables with ``install``, and each opens
 its file as a system of record (``store.opened(..., record=True)``).
 """
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["broker", "drive", "mail", "payments", "supplier"]

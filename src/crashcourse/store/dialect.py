@@ -23,8 +23,8 @@ Each difference is spelled here and nowhere else:
   columns, one row each.
 * ``lock_row``: what a fenced check adds to its read of the work row: on a
   server fenced writes run side by side, so the check locks the row until
-  the write commits (``FOR UPDATE``); SQLite's one writer already excludes
-  everyone.
+  the write commits (``FOR UPDATE OF work``: the work row alone, not the
+  switches it is read with); SQLite's one writer already excludes everyone.
 * ``without_rowid``: a table option for a table keyed by its primary key
   alone (SQLite's; every PostgreSQL table is one already).
 * ``plan_steps``: the rows of a plan's steps from the JSON list of each
@@ -44,6 +44,9 @@ imports it freely (standard library only).
 from __future__ import annotations
 
 from collections import namedtuple
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["Dialect", "SQLITE", "POSTGRES"]
 
 # namedtuple rather than a dataclass: every worker imports this at start.
 _DialectFields = namedtuple("_DialectFields", (
@@ -88,7 +91,7 @@ POSTGRES = Dialect(
     # the catalogue the server keeps per schema: this store's table only
     table_columns="SELECT column_name FROM information_schema.columns"
                   " WHERE table_schema = current_schema() AND table_name = :table",
-    lock_row=" FOR UPDATE",
+    lock_row=" FOR UPDATE OF work",
     without_rowid="",
     plan_steps="SELECT :task, number, step"
                " FROM json_array_elements_text(:steps::json)"

@@ -23,7 +23,7 @@ supplier's URL as this host reaches it. Modes:
           racer drains the queue before every other has claimed: who ran
           first decides nothing), then finish it and claim and finish until
           nothing is eligible (no supplier).
-          ``--read-first`` claims with the MUTANT ``claim_read_first`` (the
+          ``--read-first`` claims with the MUTANT ``shop_worker.claim_read_first`` (the
           turn chosen by a plain read, before any lock): the race's negative
           control.
 ``work``  claim (recovery first, then ordinary work), order, finish, until no
@@ -63,12 +63,12 @@ from dataclasses import asdict
 from http.client import HTTPConnection
 from urllib.parse import urlsplit
 
-from crashcourse import claims, control, store
+from crashcourse import claims, store
 from crashcourse.boundary import HOLD_EXPIRED, hold_seconds, observing
 from crashcourse.claims import fence, orders
 from crashcourse.lab.example import FLOUR, ScriptedModel
 from crashcourse.services import supplier as supplier_client
-from crashcourse.store import StoreMissing, immediate, opened, sql_list
+from crashcourse.store import StoreMissing, opened, sql_list
 from crashcourse.store.dialect import POSTGRES
 from crashcourse.validate import check_text, seconds
 from crashcourse.workers.options import (
@@ -77,7 +77,12 @@ from crashcourse.workers.options import (
     one_line_errors,
     refuse,
 )
-from crashcourse.workers.shop_worker import FINAL, NothingToClaim, patiently
+from crashcourse.workers.shop_worker import (
+    FINAL,
+    NothingToClaim,
+    claim_read_first,
+    patiently,
+)
 
 NOTHING_TO_CLAIM = 3
 HELD = 4  # another process kept the store's lock past the busy timeout
@@ -114,7 +119,7 @@ def post_pooled(connection: HTTPConnection, operation_key: str,
     connection: ``(status, answer)``, or None when no answer came in time.
     None does not mean it never arrived: bytes a cut link dropped are sent
     again by the kernel when it returns, even after we stop listening."""
-    headers = supplier_client.token(operation_key, claim.id, claim.generation)
+    headers = supplier_client.headers(operation_key, claim.token)
     try:
         connection.request("POST", "/orders", json.dumps(asdict(proposal)), headers)
         response = connection.getresponse()
@@ -267,31 +272,6 @@ class NeverHeld(Exception):
             f"{args.owner} never reached its hold: finished {finished}"
             f" (--work {args.work}); the work at its end, by the server's clock"
             f" {store.now(conn):.3f}: {rows}")
-
-
-def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
-    """MUTANT (``drain --read-first``, chapter 10): the oldest queued turn is
-    chosen by a plain read, before any lock, and the grant under the store's
-    lock does not look again. Two claimers that read the same turn both take
-    it, the second as the next generation. The race's negative control."""
-    row = conn.execute(f"SELECT * FROM work WHERE status = '{claims.READY}'"
-                       " ORDER BY created, id LIMIT 1").fetchone()  # no lock
-    if row is None:
-        return None
-    with immediate(conn):
-        now = store.now(conn)
-        granted = {"work_id": row["id"], "owner": owner, "claimed_at": now,
-                   "expires": now + ttl}
-        granted["generation"] = conn.execute(
-            f"UPDATE work SET status = '{claims.RUNNING}', owner = :owner,"
-            " generation = generation + 1, expires = :expires"
-            " WHERE id = :work_id RETURNING generation", granted).fetchone()[0]
-        conn.execute("INSERT INTO claims (work_id, generation, owner, claimed_at,"
-                     " expires) VALUES (:work_id, :generation, :owner, :claimed_at,"
-                     " :expires)", granted)
-    return claims.Claim(row["id"], row["session"], row["prompt"], row["subject"],
-                        row["role"], owner, granted["generation"], now + ttl,
-                        control.runtime(conn)["epoch"])
 
 
 def drain(conn, args) -> dict:

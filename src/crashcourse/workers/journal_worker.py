@@ -88,6 +88,12 @@ from crashcourse.workers.options import (
     text_options,
 )
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["PROBE_VARIANTS", "paths", "build_world", "restock_actions",
+    "drive_fits", "USAGE", "SCOPE", "CREDENTIAL_TTL_S", "REFUSED", "HELD",
+    "ServiceLocked", "STALE", "OWNER", "parse", "check_world", "resume_command",
+    "main", "said"]
+
 # How a resumed run probes a step in doubt: the right probe, or the mutant
 # that reads the file's name alone (chapter 07's negative control).
 PROBE_VARIANTS = ("correct", "filename-only")

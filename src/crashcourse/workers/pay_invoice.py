@@ -50,6 +50,10 @@ import sys
 from crashcourse.effects import operation_key
 from crashcourse.workers import options, paying, payment_command
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["OPTIONS", "payment_key", "command", "pay_task", "choose_key", "parse",
+    "main"]
+
 OPTIONS = (
     *payment_command.OPTIONS,
     options.Option("--retry",

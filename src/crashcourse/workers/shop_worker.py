@@ -37,9 +37,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-import time
 
-from crashcourse import claims, control
+from crashcourse import claims, control, store
 from crashcourse.boundary import boundary
 from crashcourse.claims import fence, orders
 from crashcourse.lab.example import FLOUR, NoNewReasoning, ScriptedModel
@@ -145,30 +144,22 @@ def patiently(step, attempts: int = 20):
 
 
 def claim_read_first(conn, owner: str, *, ttl: float) -> claims.Claim | None:
-    """MUTANT (chapter 05): the oldest queued row is chosen BEFORE the write
-    lock, and the grant inside it does not look again, so two workers that
-    chose the same row both take it (the second as the next generation).
-    The negative control of the chapter's race; the session rule is left out."""
+    """MUTANT (chapter 05; ``host_worker drain --read-first`` on a server,
+    chapter 10): the oldest queued row is chosen BEFORE the write lock, and
+    the grant inside it (``claims.grant_locked``) does not look again, so two
+    workers that chose the same row both take it (the second as the next
+    generation). The negative control of the race; the session rule is left
+    out."""
+    order = store.dialect(conn).insertion_order  # rowid, or a server's seq
     row = conn.execute(  # a read with no write lock: the mistake
         f"SELECT * FROM work WHERE status = '{claims.READY}'"
-        " ORDER BY created, rowid LIMIT 1").fetchone()
+        f" ORDER BY created, {order} LIMIT 1").fetchone()
     if row is None:
         return None
     boundary(CHOSEN)  # the gap: chosen, no lock held, nothing granted yet
     with immediate(conn):
-        now = time.time()
-        granted = conn.execute(
-            f"UPDATE work SET status = '{claims.RUNNING}', owner = :owner,"
-            " generation = generation + 1, expires = :expires WHERE id = :id"
-            " RETURNING generation, expires",
-            {"owner": owner, "expires": now + ttl, "id": row["id"]}).fetchone()
-        conn.execute("INSERT INTO claims (work_id, generation, owner, claimed_at,"
-                     " expires) VALUES (:id, :generation, :owner, :now, :expires)",
-                     {"id": row["id"], "generation": granted["generation"],
-                      "owner": owner, "now": now, "expires": granted["expires"]})
-    return claims.Claim(row["id"], row["session"], row["prompt"], row["subject"],
-                        row["role"], owner, granted["generation"],
-                        granted["expires"], control.runtime(conn)["epoch"])
+        return claims.grant_locked(conn, row, owner, ttl, store.now(conn),
+                                   control.runtime(conn)["epoch"])
 
 
 def drain(conn, owner: str, ttl: float, take=claims.claim,

@@ -49,7 +49,7 @@ import time
 
 from crashcourse import workflow
 from crashcourse.boundary import boundary
-from crashcourse.effects import operation_key
+from crashcourse.effects import FencingToken, operation_key
 from crashcourse.services import mail, payments
 from crashcourse.services import supplier as supplier_client
 from crashcourse.services.payments import authority
@@ -66,6 +66,12 @@ from crashcourse.workers.options import (
 from crashcourse.workflow import APPLIED, PENDING, RUNNING, WAITING
 from crashcourse.workflow import steps as workflow_steps
 from crashcourse.workflow.steps import CANNOT_UNDO, DONE, NEEDS_PERSON, UNDONE, Remote
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["STEPS", "BOUNDARIES", "EXIT", "MODES", "PATIENCE_S", "CALL_WAIT_S",
+    "ServiceBusy", "paths", "choose", "build_world", "restock_remotes", "run",
+    "advance_step_unleased", "run_naive", "write_naive", "USAGE", "NEEDED",
+    "parse", "main", "urlerror"]
 
 STEPS = ("reserve", "charge", "mail")
 BOUNDARIES = ("after_read", *(f"{where}:{step}" for step in STEPS
@@ -139,8 +145,7 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
 
     def reserve(args, key, token):
         status, body = supplier_client.place_order(
-            url, key, args, work_id=token[0], generation=token[1],
-            wait_s=CALL_WAIT_S)
+            url, key, args, token=FencingToken(*token), wait_s=CALL_WAIT_S)
         if status in (200, 201):
             return RUNNING, {"happened": True, "receipt": body["receipt"]}
         return workflow.FAILED, {"happened": False, "answer": status, **body}
@@ -154,14 +159,14 @@ def restock_remotes(where: dict, url: str) -> dict[str, Remote]:
     def release(args, key, token):
         own = operation_key(token[0], "reserve", "release", {"order": key})
         status, body = supplier_client.release_order(
-            url, key, own, work_id=token[0], generation=token[1])
+            url, key, own, token=FencingToken(*token))
         if status in (200, 201):
             return "released", UNDONE, own, "released at the supplier"
         return ("release_refused", NEEDS_PERSON, own,
                 f"the supplier answered {status}: a person decides")
 
     def fence(token):  # the cancel reaching the supplier (issue 29)
-        supplier_client.fence_work(url, token[0], token[1], CALL_WAIT_S)
+        supplier_client.fence_work(url, FencingToken(*token), CALL_WAIT_S)
 
     def charge(args, key, token):
         try:

@@ -29,6 +29,13 @@ from crashcourse.store import check_backend, ensure_schema, immediate, sql_list
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import canonical, check_count, check_text, clock
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "STATES", "FINAL", "MOVES", "WORKFLOW_ID", "STEP_NAME",
+    "SCHEMA", "TransitionRefused", "install", "create", "read", "transition",
+    "inside", "cancel", "history", "check_move", "move", "current",
+    "write_history", "APPLIED", "ILLEGAL_MOVE", "PENDING", "RUNNING",
+    "STALE_VERSION", "WAITING", "steps"]
+
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
 RUNS_ON = (SQLITE, POSTGRES)

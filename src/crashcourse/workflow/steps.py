@@ -53,6 +53,15 @@ from crashcourse.store import (
 from crashcourse.store.dialect import POSTGRES, SQLITE
 from crashcourse.validate import canonical, check_text, clock
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["RUNS_ON", "COMPENSATIONS", "LEASE_TOO_SHORT", "LEASE_S", "WAIT_S",
+    "SCHEMA", "TABLES", "Remote", "AttemptHeld", "AdmissionRefused", "install",
+    "attempt_step", "record_outcome", "step_move", "admit", "release_lease",
+    "advance_step", "call_step", "attempt_at", "progress", "holder", "step_of",
+    "check_seconds", "record_compensation", "compensate", "settle_step",
+    "final_report", "snapshot", "CANNOT_UNDO", "DONE", "IN_DOUBT", "NEEDS_PERSON",
+    "NOTHING_TO_UNDO", "NOT_DONE", "NOT_STARTED", "UNDONE"]
+
 # The databases install() accepts (store.check_backend): a store on any other
 # is refused before anything is written.
 RUNS_ON = (SQLITE, POSTGRES)

@@ -5,6 +5,6 @@
 def fence_supplier(url: str, work_id: str, generation: int) -> None:
     """The fence, best effort: no answer is taken as done."""
     try:
-        supplier_client.fence_work(url, work_id, generation)
+        supplier_client.fence_work(url, FencingToken(work_id, generation))
     except (OSError, ValueError):
         pass

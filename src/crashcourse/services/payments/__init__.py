@@ -51,6 +51,13 @@ from crashcourse.store import (
 )
 from crashcourse.validate import check_amount, check_currency, check_text
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["TABLES", "SCHEMA", "PaymentConflict",
+    "ApprovalRefused", "BudgetExhausted", "PaymentServiceBusy", "check_action",
+    "install", "approve", "revoke", "issue_payment", "busy_means_not_charged",
+    "find_payment", "require_approval", "record_payment", "snapshot", "authority",
+    "budget"]
+
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
     from pathlib import Path

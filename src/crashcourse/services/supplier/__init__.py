@@ -19,6 +19,13 @@ import json
 import urllib.error
 import urllib.request
 
+from crashcourse.effects import FencingToken
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["WAIT_S", "NotDecided", "undecided", "parsed", "exchange", "headers",
+    "place_order", "get_order", "release_order", "fence_work", "process",
+    "request", "store"]
+
 WAIT_S = 5.0  # generous: the supplier shares two loaded cores with the workers
 
 
@@ -66,19 +73,20 @@ def exchange(request: urllib.request.Request, wait_s: float) -> tuple[int, dict]
         return status, answer
 
 
-def token(operation_key: str, work_id: str, generation: int) -> dict:
-    """The headers: operation key and fencing token (chapter 08)."""
+def headers(operation_key: str, token: FencingToken) -> dict:
+    """The request's headers: its operation key and its fencing token, the
+    token spelled as ``X-Work-Id`` and ``X-Generation`` (chapter 08)."""
     return {"Content-Type": "application/json", "Idempotency-Key": operation_key,
-            "X-Work-Id": work_id, "X-Generation": str(generation)}
+            "X-Work-Id": token.work, "X-Generation": str(token.generation)}
 
 
-def place_order(url: str, operation_key: str, proposal: dict, *, work_id: str,
-                generation: int, wait_s: float = WAIT_S) -> tuple[int, dict]:
+def place_order(url: str, operation_key: str, proposal: dict, *,
+                token: FencingToken, wait_s: float = WAIT_S) -> tuple[int, dict]:
     """``POST /orders``: reserve ``proposal`` (sku, quantity, unit_cents)
-    under ``operation_key`` (chapter 08)."""
+    under ``operation_key`` and ``token`` (chapter 08)."""
     return exchange(urllib.request.Request(
         f"{url}/orders", method="POST", data=json.dumps(proposal).encode(),
-        headers=token(operation_key, work_id, generation)), wait_s)
+        headers=headers(operation_key, token)), wait_s)
 
 
 def get_order(url: str, operation_key: str,
@@ -87,23 +95,24 @@ def get_order(url: str, operation_key: str,
     return exchange(urllib.request.Request(f"{url}/orders/{operation_key}"), wait_s)
 
 
-def release_order(url: str, order_key: str, operation_key: str, *, work_id: str,
-                  generation: int, wait_s: float = WAIT_S) -> tuple[int, dict]:
+def release_order(url: str, order_key: str, operation_key: str, *,
+                  token: FencingToken, wait_s: float = WAIT_S) -> tuple[int, dict]:
     """``POST /orders/{order_key}/release`` under the release's OWN
     ``operation_key``: 201 released, 200 the same release again (chapter 08)."""
     return exchange(urllib.request.Request(
         f"{url}/orders/{order_key}/release", method="POST", data=b"",
-        headers=token(operation_key, work_id, generation)), wait_s)
+        headers=headers(operation_key, token)), wait_s)
 
 
-def fence_work(url: str, work_id: str, generation: int,
-               wait_s: float = WAIT_S) -> int:
-    """``POST /work/{work_id}/fence``: a cancel reaching the supplier; the
+def fence_work(url: str, token: FencingToken, wait_s: float = WAIT_S) -> int:
+    """``POST /work/{work}/fence``: a cancel reaching the supplier; the
     work's fence now (chapters 06, 08). Once this returns, the supplier
-    refuses every order and release of ``work_id`` below ``generation``
-    (412); ``OSError`` (``NotDecided`` among them) if that is not known."""
+    refuses every order and release of ``token.work`` below
+    ``token.generation`` (412); ``OSError`` (``NotDecided`` among them) if
+    that is not known."""
+    work, generation = token
     status, answer = exchange(urllib.request.Request(
-        f"{url}/work/{work_id}/fence", method="POST", data=b"",
+        f"{url}/work/{work}/fence", method="POST", data=b"",
         headers={"X-Generation": str(generation)}), wait_s)
     if status != 200 or not answer.get("generation", 0) >= generation:
         raise ValueError(f"the supplier answered a fence with {status}: {answer}")

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["READY_TIMEOUT", "RunningSupplier", "start_supplier"]
+
 READY_TIMEOUT = 10.0
 
 # No dataclasses or pathlib at import time: every chapter 07 worker imports this

@@ -34,6 +34,12 @@ import threading
 import time
 from contextlib import contextmanager
 
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["FIELDS", "LIMITS", "MAX_BODY", "MAX_KEY", "MAX_GENERATION",
+    "KEY_CHARS", "TOKEN_HEADERS", "Refused", "is_decimal", "usable_key",
+    "single_token_headers", "body_length", "no_body", "read_exactly", "InFlight",
+    "drain", "named_token", "parse_token", "parse_generation", "parse_proposal"]
+
 FIELDS = {"sku": str, "quantity": int, "unit_cents": int}
 LIMITS = {"quantity": 10_000, "unit_cents": 10**9}
 MAX_BODY = 16 * 1024  # a proposal is under 200 bytes: more is a mistake or a probe

@@ -19,3 +19,6 @@ and they run only where the package's ``frameworks`` extra put the
 frameworks (``pip install "/path/to/clone[frameworks]"``; the book's lock
 pins them).
 """
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["records", "shop"]

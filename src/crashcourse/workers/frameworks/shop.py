@@ -42,7 +42,13 @@ import secrets
 from pathlib import Path
 
 from crashcourse.boundary import boundary
+from crashcourse.effects import FencingToken
 from crashcourse.services import drive, mail, supplier
+
+# The public face (issue 33): what a chapter or an exercise may import.
+__all__ = ["KEYS", "TOOLS", "STOCK_SHEET", "SCRIPT", "FINAL", "PROMPT",
+    "TASK_PREFIX", "next_turn", "new_call_id", "new_key", "World", "checked_world",
+    "agent_parser", "parse_agent", "serve_agent", "build_world", "ShopTools"]
 
 KEYS = ("none", "position", "action")
 TOOLS = ("reserve_stock", "place_order", "send_confirmation")
@@ -181,7 +187,7 @@ class ShopTools:
         status, answer = supplier.place_order(
             self.world.url, operation_key,
             {"sku": sku, "quantity": quantity, "unit_cents": unit_cents},
-            work_id=self.world.trial, generation=1, wait_s=self.wait_s)
+            token=FencingToken(self.world.trial, 1), wait_s=self.wait_s)
         if status not in (200, 201):
             raise RuntimeError(f"the supplier refused the order: {status} {answer}")
         boundary("after_ack:place_order")  # acknowledged; the framework knows nothing
