@@ -138,6 +138,12 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/workers/options.py": (
         "45af2be85d63589f81f9e474165bb41dc5084354d6c737092159dfa0d4fe52a9",
         "gained OWN_FILE, the RUNS_ON of a worker's own file (SQLite's); nothing else"),
+    "crashcourse/lab/pauses.py": (
+        "f969b27d54acf8238a4ac2db365cc2cc5e79ef482f9ce732908d561ad5513ad6",
+        "the pause campaign (issue 29) draws each trial's instants from its own"
+        " seeded stream over each configuration's life, counts a draw only when"
+        " the kernel showed the worker stopped, adds a forced instant and re-guards"
+        " a copied world by its own broker; the matrix never runs a pause campaign"),
 }
 
 
