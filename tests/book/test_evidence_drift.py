@@ -144,6 +144,10 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " seeded stream over each configuration's life, counts a draw only when"
         " the kernel showed the worker stopped, adds a forced instant and re-guards"
         " a copied world by its own broker; the matrix never runs a pause campaign"),
+    "crashcourse/lab/workflow_pauses.py": (
+        "101f95c4d25c540614524ef2f828142e3ad94e578cfbf366b6f9e93757f59f49",
+        "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
+        " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
 }
 
 
