@@ -2,7 +2,7 @@
 
     python bench/bench_pauses.py [--trials 20] [--forced 3] [--seed 2026]
         [--output FILE]
-    python bench/bench_pauses.py --worker workflow [--trials 6] [--forced 3] ...
+    python bench/bench_pauses.py --worker workflow [--trials 30] [--forced 3] ...
 
 Runs ``crashcourse.lab.pauses`` (the journal worker of chapter 07 SIGSTOPped
 at seeded instants drawn uniformly over its measured life, each one counted
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
 # worker -> (its evidence, its trials per mode, its campaign)
 WORKERS = {"journal": (RESULT, "20", pauses.main),
-           "workflow": (WORKFLOW_RESULT, "6", workflow_pauses.main)}
+           "workflow": (WORKFLOW_RESULT, "30", workflow_pauses.main)}
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " the kernel showed the worker stopped, adds a forced instant and re-guards"
         " a copied world by its own broker; the matrix never runs a pause campaign"),
     "crashcourse/lab/workflow_pauses.py": (
-        "101f95c4d25c540614524ef2f828142e3ad94e578cfbf366b6f9e93757f59f49",
+        "f1b918cef7bbfa5e8b41a4be7d258d7cf86930b905ec6806f28c3874a13d93ae",
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
 }

@@ -6,10 +6,13 @@
 ``crashcourse.workers.workflow_worker`` (the real process, its own supplier
 process beside it) is frozen with SIGSTOP at an instant drawn uniformly over
 its measured life, as ``crashcourse.lab.pauses`` does for the journal worker:
-each trial draws fractions of the longest of ``pauses.SPANS`` uninterrupted
-runs from its own seeded stream (``pauses.fractions``), and a draw counts
-only when the kernel showed the worker stopped, alive; one that fell after
-the run's end is recorded as missed and redrawn in a fresh world. ``--forced
+each trial draws fractions from its own seeded stream (``pauses.fractions``),
+each one a fraction of the life of an uninterrupted run made just before it
+(``life_s``: its own world, the same load), and a draw counts only when the
+kernel showed the worker stopped, alive; one that fell after the run's end
+is recorded as missed and redrawn in a fresh world. (Lives measured once at
+the start misled: on a machine whose load changes, a run took twice the
+life measured at the start, and nearly every draw fell in its start-up.) ``--forced
 N`` more trials freeze it at ``FORCED_AT`` (its mail attempted, not yet
 admitted), held there by its boundary, then SIGSTOPped. While it is frozen:
 
@@ -18,9 +21,10 @@ admitted), held there by its boundary, then SIGSTOPped. While it is frozen:
   thawed and let finish;
 - ``cancel``: the person cancels (``workflow.cancel``: if the frozen worker
   holds the workflow's write lock, the cancel waits 1 s, the worker is
-  thawed and the cancel made again: ``stop_blocked_s``) and compensates; a
-  recovery is started (it must do nothing); the frozen one is thawed and let
-  finish; the person compensates again.
+  thawed and the cancel made again: ``stop_blocked_s``) and compensates (a
+  compensation that a file locked by the frozen worker stops is recorded,
+  ``compensation_blocked``); a recovery is started (it must do nothing);
+  the frozen one is thawed and let finish; the person compensates again.
 
 Effects are counted from the services' rows only (``records_per_key``: the
 supplier's orders answered 201, the payment service's payments, the mail
@@ -163,18 +167,15 @@ def freeze(worker, instant: float | None) -> dict:
             **({} if landed else {"why": "ended before the stop took"})}
 
 
-def measure_life(harness: Harness, folder: str, variant: str) -> list[float]:
-    """``pauses.SPANS`` uninterrupted runs in fresh worlds, start to exit, s."""
-    spans = []
-    for n in range(pauses.SPANS):
-        world = World(harness, os.path.join(folder, f"span-{variant}-{n}"))
-        try:
-            worker = world.start(FIRST, variant)
-            worker.finish(RUN_TIMEOUT_S)
-            spans.append(round(time.monotonic() - worker.started, 4))
-        finally:
-            world.close()
-    return spans
+def measure_life(harness: Harness, folder: str, variant: str) -> float:
+    """One uninterrupted run in a fresh world, start to exit, s."""
+    world = World(harness, folder)
+    try:
+        worker = world.start(FIRST, variant)
+        worker.finish(RUN_TIMEOUT_S)
+        return round(time.monotonic() - worker.started, 4)
+    finally:
+        world.close()
 
 
 def where_frozen(world: World) -> dict:
@@ -220,15 +221,17 @@ def admitted_by_first(steps: list[dict]) -> list[dict]:
 
 
 def trial(harness: Harness, folder: str, number: int, mode: str, variant: str,
-          fractions, life: float, stop_at: str | None = None) -> dict:
-    """One pause of ``FIRST``, at a drawn fraction of ``life`` (redrawn in a
-    fresh world while it did not land, up to ``pauses.MAX_DRAWS``) or held
-    at ``stop_at`` and frozen there; then the mode's act; judged."""
+          fractions, stop_at: str | None = None) -> dict:
+    """One pause of ``FIRST``, at a drawn fraction of the life of a run made
+    just before (redrawn in a fresh world while it did not land, up to
+    ``pauses.MAX_DRAWS``) or held at ``stop_at`` and frozen there; then the
+    mode's act; judged."""
     seen: dict = {"worker": f"{WORKER} --mode {variant}", "variant": variant,
-                  "trial": number, "mode": mode, "life_s": life, "forced": stop_at,
-                  "draws": []}
+                  "trial": number, "mode": mode, "forced": stop_at, "draws": []}
     for k in range(1 if stop_at else pauses.MAX_DRAWS):
-        world = World(harness, os.path.join(folder, f"{mode}-{number}-{k}"))
+        here = os.path.join(folder, f"{mode}-{number}-{k}")
+        life = None if stop_at else measure_life(harness, f"{here}-life", variant)
+        world = World(harness, here)
         first = None
         try:
             first = world.start(FIRST, variant, stop_at)
@@ -238,7 +241,7 @@ def trial(harness: Harness, folder: str, number: int, mode: str, variant: str,
                 first.release()  # read once it runs again
             else:
                 fraction = fractions.random()
-                froze = {"fraction": round(fraction, 6),
+                froze = {"fraction": round(fraction, 6), "life_s": life,
                          "planned_s": round(fraction * life, 4),
                          **freeze(first, fraction * life)}
             seen["draws"].append(froze)
@@ -272,7 +275,7 @@ def frozen_trial(seen: dict, world: World, first, mode: str, variant: str,
             now = pauses.while_frozen(world.steps)
             if now != pauses.LOCKED:
                 residual += admitted_by_first(now["steps"])
-            seen["compensated_while_frozen"] = report_of(world.compensate())
+            seen["compensated_while_frozen"] = compensate_while_frozen(world)
         recovery = world.start("recovery", variant)
         seen["recovery_exit"] = recovery.finish(RUN_TIMEOUT_S).returncode
         first.thaw()
@@ -311,6 +314,21 @@ def stop(world: World, first) -> tuple[float | None, bool, str | None]:
     return round(time.monotonic() - began, 4), True, None
 
 
+def compensate_while_frozen(world: World) -> dict | str:
+    """The person's compensation while worker-1 is frozen; ``pauses.LOCKED``
+    when a file it must read stays locked by the frozen worker (one frozen
+    in its first open of the payment service's file holds the file's WAL
+    index, and every reader waits): the person can only wait, or thaw it."""
+    from sqlite3 import OperationalError
+
+    try:
+        return report_of(world.compensate())
+    except OperationalError as locked:
+        if not pauses.held_out(locked):
+            raise
+        return pauses.LOCKED
+
+
 def report_of(report: dict) -> dict:
     return {k: report[k] for k in ("state", "completed", "undone", "needs_person",
                                    "cannot_undo", "in_doubt", "not_done")}
@@ -345,26 +363,24 @@ def judge(seen: dict, world: World, at_cancel: dict | None,
 
 def campaign(trials: int, seed: int, modes: tuple[str, ...], forced: int,
              folder: str) -> dict:
-    """Measure each variant's life, then per mode the drawn trials and the
-    forced ones: the real worker, then the control, at the same fractions."""
-    runs, lives = {}, {}
+    """Per mode the drawn trials and the forced ones: the real worker, then
+    the control, at the same fractions (each of its own run's life)."""
+    runs = {}
     with Harness() as harness:
         for name, variant in (("real", REAL), ("control", CONTROL)):
-            lives[name] = measure_life(harness, os.path.join(folder, "spans"), variant)
-            life, results = max(lives[name]), []
+            results = []
             where = os.path.join(folder, name)
             for mode in modes:
                 results += [trial(harness, where, n, mode, variant,
-                                  pauses.fractions(seed, f"workflow:{mode}", n), life)
+                                  pauses.fractions(seed, f"workflow:{mode}", n))
                             for n in range(1, trials + 1)]
                 results += [trial(harness, where, trials + n, mode, variant, None,
-                                  life, stop_at=FORCED_AT)
+                                  stop_at=FORCED_AT)
                             for n in range(1, forced + 1)]
             runs[name] = {"worker": f"{WORKER} --mode {variant}", "results": results,
                           "summary": summarize(results, modes)}
     return {"seed": seed, "trials": trials, "forced": forced, "modes": list(modes),
-            "lease_s": lease_s(), "forced_at": FORCED_AT, "uninterrupted_s": lives,
-            **runs}
+            "lease_s": lease_s(), "forced_at": FORCED_AT, **runs}
 
 
 def summarize(results: list[dict], modes: tuple[str, ...]) -> dict:
@@ -394,7 +410,9 @@ def counts(mine: list[dict]) -> dict:
             "residual": sum(len(r["residual"]) for r in judged),
             "residual_by_step": dict(sorted(by_step.items())),
             "trials_residual": [r["trial"] for r in judged if r["residual"]],
-            "stop_blocked": sum(r.get("stop_blocked_s") is not None for r in judged)}
+            "stop_blocked": sum(r.get("stop_blocked_s") is not None for r in judged),
+            "compensation_blocked": sum(
+                r.get("compensated_while_frozen") == pauses.LOCKED for r in judged)}
 
 
 def verdict(real: dict, control: dict) -> dict:
@@ -425,8 +443,8 @@ def main(argv: list[str] | None = None, script=None) -> int:
 
     parser = argument_parser("pause campaigns of the workflow worker (issue 29)")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--trials", default="6")
-    parser.add_argument("--forced", default="2")
+    parser.add_argument("--trials", default="30")
+    parser.add_argument("--forced", default="3")
     parser.add_argument("--seed", default="2026")
     parser.add_argument("--mode", default="all",
                         help=f"all, or some of {', '.join(MODES)}, by commas")
@@ -460,7 +478,7 @@ def main(argv: list[str] | None = None, script=None) -> int:
                     argv=[script.name, *(sys.argv[1:] if argv is None else argv)],
                     parameters={k: done[k] for k in (
                         "seed", "trials", "forced", "modes", "lease_s",
-                        "forced_at", "uninterrupted_s")},
+                        "forced_at")},
                     workers={"real": real["worker"], "control": control["worker"]},
                     sources_used=evidence.sources_used(script))
     for name, run in (("real", real), ("control", control)):
