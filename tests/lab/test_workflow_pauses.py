@@ -100,3 +100,42 @@ def test_bad_worker_is_refused(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and not (tmp_path / "x.json").exists()
     assert pauses.MODES  # the journal campaign's modes stay its own
+
+
+class Rows:
+    """A world's two reads, as the judge sees them (no processes)."""
+
+    def __init__(self, effects: dict, state: str, keys: dict):
+        self.effects, self.state, self.keys = effects, state, keys
+
+    def rows(self) -> dict:
+        requests = [{"method": "POST", "answer": 201, "operation_key": k}
+                    for k, n in self.effects.items() if "/reserve" in k
+                    for _ in range(n)]
+        mails = [{"operation_key": k} for k, n in self.effects.items()
+                 if "/mail/" in k for _ in range(n)]
+        return {"supplier": {"requests": requests}, "payments": [], "mail": mails}
+
+    def steps(self) -> dict:
+        steps = [{"step": s, "operation_key": k} for s, k in self.keys.items()]
+        return {"workflow": {"state": self.state, "version": 7}, "steps": steps}
+
+
+KEYS = {"reserve": "w/1/reserve/a", "charge": "w/2/charge/b", "mail": "w/3/mail/c"}
+RELEASE = "w/reserve/release/d"
+
+
+def test_the_judge_names_late_twice_and_false_reports_and_spares_the_undo():
+    world = Rows({KEYS["reserve"]: 1, RELEASE: 1, KEYS["mail"]: 2}, "cancelled", KEYS)
+    seen = workflow_pauses.judge(
+        {"final_report": {"not_done": ["mail"]}}, world, {KEYS["reserve"]: 1}, [])
+    assert seen["breaks"] == [["twice", "mail", KEYS["mail"]],
+                              ["after_cancel", "mail", KEYS["mail"]],
+                              ["report_false", "mail", KEYS["mail"]]], seen
+    assert not seen["holds"]  # the person's release after the cancel is no break
+    admitted = [{"step": "mail", "operation_key": KEYS["mail"]}]
+    seen = workflow_pauses.judge(
+        {"final_report": {"not_done": []}}, world, {KEYS["reserve"]: 1}, admitted)
+    assert seen["breaks"] == [] and seen["holds"]
+    assert seen["residual"] == [["twice", "mail", KEYS["mail"]],
+                                ["after_cancel", "mail", KEYS["mail"]]]
