@@ -293,6 +293,16 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "a11a139fc32d687163bf1d6dad90b07042b87dc8a4a1750b400faedb8231b955",
         ("new: reads named queries from a .sql file; only the server's claim"
         " uses it, which the matrix never runs (issue 33)")),
+    "crashcourse/lab/pauses.py": (
+        "f969b27d54acf8238a4ac2db365cc2cc5e79ef482f9ce732908d561ad5513ad6",
+        "the pause campaign (issue 29) draws each trial's instants from its own"
+        " seeded stream over each configuration's life, counts a draw only when"
+        " the kernel showed the worker stopped, adds a forced instant and re-guards"
+        " a copied world by its own broker; the matrix never runs a pause campaign"),
+    "crashcourse/lab/workflow_pauses.py": (
+        "f1b918cef7bbfa5e8b41a4be7d258d7cf86930b905ec6806f28c3874a13d93ae",
+        "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
+        " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
 }
 
 

@@ -1,7 +1,9 @@
 """Pause campaigns (issue 29): the journal worker SIGSTOPped at seeded instants
-over its measured life, its lease waited out, a replacement or a person's
-cancel, then thawed; judged from the services' rows. The control (the same
-worker with its fence taken out) runs at the same instants and must lose."""
+over its measured life (each one shown by the kernel to have frozen it alive)
+or at the forced instant of its first mail's admission, its lease waited
+out, a replacement or a person's cancel, then thawed; judged from the
+services' rows. The control (the same worker with its fence taken out) runs
+at the same instants and must lose: at the forced one, every time."""
 
 from __future__ import annotations
 
@@ -35,40 +37,96 @@ def campaign(tmp_path, mode: str, trials: int, *flags: str) -> tuple[dict, int]:
 
 
 def test_a_cancel_holds_in_the_real_worker_and_the_control_is_caught(tmp_path):
-    # The control breaks whenever it was frozen between its claim and its last
-    # effect. With the evidence's 3 renames, start-up is most of a loaded
-    # machine's life (3 of 20 broke at load 25); 15 renames make the work
-    # most of it, so most of the 10 instants land there.
-    summary, returncode = campaign(tmp_path, "cancel", 10, "--renames", "15")
+    # At drawn instants the control breaks only when it was frozen with work
+    # left (by chance); at the forced instant, every time.
+    summary, returncode = campaign(tmp_path, "cancel", 4, "--renames", "15",
+                                   "--forced", "2")
     assert summary["real"]["cancel"]["breaks"] == 0, summary["real"]
-    assert summary["control"]["cancel"]["trials_broken"], summary["control"]
+    assert summary["real"]["cancel"]["forced"]["breaks"] == 0, summary["real"]
+    assert summary["control"]["cancel"]["forced"]["trials_broken"] == [5, 6], (
+        "the control must break at every forced instant", summary["control"])
+    assert summary["every_trial_froze"], "a drawn trial never froze a live worker"
     assert summary["real_holds"] and summary["control_caught"] and returncode == 0
 
 
 def test_a_takeover_and_a_revocation_hold_in_the_real_worker(tmp_path):
-    summary, returncode = campaign(tmp_path, "takeover,revoke", 2)
+    summary, returncode = campaign(tmp_path, "takeover,revoke", 2, "--forced", "1")
     assert summary["real"]["takeover"]["breaks"] == 0
     assert summary["real"]["revoke"]["breaks"] == 0
+    assert summary["real"]["revoke"]["forced"]["breaks"] == 0
     assert summary["real_holds"]
     assert returncode == (0 if summary["control_caught"] else 1)
 
 
+@pytest.mark.parametrize("repeat", [1, 2, 3])
+def test_the_forced_instant_catches_the_control_every_time_and_the_fence_holds(
+        tmp_path, repeat):
+    # One barrier, both workers: held at the first mail's admission (checked,
+    # not sent), frozen, the lease waited out, cancelled, thawed. The real
+    # worker sends that one mail (the residual window, counted apart) and
+    # nothing after it; the control sends every mail left after the cancel.
+    template = tmp_path / "template"
+    template.mkdir()
+    plan = pauses.pause_plan()
+    task = pauses.build(str(template), plan)
+    at = pauses.forced_at(plan)
+    seen = {}
+    for name, module in (("real", pauses.REAL), ("control", pauses.CONTROL)):
+        seen[name] = pauses.trial(repeat, "cancel", module, str(template), task,
+                                  str(tmp_path / name), None, 1.0, 0.6, 0.15,
+                                  stop_at=at)
+        check_trial(seen[name])
+        assert seen[name]["draws"] == [{"boundary": at, "landed": True,
+                                        "stopped_seen_s": seen[name]["at_s"]}]
+        assert seen[name]["phase"] == "in_doubt", seen[name]
+    first_mail = seen["real"]["in_doubt_at_freeze"][0]["operation_key"]
+    assert seen["control"]["in_doubt_at_freeze"][0]["operation_key"] == first_mail
+    assert seen["real"]["breaks"] == [], seen["real"]
+    assert seen["real"]["residual"] == [["send_mail", "after_cancel", first_mail]]
+    later = [k for k in seen["control"]["effects"]["send_mail"] if k != first_mail]
+    assert later and seen["control"]["breaks"] == [
+        ["send_mail", "after_cancel", k] for k in later], seen["control"]
+    assert not seen["control"]["holds"]
+
+
 def check_evidence(evidence: dict, modes: list[str], trials: int) -> None:
-    """The seeded draw over the measured life, the same instants for both
-    workers, and each trial's verdict recounted from its rows."""
+    """Each drawn trial's fractions are its own seeded stream, the same for
+    both workers, over its configuration's measured life; every draw before
+    the one that froze it missed (the run had ended), measured; the summary
+    counts them; each trial's verdict recounted from its rows."""
     summary, parameters = evidence["summary"], evidence["parameters"]
     assert parameters["modes"] == modes
-    assert parameters["span_s"] == max(parameters["uninterrupted_s"]) > 0
-    seeded = random.Random(SEED)
-    drawn = [round(seeded.random() * parameters["span_s"], 6)
-             for _ in range(trials)]
-    assert parameters["instants_s"] == drawn
-    for worker in (pauses.REAL, pauses.CONTROL):
+    names = {pauses.REAL: "real", pauses.CONTROL: "control"}
+    fractions = {}
+    for trial in evidence["trials"]:
+        name, mode = names[trial["worker"]], trial["mode"]
+        life = max(parameters["uninterrupted_s"][name][pauses.world_of(mode)])
+        assert trial["life_s"] == life > 0
+        if trial["forced"]:
+            assert trial["forced"] == parameters["forced_at"]
+            assert trial["trial"] > trials and len(trial["draws"]) == 1
+            continue
+        stream = random.Random(f"{SEED}:{mode}:{trial['trial']}")
+        drawn = [round(stream.random(), 6) for _ in trial["draws"]]
+        assert [d["fraction"] for d in trial["draws"]] == drawn
+        fractions.setdefault((mode, trial["trial"]), []).append(drawn)
+        for d in trial["draws"]:
+            assert d["planned_s"] == round(d["fraction"] * life, 4)
+        assert [d["landed"] for d in trial["draws"]] == (
+            [False] * (len(trial["draws"]) - 1) + [trial["paused"]])
+        for d in trial["draws"]:
+            assert d["landed"] == (d.get("kernel_state") in ("T", "t")), d
+    for both in fractions.values():
+        shorter = min(len(x) for x in both)
+        assert len(both) == 2 and both[0][:shorter] == both[1][:shorter]
+    for name in ("real", "control"):
         for mode in modes:
-            mine = [t for t in evidence["trials"]
-                    if t["worker"] == worker and t["mode"] == mode]
-            assert [round(t["planned_s"], 4) for t in mine] == [round(x, 4)
-                                                                for x in drawn]
+            mine = [t for t in evidence["trials"] if names[t["worker"]] == name
+                    and t["mode"] == mode and not t["forced"]]
+            counted = summary[name][mode]
+            assert counted["drawn"] == sum(len(t["draws"]) for t in mine)
+            assert counted["landed"] == sum(t["paused"] for t in mine)
+            assert counted["missed"] == counted["drawn"] - counted["landed"]
     for trial in evidence["trials"]:
         check_trial(trial)
     assert evidence["manifest"]["sources_sha256"]
@@ -79,7 +137,10 @@ def check_evidence(evidence: dict, modes: list[str], trials: int) -> None:
 def check_trial(trial):
     """Each verdict is what its rows say: recount it from the effects kept."""
     if trial["paused"]:  # frozen after the instant it was due, never before
-        assert trial["at_s"] >= trial["planned_s"]
+        if not trial["forced"]:
+            assert trial["at_s"] >= trial["planned_s"]
+        assert trial["phase"] in ("opening", "before_claim", "in_doubt",
+                                  "between_steps", "after_work")
         holder = trial["holder_at_freeze"]
         if holder and holder["status"] == "RUNNING":  # its lease was waited out
             assert trial["lease_wait_s"] >= 0
@@ -94,8 +155,7 @@ def check_trial(trial):
                 assert keys[:len(before)] == before
                 assert trial["after_cancel"][kind] == keys[len(before):]
     elif trial["worker"] == pauses.REAL and trial["paused"]:
-        # the finishers ran (an unpaused run that lost its short lease on a
-        # loaded machine has none; the control may wreck its own journal)
+        # the finishers ran (the control may wreck its own journal)
         assert trial["work_status"] == "DONE", trial
     doubt = {d["operation_key"] for d in trial.get("in_doubt_at_freeze") or []}
     doubt |= {d["operation_key"] for d in (trial.get("in_doubt_at_cancel") or [])
@@ -135,9 +195,10 @@ def test_a_trial_that_fails_leaves_no_process_behind(tmp_path, monkeypatch):
     monkeypatch.setattr(pauses, "lease_ran_out", broken)
     monkeypatch.setattr(pauses, "judge", broken)
     with pytest.raises(AssertionError, match="grader failed"):
-        # frozen at 0.25 s: claimed, so the lease wait (broken) runs
+        # frozen at the forced instant: claimed, so the lease wait (broken) runs
         pauses.trial(1, "cancel", pauses.REAL, str(tmp_path / "t"), task,
-                     str(tmp_path), 0.25, 0.6, 0.15)
+                     str(tmp_path), None, 1.0, 0.6, 0.15,
+                     stop_at=pauses.forced_at(pauses.pause_plan()))
     assert started
     for popen in started:
         assert popen.poll() is not None  # ended and reaped
@@ -147,6 +208,7 @@ def test_a_trial_that_fails_leaves_no_process_behind(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("flags", [("--trials", "0"), ("--trials", "nan"),
                                    ("--seed", "-1"), ("--ttl", "0.1"),
+                                   ("--forced", "-1"), ("--forced", "101"),
                                    ("--wait", "0.6"), ("--mode", "sometimes"),
                                    ("--mode", "cancel,cancel"), ("--mode", ""),
                                    ("--renames", "0"), ("--renames", "41")])

@@ -1,21 +1,32 @@
 """Pause campaigns: SIGSTOP a real worker at any instant of its life (issue 29).
 
-    python -m crashcourse.lab.pauses --output FILE [--trials N] [--seed S]
-        [--mode all|takeover,cancel,revoke] [--ttl S] [--wait S] [--renames N]
+    python -m crashcourse.lab.pauses --output FILE [--trials N] [--forced N]
+        [--seed S] [--mode all|takeover,cancel,revoke] [--ttl S] [--wait S]
+        [--renames N]
 
 The book's mechanisms were shown against a worker killed or frozen at a NAMED
 boundary. Here chapter 07's journal worker (``crashcourse.workers.
 journal_worker``, the real process) is frozen with SIGSTOP at an instant drawn
-uniformly over its measured life (a seeded ``random.Random``; the seed and
-each instant are recorded): inside a journal transaction, inside a service's,
-between its admission and the service's commit, or starting up. While it is
+uniformly over its measured life: inside a journal transaction, inside a
+service's, between its admission and the service's commit, or starting up.
+The life is measured per configuration (the worker and the world it runs
+in: ``SPANS`` uninterrupted runs, the longest), each trial draws fractions
+of it from its own seeded stream (``fractions``: the real worker and the
+control draw the same ones), and a draw counts only when the kernel showed
+the worker stopped, alive (``/proc``, ``lab.processes``): a draw that fell
+after the run's end is recorded as missed and the next one runs in a fresh
+world. Each trial records where the freeze landed (``where_frozen``: its
+phase from the journal's rows, the effects already in the services' rows,
+whose write lock it held). ``--forced N`` trials freeze it instead at one
+forced instant, the first mail's admission (``forced_at``: checked, not
+yet sent), held there by its boundary and then SIGSTOPped. While it is
 frozen:
 
 - its lease runs out because the experiment WAITS for it (the store's clock,
   a bounded wait; nothing rewrites ``expires``);
 - ``takeover`` (chapter 07): a replacement process claims the task and
-  resumes it; once its claim is in the work row the frozen one is thawed and
-  both run to their end;
+  resumes it; once its claim is in the work row (at the forced instant: once
+  it ended, a fixed order) the frozen one is thawed and both run to their end;
 - ``cancel`` (chapter 09's stop): a person cancels the task
   (``journal.cancel_task``), a replacement is started (it must do nothing),
   and the frozen one is thawed;
@@ -40,17 +51,21 @@ codes, never a worker's own report. A trial BREAKS when
   service's commit sends when it thaws, and a mail provider that takes no key
   cannot refuse it. Those are counted apart (``residual``), never hidden.
 
-Every campaign runs the same instants against the negative control
-(``crashcourse.workers.unfenced_journal_worker``, the worker with its fence
-taken out): its thawed holder is never refused, and the campaign must catch
-it. The command exits 0 only when the real worker never breaks and the
-control breaks at least once.
+Every campaign runs the same draws and the forced instant against the
+negative control (``crashcourse.workers.unfenced_journal_worker``, the
+worker with its fence taken out): its thawed holder is never refused. At a
+drawn instant it is caught by chance (when it was frozen with mails left);
+at the forced instant of a cancel it is caught every time, where the real
+worker sends the one admitted mail and nothing after it. The command exits
+0 only when the real worker never breaks, every drawn trial froze a live
+worker, the control breaks at least once and at every forced cancel.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -60,7 +75,9 @@ import time
 from pathlib import Path
 
 from crashcourse import claims, journal, store
+from crashcourse.boundary import CONTROL_FD_ENV, MARKER_FD_ENV, STOP_AT_ENV
 from crashcourse.journal.plan import Plan, Step, order_plan, save_plan
+from crashcourse.lab import processes
 from crashcourse.services import broker, drive, mail
 from crashcourse.store import opened
 from crashcourse.validate import argument_parser, check_number
@@ -72,7 +89,13 @@ CONTROL = "crashcourse.workers.unfenced_journal_worker"
 MODES = ("takeover", "cancel", "revoke")
 STOPS = ("cancel", "revoke")  # the modes in which a person stops the work
 TTL_S, WAIT_S = 0.6, 0.15  # a short lease: every trial waits one out
-SPANS = 3  # uninterrupted runs measured; the life is the longest
+SPANS = 3  # uninterrupted runs measured per configuration; the life is the
+# longest, so a draw covers all of it (one that lands after the run's end is
+# redrawn, never counted as a pause)
+MAX_DRAWS = 24  # draws per trial before it is recorded as never frozen: on a
+# loaded machine one run's life is half another's, and a draw over the longest
+# misses the shorter ones' ends
+FORCED = 3  # trials per mode frozen at the forced instant (``forced_at``)
 RUN_TIMEOUT_S = 60.0  # any one process's bound, frozen time excluded
 FILES = ("journal", "drive", "mail", "broker")
 RENAMES = 3  # the plan's renames (``--renames``): more make the work a longer
@@ -121,27 +144,54 @@ def paths(directory: str) -> dict[str, str]:
 
 
 def copy_world(template: str, directory: str) -> None:
+    """A copy of ``template``'s world in ``directory``. A guarded service
+    keeps its broker's absolute path: the copies are guarded again by the
+    COPY's broker, or every credential the copy issues is unknown to the
+    template's (what the revoke mode measured before: every run refused at
+    its first effect)."""
     os.makedirs(directory, exist_ok=True)
     for name, path in paths(template).items():
         if os.path.exists(path):  # the broker only in a guarded world
             shutil.copyfile(path, paths(directory)[name])
+    own = paths(directory)
+    if os.path.exists(own["broker"]):
+        for service in ("drive", "mail"):
+            with opened(own[service], record=True) as conn:
+                broker.guard(conn, own["broker"])
 
 
 class Process:
-    """A worker started in its own process group; only it is ever signalled."""
+    """A worker started in its own process group; only it is ever signalled.
+    With ``stop_at`` it holds at that boundary (``crashcourse.boundary``)
+    until ``release``: the forced instant."""
 
     def __init__(self, module: str, directory: str, task: str, owner: str,
-                 ttl: float, wait: float):
+                 ttl: float, wait: float, stop_at: str | None = None):
         args = [sys.executable, "-S", "-m", module, "--dir", directory, "--task",
                 task, "--ttl", str(ttl), "--wait", str(wait), "--owner", owner]
         if os.path.exists(paths(directory)["broker"]):  # it asks for a credential
             args += ["--broker", paths(directory)["broker"]]
         env = {**os.environ, "PYTHONPATH": SRC}
+        passed: tuple[int, ...] = ()
+        self.marker = self.control = None
+        if stop_at is not None:  # the harness's two pipes (lab.harness)
+            self.marker, marker_w = os.pipe()
+            control_r, self.control = os.pipe()
+            env.update({STOP_AT_ENV: stop_at, MARKER_FD_ENV: str(marker_w),
+                        CONTROL_FD_ENV: str(control_r)})
+            passed = (marker_w, control_r)
+        self.stop_at = stop_at
         self.log = open(os.path.join(directory, f"{owner}.log"), "wb")  # noqa: SIM115
         self.started = time.monotonic()
         self.popen = subprocess.Popen(args, stdout=self.log, stderr=self.log,
-                                      env=env, start_new_session=True)
+                                      env=env, start_new_session=True,
+                                      pass_fds=passed)
+        for fd in passed:  # the child's ends
+            os.close(fd)
         self.frozen = False
+
+    def since_start(self) -> float:
+        return round(time.monotonic() - self.started, 4)
 
     def signal(self, number: int) -> bool:
         """Signal the group; False when it is gone (ended and reaped)."""
@@ -153,13 +203,41 @@ class Process:
             return False
         return True
 
-    def freeze(self) -> bool:
-        self.frozen = self.signal(signal.SIGSTOP)
-        return self.frozen
+    def freeze(self) -> dict:
+        """SIGSTOP, then wait (bounded) until the kernel shows the process
+        stopped, or gone: a signal is delivered, not done (``lab.processes``).
+        What was measured: ``alive`` (it showed T: frozen while it ran), the
+        kernel's state, when the signal left and when the stop was seen."""
+        signalled = self.since_start()
+        sent = self.signal(signal.SIGSTOP)
+
+        def settled() -> bool:
+            return processes.state(self.popen.pid) in (*processes.STOPPED, "Z", None)
+
+        if sent:
+            wait_until(settled, RUN_TIMEOUT_S, interval=processes.POLL,
+                       what="the signalled worker stopped, or ended")
+        state = processes.state(self.popen.pid) if sent else None
+        self.frozen = state in processes.STOPPED
+        return {"alive": self.frozen, "kernel_state": state,
+                "signalled_s": signalled, "stopped_seen_s": self.since_start()}
+
+    def wait_marker(self, timeout: float = RUN_TIMEOUT_S) -> bool:
+        """Block (bounded) until it announces its ``stop_at`` boundary; False
+        when it ended or overran without reaching it."""
+        ready, _, _ = select.select([self.marker], [], [], timeout)
+        line = os.read(self.marker, 256).decode() if ready else ""
+        return line.strip() == self.stop_at
 
     def thaw(self) -> None:
+        """SIGCONT; a worker held at its boundary is released too."""
         self.signal(signal.SIGCONT)
         self.frozen = False
+        if self.control is not None:
+            try:
+                os.write(self.control, b"go\n")
+            except BrokenPipeError:  # it ended: nothing holds
+                pass
 
     def wait(self, timeout: float = RUN_TIMEOUT_S) -> int | None:
         try:
@@ -169,12 +247,16 @@ class Process:
 
     def end(self) -> None:
         """Leave nothing behind: thaw (nothing is left stopped, whatever
-        happens next), kill the group, reap."""
+        happens next), kill the group, reap, close the pipes."""
         if self.popen.poll() is None:
             self.signal(signal.SIGCONT)
             self.signal(signal.SIGKILL)
             self.popen.wait(timeout=10)
         self.log.close()
+        for fd in (self.marker, self.control):
+            if fd is not None:
+                os.close(fd)
+        self.marker = self.control = None
 
 
 LOCKED = "locked"  # what a read while frozen found: a file it could not read
@@ -271,7 +353,8 @@ def cancel(directory: str, task: str, timeout_ms: int, revoke: bool = False
 
 def measure_life(module: str, template: str, task: str, folder: str, ttl: float,
                  wait: float) -> list[float]:
-    """``SPANS`` uninterrupted runs of the worker, start to exit, in seconds."""
+    """``SPANS`` uninterrupted runs of ``module`` in ``template``'s world (one
+    configuration: the worker and the world it runs in), start to exit, s."""
     spans = []
     for n in range(SPANS):
         directory = os.path.join(folder, f"span-{n}")
@@ -280,37 +363,130 @@ def measure_life(module: str, template: str, task: str, folder: str, ttl: float,
         try:
             if worker.wait() is None:
                 raise TimeoutError(f"an uninterrupted run took over {RUN_TIMEOUT_S} s")
-            spans.append(round(time.monotonic() - worker.started, 4))
+            spans.append(worker.since_start())
         finally:
             worker.end()
     return spans
 
 
-def trial(number: int, mode: str, module: str, template: str, task: str,
-          folder: str, instant: float, ttl: float, wait: float) -> dict:
-    """One pause: freeze ``holder-a`` ``instant`` s after its start, let the
-    lease run out, act (``mode``), thaw, let both end; the rows judged."""
-    directory = os.path.join(folder, f"{mode}-{number}")
-    copy_world(template, directory)
-    started: list[Process] = []
-    seen: dict = {"worker": module, "trial": number, "mode": mode,
-                  "planned_s": round(instant, 4)}
+def write_locked(path: str) -> bool:
+    """Whether another process holds ``path``'s write lock now: a BEGIN
+    IMMEDIATE that waits 1 ms, rolled back at once (it writes nothing)."""
+    from sqlite3 import OperationalError
+
     try:
-        a = Process(module, directory, task, "holder-a", ttl, wait)
-        started.append(a)
-        if a.wait(timeout=instant) is not None:  # it ended before the instant
-            seen.update(paused=False, at_s=round(time.monotonic() - a.started, 4))
-            return judge(seen, directory, task, [], None)
-        a.freeze()
-        seen.update(paused=True, at_s=round(time.monotonic() - a.started, 4))
-        row = while_frozen(holder, directory, task)
-        doubt = while_frozen(in_doubt, directory, task)
-        if row == LOCKED or doubt == LOCKED:  # frozen in the journal's first open
-            seen["journal_unreadable_at_freeze"] = True
-            row, doubt = None, []  # it opens its journal before it claims
-        doubt = [d for d in doubt if row and d["generation"] == row["generation"]]
-        seen["holder_at_freeze"] = row and {k: row[k] for k in ("status", "generation")}
-        seen["in_doubt_at_freeze"] = doubt
+        with opened(path, busy_timeout_ms=1) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+    except OperationalError as locked:
+        if not held_out(locked):
+            raise
+        return True
+    return False
+
+
+def where_frozen(directory: str, task: str) -> dict:
+    """Where a frozen holder is, measured while it is frozen: the work row,
+    its steps in doubt, the effects already in the services' rows, whose
+    write lock it holds (inside that file's transaction), and the ``phase``
+    those say: ``opening`` (its journal unreadable: frozen in its first
+    open), ``before_claim``, ``in_doubt`` (an intent of its generation and no
+    outcome: before, at or after its admission, or inside the service's
+    call), ``between_steps`` (claimed, nothing in doubt) or ``after_work``
+    (its work row no longer RUNNING: frozen on its way out)."""
+    row = while_frozen(holder, directory, task)
+    doubt = while_frozen(in_doubt, directory, task)
+    locks = sorted(name for name, path in paths(directory).items()
+                   if os.path.exists(path) and write_locked(path))
+    landed = while_frozen(effects, directory)
+    found = {"locks_held": locks,
+             "effects_at_freeze": landed if landed == LOCKED else
+             {kind: len(keys) for kind, keys in landed.items()}}
+    if row == LOCKED or doubt == LOCKED:  # frozen in the journal's first open
+        return {**found, "phase": "opening", "journal_unreadable_at_freeze": True,
+                "holder_at_freeze": None, "in_doubt_at_freeze": []}
+    doubt = [d for d in doubt if row and d["generation"] == row["generation"]]
+    if row is None or not row["generation"]:
+        phase = "before_claim"
+    elif row["status"] != claims.RUNNING:
+        phase = "after_work"
+    else:
+        phase = "in_doubt" if doubt else "between_steps"
+    return {**found, "phase": phase,
+            "holder_at_freeze": row and {k: row[k] for k in ("status", "generation")},
+            "in_doubt_at_freeze": doubt}
+
+
+def freeze_at_instant(a: Process, instant: float) -> dict:
+    """SIGSTOP ``a`` ``instant`` s after its start; what the kernel said:
+    ``landed`` only when it showed the process stopped (alive, frozen), never
+    assumed. A process that ended first (before the instant, or between it
+    and the signal) did not land: its exit is what was measured."""
+    if a.wait(timeout=instant) is not None:  # it ended before the instant
+        return {"landed": False, "ended_by_s": a.since_start(),
+                "why": "ended before the instant"}
+    froze = a.freeze()
+    if not froze["alive"]:
+        return {"landed": False, **froze, "why": "ended before the stop took"}
+    return {"landed": True, **froze}
+
+
+def freeze_at_boundary(a: Process) -> dict:
+    """The forced instant: ``a`` holds at its ``stop_at`` boundary (checked,
+    not yet sent), then is SIGSTOPped there."""
+    if not a.wait_marker():
+        return {"landed": False, "ended_by_s": a.since_start(),
+                "why": f"never reached {a.stop_at}"}
+    return {"landed": a.freeze()["alive"], "boundary": a.stop_at,
+            "stopped_seen_s": a.since_start()}
+
+
+def trial(number: int, mode: str, module: str, template: str, task: str,
+          folder: str, fractions: random.Random | None, life: float,
+          ttl: float, wait: float, stop_at: str | None = None) -> dict:
+    """One pause of ``holder-a``: at an instant drawn from ``fractions`` (a
+    fraction of ``life``, the configuration's measured life), or with
+    ``stop_at`` at that boundary (the forced instant). A draw that did not
+    land (the kernel never showed the worker stopped) is recorded and the
+    next one is run in a fresh world, up to ``MAX_DRAWS``: the trial's
+    instant is uniform over the life of the run it froze, and every trial
+    judged as frozen was measured frozen. Then: its lease waited out, the
+    mode's act, thawed, both ended, the rows judged."""
+    seen: dict = {"worker": module, "trial": number, "mode": mode,
+                  "life_s": life, "forced": stop_at, "draws": []}
+    for k in range(1 if stop_at else MAX_DRAWS):
+        directory = os.path.join(folder, f"{mode}-{number}-{k}")
+        copy_world(template, directory)
+        a = Process(module, directory, task, "holder-a", ttl, wait, stop_at)
+        try:
+            if stop_at:
+                froze = freeze_at_boundary(a)
+            else:
+                fraction = fractions.random()
+                froze = {"fraction": round(fraction, 6),
+                         "planned_s": round(fraction * life, 4),
+                         **freeze_at_instant(a, fraction * life)}
+            seen["draws"].append(froze)
+            if froze["landed"]:
+                return frozen_trial(seen, a, directory, task, mode, module, froze,
+                                    ttl, wait)
+        finally:
+            a.end()
+    seen.update(paused=False, planned_s=seen["draws"][-1].get("planned_s"),
+                at_s=seen["draws"][-1].get("ended_by_s"))
+    return judge(seen, os.path.join(folder, f"{mode}-{number}-{k}"), task, [], None)
+
+
+def frozen_trial(seen: dict, a: Process, directory: str, task: str, mode: str,
+                 module: str, froze: dict, ttl: float, wait: float) -> dict:
+    """``a`` is frozen (the kernel said so): what the rows say now, its
+    lease waited out, the mode's act (a replacement; a person's cancel or
+    revocation, then a replacement), thawed, every process ended."""
+    started: list[Process] = []
+    seen.update(paused=True, planned_s=froze.get("planned_s"),
+                at_s=froze["stopped_seen_s"], **where_frozen(directory, task))
+    row, doubt = seen["holder_at_freeze"], seen["in_doubt_at_freeze"]
+    try:
         if row and row["status"] == claims.RUNNING:  # it holds a lease: wait it out
             waited = time.monotonic()
             wait_until(lambda: lease_ran_out(directory, task, row["generation"]),
@@ -327,7 +503,10 @@ def trial(number: int, mode: str, module: str, template: str, task: str,
             seen["effects_at_cancel"] = while_frozen(effects, directory)
         b = Process(module, directory, task, "holder-b", ttl, wait)
         started.append(b)
-        if mode == "takeover":  # the replacement's claim, or its end, then thaw
+        if seen["forced"]:  # the replacement ends first: a fixed order
+            if b.wait() is None:
+                raise TimeoutError(f"the replacement ran past {RUN_TIMEOUT_S} s")
+        elif mode == "takeover":  # the replacement's claim, or its end, then thaw
             gen = row["generation"] if row else 0
 
             def claimed() -> bool:
@@ -430,67 +609,117 @@ def judge(seen: dict, directory: str, task: str, doubt: list[dict],
     return seen
 
 
-def instants(trials: int, seed: int, span: float) -> list[float]:
-    """The seeded draw: one instant per trial, uniform over [0, span)."""
-    rng = random.Random(seed)
-    return [rng.random() * span for _ in range(trials)]
+def fractions(seed: int, mode: str, number: int) -> random.Random:
+    """Trial ``number``'s own seeded stream of fractions of the life, uniform
+    over [0, 1): the real worker and the control draw the same ones."""
+    return random.Random(f"{seed}:{mode}:{number}")
+
+
+def forced_at(plan: Plan) -> str:
+    """The forced instant: the first mail's admission (``step-N:admitted``),
+    checked and not yet sent, with mails left after it: a holder thawed
+    there sends this one (the residual window), and only a holder without
+    its fence sends the ones after it."""
+    first = next(s.number for s in plan.steps if s.action == "send_mail")
+    return f"step-{first}:{journal.ADMITTED}"
 
 
 def campaign(trials: int, seed: int, modes: tuple[str, ...],
-             ttl: float = TTL_S, wait: float = WAIT_S, renames: int = RENAMES
-             ) -> dict:
-    """Measure the real worker's life (the longest of ``SPANS`` uninterrupted
-    runs), draw the instants, and run each mode's trials at them: the real
-    worker, then the control at the SAME instants. Leaves no folder."""
+             ttl: float = TTL_S, wait: float = WAIT_S, renames: int = RENAMES,
+             forced: int = FORCED) -> dict:
+    """Measure each configuration's life (each worker in each world, the
+    longest of ``SPANS`` uninterrupted runs), and run each mode's trials:
+    the real worker, then the control, each at the same seeded fractions of
+    its own life, then ``forced`` trials each at the forced instant. Leaves
+    no folder."""
     folder = tempfile.mkdtemp(prefix="crashcourse-pauses-")
+    plan = pause_plan(renames)
     try:
-        template = os.path.join(folder, "template")
-        guarded = os.path.join(folder, "guarded")  # the revoke mode's world
-        os.makedirs(template)
-        os.makedirs(guarded)
-        task = build(template, pause_plan(renames))
-        if build(guarded, pause_plan(renames), guarded=True) != task:
+        worlds = {"plain": os.path.join(folder, "template"),
+                  "guarded": os.path.join(folder, "guarded")}  # revoke's world
+        for template in worlds.values():
+            os.makedirs(template)
+        task = build(worlds["plain"], plan)
+        if build(worlds["guarded"], plan, guarded=True) != task:
             raise AssertionError("one plan, one task id in both worlds")
-        spans = measure_life(REAL, template, task, folder, ttl, wait)
-        span = max(spans)
-        drawn = instants(trials, seed, span)
-        runs = {}
+        needed = sorted({world_of(mode) for mode in modes})
+        runs, lives = {}, {}
         for name, module in (("real", REAL), ("control", CONTROL)):
-            results = [trial(n, mode, module,
-                             guarded if mode == "revoke" else template, task,
-                             os.path.join(folder, name), at, ttl, wait)
-                       for mode in modes for n, at in enumerate(drawn, start=1)]
+            lives[name] = {world: measure_life(module, worlds[world], task,
+                                               os.path.join(folder, f"{name}-{world}"),
+                                               ttl, wait) for world in needed}
+            results = []
+            for mode in modes:
+                world = world_of(mode)
+                template, life = worlds[world], max(lives[name][world])
+                where = os.path.join(folder, name)
+                results += [trial(n, mode, module, template, task, where,
+                                  fractions(seed, mode, n), life, ttl, wait)
+                            for n in range(1, trials + 1)]
+                results += [trial(trials + n, mode, module, template, task, where,
+                                  None, life, ttl, wait, stop_at=forced_at(plan))
+                            for n in range(1, forced + 1)]
             runs[name] = {"worker": module, "results": results,
                           "summary": summarize(results, modes)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return {"seed": seed, "trials": trials, "modes": list(modes),
-            "renames": renames, "ttl_s": ttl,
-            "wait_s": wait, "uninterrupted_s": spans, "span_s": span,
-            "instants_s": [round(x, 6) for x in drawn], **runs}
+    return {"seed": seed, "trials": trials, "forced": forced, "modes": list(modes),
+            "renames": renames, "ttl_s": ttl, "wait_s": wait,
+            "forced_at": forced_at(plan), "uninterrupted_s": lives, **runs}
+
+
+def world_of(mode: str) -> str:
+    return "guarded" if mode == "revoke" else "plain"
 
 
 def summarize(results: list[dict], modes: tuple[str, ...]) -> dict:
+    """Per mode, the drawn trials and the forced ones apart. ``drawn``
+    counts every instant drawn, ``landed`` those the kernel showed frozen
+    (alive), ``missed`` those after the run's end (redrawn); ``phases``
+    where the landed ones froze it."""
     out = {}
     for mode in modes:
         mine = [r for r in results if r["mode"] == mode]
+        drawn = [r for r in mine if not r["forced"]]
+        draws = [d for r in drawn for d in r["draws"]]
         out[mode] = {
-            "trials": len(mine),
-            "paused": sum(r["paused"] for r in mine),
-            "held": sum(r["holds"] for r in mine),
-            "breaks": sum(len(r["breaks"]) for r in mine),
-            "trials_broken": [r["trial"] for r in mine if r["breaks"]],
-            "residual": sum(len(r["residual"]) for r in mine),
-            "trials_residual": [r["trial"] for r in mine if r["residual"]],
-            "frozen_in_doubt": sum(bool(r.get("in_doubt_at_freeze")) for r in mine),
-            "stop_blocked": sum(r.get("stop_blocked_s") is not None for r in mine),
-            "third_run": sum(bool(r.get("third_run")) for r in mine),
-            "journal_unreadable_at_freeze": sum(
-                bool(r.get("journal_unreadable_at_freeze")) for r in mine),
-            "after_cancel_by_stamp": sum(bool(r.get("after_cancel_by_stamp"))
-                                         for r in mine),
+            **counts(drawn),
+            "drawn": len(draws),
+            "landed": sum(d["landed"] for d in draws),
+            "missed": sum(not d["landed"] for d in draws),
+            "never_landed": [r["trial"] for r in drawn if not r["paused"]],
+            "phases": phases(drawn),
+            "inside_a_lock": sum(bool(r.get("locks_held")) for r in drawn),
+            "forced": counts([r for r in mine if r["forced"]]),
         }
     return out
+
+
+def phases(results: list[dict]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for r in results:
+        if r["paused"]:
+            found[r["phase"]] = found.get(r["phase"], 0) + 1
+    return dict(sorted(found.items()))
+
+
+def counts(mine: list[dict]) -> dict:
+    return {
+        "trials": len(mine),
+        "paused": sum(r["paused"] for r in mine),
+        "held": sum(r["holds"] for r in mine),
+        "breaks": sum(len(r["breaks"]) for r in mine),
+        "trials_broken": [r["trial"] for r in mine if r["breaks"]],
+        "residual": sum(len(r["residual"]) for r in mine),
+        "trials_residual": [r["trial"] for r in mine if r["residual"]],
+        "frozen_in_doubt": sum(bool(r.get("in_doubt_at_freeze")) for r in mine),
+        "stop_blocked": sum(r.get("stop_blocked_s") is not None for r in mine),
+        "third_run": sum(bool(r.get("third_run")) for r in mine),
+        "journal_unreadable_at_freeze": sum(
+            bool(r.get("journal_unreadable_at_freeze")) for r in mine),
+        "after_cancel_by_stamp": sum(bool(r.get("after_cancel_by_stamp"))
+                                     for r in mine),
+    }
 
 
 def load() -> list[float] | None:
@@ -501,16 +730,19 @@ def load() -> list[float] | None:
 
 
 def main(argv: list[str] | None = None, script: str | Path | None = None) -> int:
-    """The command line: both workers at the same instants, one evidence file
-    (its manifest names ``script``, the program that ran it: this module, or
-    the bench that starts it). Exit 0 when the real worker never breaks and
-    the control breaks at least once; 1 otherwise; 2 for bad usage or an
-    existing ``--output``."""
+    """The command line: both workers at the same fractions of their lives
+    and at the forced instant, one evidence file (its manifest names
+    ``script``, the program that ran it: this module, or the bench that
+    starts it). Exit 0 when the real worker never breaks, every drawn trial
+    froze a live worker, and the control breaks at least once and at every
+    forced trial of the modes where only the fence stops it (``FENCED``);
+    1 otherwise; 2 for bad usage or an existing ``--output``."""
     from crashcourse.lab import evidence
 
     parser = argument_parser("pause campaigns (issue 29)")
     parser.add_argument("--output", required=True)
     parser.add_argument("--trials", default="12")
+    parser.add_argument("--forced", default=str(FORCED))
     parser.add_argument("--seed", default="2026")
     parser.add_argument("--mode", default="all",
                         help=f"all, or some of {', '.join(MODES)}, by commas")
@@ -520,6 +752,7 @@ def main(argv: list[str] | None = None, script: str | Path | None = None) -> int
     args = parser.parse_args(argv)
     try:
         trials = int(check_number("--trials", args.trials, 1, 1000))
+        forced = int(check_number("--forced", args.forced, 0, 100))
         seed = int(check_number("--seed", args.seed, 0, 2**31))
         ttl = check_number("--ttl", args.ttl, 0.2, 30)
         wait = check_number("--wait", args.wait, 0.01, ttl, low_open=True)
@@ -535,30 +768,55 @@ def main(argv: list[str] | None = None, script: str | Path | None = None) -> int
     if evidence.refused_output(args.output):
         return 2
     before = load()
-    done = campaign(trials, seed, modes, ttl, wait, renames)
+    done = campaign(trials, seed, modes, ttl, wait, renames, forced)
     real, control = done["real"], done["control"]
-    real_holds = all(m["breaks"] == 0 for m in real["summary"].values())
-    control_caught = any(m["breaks"] > 0 for m in control["summary"].values())
     summary = {"real": real["summary"], "control": control["summary"],
-               "real_holds": real_holds, "control_caught": control_caught,
-               "span_s": done["span_s"], "seed": seed,
+               **verdict(real["summary"], control["summary"]),
+               "forced_at": done["forced_at"], "seed": seed,
                "load_before": before, "load_after": load(), "cpus": os.cpu_count()}
     script = Path(script or __file__)
-    evidence.record(args.output, "crashcourse.pause_campaign/1", script, summary,
+    evidence.record(args.output, "crashcourse.pause_campaign/2", script, summary,
                     [*real["results"], *control["results"]],
                     argv=[script.name, *(sys.argv[1:] if argv is None else argv)],
-                    parameters={k: done[k] for k in ("seed", "trials", "modes",
-                                                     "renames",
+                    parameters={k: done[k] for k in ("seed", "trials", "forced",
+                                                     "modes", "renames",
                                                      "ttl_s", "wait_s",
-                                                     "uninterrupted_s", "span_s",
-                                                     "instants_s")},
+                                                     "forced_at",
+                                                     "uninterrupted_s")},
                     workers={"real": REAL, "control": CONTROL},
                     sources_used=evidence.sources_used(script))
     for name, run in (("real", real), ("control", control)):
         for mode, s in run["summary"].items():
+            f = s["forced"]
             print(f"{name} {mode}: {s['held']}/{s['trials']} held, breaks"
-                  f" {s['breaks']}, residual {s['residual']}", file=sys.stderr)
-    return 0 if real_holds and control_caught else 1
+                  f" {s['breaks']}, residual {s['residual']}, landed"
+                  f" {s['landed']}/{s['drawn']} draws; forced {f['held']}/"
+                  f"{f['trials']} held, breaks {f['breaks']}", file=sys.stderr)
+    ok = summary["real_holds"] and summary["every_trial_froze"]
+    return 0 if ok and summary["control_caught"] and summary[
+        "control_caught_at_every_forced"] else 1
+
+
+FENCED = ("cancel",)  # where only the fence stops a thawed holder at the forced
+# instant. Under revocation the guarded services refuse the control's
+# credential too; in a takeover the replacement has ended first, and the
+# control's own probe before each intent finds every later mail sent (and
+# the journal's key refuses a second intent): neither is the fence.
+
+
+def verdict(real: dict, control: dict) -> dict:
+    """The campaign's four claims, each from the summaries' counts."""
+    everyone = [*real.values(), *control.values()]
+    forced = [m["forced"] for mode, m in control.items() if mode in FENCED]
+    return {
+        "real_holds": all(m["breaks"] == 0 and m["forced"]["breaks"] == 0
+                          for m in real.values()),
+        "every_trial_froze": all(not m["never_landed"] for m in everyone),
+        "control_caught": any(m["breaks"] > 0 or m["forced"]["breaks"] > 0
+                              for m in control.values()),
+        "control_caught_at_every_forced": all(
+            len(f["trials_broken"]) == f["trials"] for f in forced),
+    }
 
 
 if __name__ == "__main__":
