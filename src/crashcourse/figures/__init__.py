@@ -14,15 +14,24 @@ from collections.abc import Mapping, Sequence
 
 # What a reader sees: the website shows a figure at most SHOWN_PX wide (the
 # article's content box at a 1280 px window; a wider PNG is scaled down), and
-# every word in a figure is at least LEGIBLE_PX tall there, the book's
-# smallest body text being 14 px (tests/figures/test_legible.py; the site's
-# browser test checks SHOWN_PX). At DPI, TEXT points are 11.1 px: a figure at
-# most FIT_INCHES wide shows them at that size.
+# every word in a figure is at least LEGIBLE_PX tall there: the book's
+# smallest body text, 14 px code and outputs beside 16 px paragraphs
+# (tests/figures/test_legible.py; the site's browser test reads that size
+# from the rendered page and checks each figure as shown). At DPI, TEXT
+# points are 14.4 px: a figure at most FIT_INCHES wide shows them at that size.
 DPI = 80
 SHOWN_PX = 688
-LEGIBLE_PX = 11
-TEXT = 10  # points: every label, tick, legend and number
+LEGIBLE_PX = 14
+TEXT = 13  # points: every label, tick, legend, number and title
 FIT_INCHES = SHOWN_PX / DPI
+# Matplotlib's defaults (10-point ticks and labels, 12-point titles) would be
+# under LEGIBLE_PX: every figure of the book draws its words at TEXT. Ticks are
+# made when a figure is drawn, after the function returns, so the setting is
+# matplotlib's own (rcParams), not a context around the function.
+WORDS = {key: TEXT for key in ("font.size", "axes.titlesize", "axes.labelsize",
+                               "xtick.labelsize", "ytick.labelsize",
+                               "legend.fontsize", "legend.title_fontsize",
+                               "figure.titlesize")}
 
 # One colour per meaning, the same in every chapter.
 COLOURS = {
@@ -35,12 +44,20 @@ COLOURS = {
 
 
 def new_figure(width: float = 7.0, height: float = 3.0):
-    """A figure and its axes, already closed so pyplot will not show it twice."""
+    """A figure and its axes, already closed so pyplot will not show it twice;
+    its words, and every figure's after it, at TEXT points."""
+    return closed_figure(1, 1, figsize=(width, height))
+
+
+def closed_figure(rows: int, columns: int, **options):
+    """``plt.subplots(rows, columns, **options)`` at DPI, its words at TEXT
+    points, closed so pyplot will not show it a second time."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(width, height), dpi=DPI)
+    plt.rcParams.update(WORDS)
+    fig, axes = plt.subplots(rows, columns, dpi=DPI, **options)
     plt.close(fig)
-    return fig, ax
+    return fig, axes
 
 
 def count_ticks(axis) -> None:
