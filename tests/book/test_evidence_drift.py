@@ -159,6 +159,15 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "gained Moments, the parent's wall-clock instants of a trial for the"
         " picture beside the evidence, which kill_and_resume also fills; the"
         " matrix's trials start, hold and kill their workers as before"),
+    "crashcourse/powerloss/images.py": (
+        "8624336e36d68633b6c132e7a19aa3e9ce28adc90d1960bcf8f210149671cb4c",
+        "crash_states names a sync's pending operations before applying them, on"
+        " two lines where it was one (chapter 11 prints it): the same states;"
+        " no matrix trial models a power cut"),
+    "crashcourse/powerloss/vfs.py": (
+        "18d68ea42b4eafbf4e2b1201b6104dd296f7a129faa72be95e2a7f2771b4c611",
+        "a shorter comment in RecordingFile.xSync (chapter 11 prints it); no"
+        " code changes"),
 }
 
 

@@ -79,7 +79,10 @@ def grouped_bars(
     Whole numbers are counts: whole-number ticks, and each bar's number.
     ``limit = (value, label)`` draws a dashed line there, and a bar above it
     is red, whatever its series (chapter 02)."""
-    fig, ax = new_figure(max(6.0, 0.9 * len(next(iter(counts.values()), {})) + 2))
+    width = max(6.0, 0.9 * len(next(iter(counts.values()), {})) + 2)
+    if limit is not None:  # room for the legend beside the axes
+        width = min(FIT_INCHES, width + 2.6)
+    fig, ax = new_figure(width)
     series = list(counts)
     whole = all(float(v).is_integer() for s in series for v in counts[s].values())
     categories = list(dict.fromkeys(x for s in series for x in counts[s]))
@@ -128,8 +131,9 @@ def kill_and_end(
     a second count as diamonds on a right axis, ``per`` of it to one unit of
     the first: where the two counts agree, each diamond sits on its bar."""
     (line, line_label), cases = expected, list(at_end)
-    fig, ax = new_figure(8.5, 3.8)
-    top = 1.6 * max([line, *at_end.values(), *(v or 0 for v in at_kill.values())])
+    fig, ax = new_figure(8.5, 4.2)
+    # the bars in the lower half: the legend's two rows above them
+    top = 2.0 * max([line, *at_end.values(), *(v or 0 for v in at_kill.values())])
     for j, case in enumerate(cases):
         end_colour = "bad" if at_end[case] > line else "info"
         for x, value, colour in ((j - 0.2, at_kill.get(case), "idle"),
@@ -183,7 +187,7 @@ def timeline(
     labelled instants ``(lane, at, label)``: process lifetimes, leases, kills.
     A label that would cover another moves below its bar, or beside its mark."""
     names = list(dict.fromkeys(lane for lane, *_ in lanes))
-    fig, ax = new_figure(7.5, 0.6 * len(names) + 1.4)
+    fig, ax = new_figure(FIT_INCHES, 0.75 * len(names) + 1.4)
     for lane, start, end, colour in lanes:
         y = names.index(lane)
         ax.barh(y, end - start, left=start, height=0.5,
@@ -241,12 +245,13 @@ def state_grid(
     # room for the row names (a character of TEXT: about 0.65 of its size)
     names = max(map(len, rows), default=0) * 0.65 * TEXT / 72
     width = min(FIT_INCHES, max(4.0, cell_width * len(columns) + max(2.0, names + 0.5)))
-    fig, ax = new_figure(width, 0.35 * len(rows) + 1.2)
+    row_inches = 2.5 * TEXT / 72  # two lines of a wrapped word, and a margin
+    fig, ax = new_figure(width, row_inches * len(rows) + 1.2)
     for (row, column), key in cells.items():
         ax.add_patch(Rectangle((columns.index(column), rows.index(row)), 1, 1,
                                facecolor=COLOURS.get(key, key), edgecolor="white"))
-    # a title wider than the figure wraps (a title's character: 0.6 of 12 pt)
-    title = "\n".join(textwrap.wrap(title, int(width * 72 / (0.6 * 12)))) or title
+    # a title wider than the figure wraps (a character: about 0.6 of TEXT)
+    title = "\n".join(textwrap.wrap(title, int(width * 72 / (0.6 * TEXT)))) or title
     ax.set(xlim=(0, len(columns)), ylim=(len(rows), 0), title=title)
     ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=TEXT)
     ax.set_xticks([i + 0.5 for i in range(len(columns))], columns, fontsize=TEXT)
@@ -270,6 +275,9 @@ def state_grid(
     ax.set_xticks([i + 0.5 for i in range(len(columns))],
                   columns if upright else [wrapped(name) for name in columns],
                   rotation=90 if upright else 0, fontsize=TEXT)
+    if upright:  # the upright names take their length below the cells
+        longest = max(map(len, columns), default=0) * 0.65 * TEXT / 72
+        fig.set_figheight(fig.get_figheight() + longest)
     fig.tight_layout()
     return fig
 
