@@ -200,7 +200,8 @@ def timeline(
                                   textcoords="offset points", fontsize=TEXT,
                                   ha="center", va="bottom"))
     ax.set_yticks(range(len(names)), names, fontsize=TEXT)
-    ax.set(ylim=(-0.7, len(names) - 0.3), xlabel=xlabel, title=title)
+    # headroom over the top lane for a label raised a line (_keep_apart)
+    ax.set(ylim=(-0.7, len(names) + 0.1), xlabel=xlabel, title=title)
     fig.tight_layout()
     _keep_apart(fig, ax, labels)
     return fig
@@ -208,19 +209,21 @@ def timeline(
 
 def _keep_apart(fig, ax, labels) -> None:
     """Place each label, in order, where it covers no label placed before it
-    and stays inside the axes: above its bar, below it, or to one side of its
-    mark (above and centred when no place is free)."""
+    and stays inside the axes: above its bar, below it, a line higher than
+    above, or to one side of its mark (above and centred when no place is
+    free)."""
     fig.draw_without_rendering()
     inside, placed = ax.get_window_extent(), []
-    places = [(side, ha) for side in (1, -1) for ha in ("center", "right", "left")]
+    # side 1 above the bar, -1 below it, 2 above and one line (1.2 TEXT) higher
+    places = [(side, ha) for side in (1, -1, 2) for ha in ("center", "right", "left")]
     for text in labels:
         at, top = text.xy  # the top edge of the label's bar
         for side, ha in [*places, places[0]]:
             text.xy = (at, top if side > 0 else top - 0.5)
-            text.xyann = (0, 3 * side)
+            text.xyann = (0, 3 + 1.2 * TEXT if side == 2 else 3 * side)
             text.set(va="bottom" if side > 0 else "top", ha=ha)
             box = text.get_window_extent()
-            if (inside.x0 <= box.x0 and box.x1 <= inside.x1
+            if (inside.x0 <= box.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1
                     and not any(box.overlaps(other) for other in placed)):
                 break
         placed.append(text.get_window_extent())
