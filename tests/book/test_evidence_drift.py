@@ -272,9 +272,14 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/powerloss/__init__.py": (
         "7aa3ddb208e784bb67f21071d974b7d0967d1a620ae02fa79fefdf5aa02fac2b", (FACE)),
     "crashcourse/powerloss/images.py": (
-        "b4bcf1bbc7adafaf813df6a75827d1fb754eaf798ffa368e7be8e198f4ccfbdb", (FACE)),
+        "cff0e382f0ca3d25490f3b13fe420c6c1eb28f568a7f39512f5108dc0c30dab7",
+        ("crash_states names a sync's pending operations before applying them, on"
+         " two lines where it was one (chapter 11 prints it): the same states;"
+         " no matrix trial models a power cut; " + FACE)),
     "crashcourse/powerloss/vfs.py": (
-        "202b73305fab21b03edb5b9b99224852e6137ca21044823176d13546c4a35bff", (FACE)),
+        "335f706ebb3ce83519645d6fdadd6ca312848eae20d631fb10cf8b464d904cb7",
+        ("a shorter comment in RecordingFile.xSync (chapter 11 prints it); no"
+         " code changes; " + FACE)),
     "crashcourse/services/__init__.py": (
         "89c7e6cc8dcb362b38b237563fa79255410b5b96a27749cb4b69b8878d0f9389", (FACE)),
     "crashcourse/services/payments/__init__.py": (

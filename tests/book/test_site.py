@@ -6,12 +6,14 @@ stops (one per pytest worker, each with its own Chromium). A page passes when
 its title shows, every image has loaded, the console stayed quiet, nothing was
 fetched from off the machine or came back an error, every local link (and its
 #fragment) resolves, each chapter shows all of its code cells, outputs and
-figures (none scaled so far down at the desktop width that its smallest words
-drop below the figure module's LEGIBLE_PX, tests/figures/test_legible.py),
+figures (none shown so small at the desktop width that its smallest words,
+tests/figures/test_legible.py's LEGIBLE_PX at the width it measured, are
+smaller than the body's smallest text as the page renders it),
 and the body does not scroll sideways on the phone. Every code and
 output block of every page fits its box: at the desktop width its text is no
 wider than the block (long lines wrap), and at both widths the block is no
-wider than the article; on the phone a block may scroll inside itself. A
+wider than the article; on the phone a block may scroll inside itself; on
+the chapters in UNWRAPPED no line needs the wrapping to fit. A
 screenshot of each page at each width goes to ``artifacts/site/``.
 
 It runs in .venv-site (Playwright driving Debian's chromium): ``make
@@ -204,26 +206,48 @@ def visit(contexts, site_url):
 IMAGES_LOADED = """imgs => imgs.map(img => ({src: img.getAttribute('src'),
     ok: img.complete && img.naturalWidth > 0, drawn: img.naturalWidth,
     shown: img.getBoundingClientRect().width}))"""
+# The smallest text of the article's body as the browser renders it: the
+# computed font size of its paragraphs, list items, table cells, code and
+# outputs (14 px code and outputs beside 16 px paragraphs, in this theme).
+BODY_TEXT_PX = """article => Math.min(...[...article.querySelectorAll(
+    'p, li, td, th, pre, code, .cell_output')]
+  .filter(el => el.offsetWidth > 0 && el.innerText.trim())
+  .map(el => parseFloat(getComputedStyle(el).fontSize)))"""
 # How crashcourse.figures draws (read from its source: this test runs in
-# .venv-site, without the runtime): its smallest words are TEXT points at DPI,
-# and tests/figures/test_legible.py holds every word at least LEGIBLE_PX tall
-# for a figure shown at its own size, or scaled down to SHOWN_PX.
+# .venv-site, without the runtime): tests/figures/test_legible.py holds every
+# word of every figure at least LEGIBLE_PX tall when the PNG is shown at its
+# own width, or scaled down to SHOWN_PX when it is wider. A page that shows
+# the PNG at another width scales those words by the same ratio.
 FIGURES = (ROOT / "src" / "crashcourse" / "figures" / "__init__.py").read_text()
 DRAWN = {name: float(re.search(rf"^{name} = (\d+)\b", FIGURES, re.M).group(1))
-         for name in ("DPI", "SHOWN_PX", "LEGIBLE_PX", "TEXT")}
-# The least a page may scale a figure down: its TEXT-point words still
-# LEGIBLE_PX tall (11 px of 11.1 at 80 dpi: 0.99).
-LEAST_SCALE = DRAWN["LEGIBLE_PX"] / (DRAWN["TEXT"] * DRAWN["DPI"] / 72)
+         for name in ("SHOWN_PX", "LEGIBLE_PX")}
 
 
-def scaled_down(images: list[dict]) -> list[str]:
-    """The figures whose smallest words the page shows under LEGIBLE_PX:
-    scaled below LEAST_SCALE of their size. And any the page shows narrower
-    than the figure module assumes (its own width, at most SHOWN_PX)."""
-    return [f"{i['src']}: drawn {i['drawn']} px wide, shown at {i['shown']:.0f} px"
-            for i in images
-            if i["shown"] < LEAST_SCALE * i["drawn"]
-            or i["shown"] < min(i["drawn"], DRAWN["SHOWN_PX"]) - 1]
+def smallest_word_px(image: dict) -> float:
+    """How tall the page shows the figure's smallest words: LEGIBLE_PX at the
+    width test_legible measured (its own, at most SHOWN_PX), scaled to the
+    width shown (a pixel's rounding allowed)."""
+    measured = min(image["drawn"], DRAWN["SHOWN_PX"])
+    return DRAWN["LEGIBLE_PX"] * min(1.0, (image["shown"] + 1) / measured)
+
+
+def smaller_than_the_body(images: list[dict], body_px: float) -> list[str]:
+    """The figures whose smallest words the page shows smaller than the
+    body's smallest text."""
+    return [f"{i['src']}: drawn {i['drawn']} px wide, shown at {i['shown']:.0f} px:"
+            f" its smallest words {smallest_word_px(i):.1f} px, the body's {body_px:g}"
+            for i in images if smallest_word_px(i) < body_px]
+
+
+def test_a_figure_smaller_than_the_body_text_is_caught():
+    """The negative control: a 680 px figure the page shrinks to 600 px fails
+    against 14 px code (its words 12.4 px); shown at its own width it passes;
+    and no figure passes against text larger than LEGIBLE_PX."""
+    shrunk = {"src": "shrunk.png", "drawn": 680, "shown": 600.0}
+    fits = {"src": "fits.png", "drawn": 680, "shown": 680.0}
+    caught = smaller_than_the_body([shrunk, fits], 14)
+    assert [line.split(":")[0] for line in caught] == ["shrunk.png"]
+    assert smaller_than_the_body([fits], DRAWN["LEGIBLE_PX"] + 1) != []
 
 
 SHOWN = "els => els.filter(el => el.offsetWidth > 0 && el.offsetHeight > 0).length"
@@ -243,8 +267,11 @@ def test_page_at_desktop_width(path, visit, link_status):
     assert [i["src"] for i in images if not i["ok"]] == []
     if "code" in expected:  # a chapter: every cell, output and figure is there
         assert len(images) == expected["images"]
-        # no figure shrunk so far that its smallest words fall under LEGIBLE_PX
-        assert scaled_down(images) == []
+        # every figure's words at least as tall as the body's smallest text
+        body_px = page.locator("article").first.evaluate(BODY_TEXT_PX)
+        assert body_px >= 12, f"the body's smallest text is {body_px} px"
+        small = smaller_than_the_body(images, body_px)
+        assert small == [], "\n".join(small)
         cells = page.locator("article .cell_input")
         assert cells.count() == expected["code"]
         assert cells.evaluate_all(SHOWN) == expected["code"]
@@ -323,6 +350,27 @@ def test_every_block_fits_its_box(path, width, visit):
         assert len(blocks) >= PAGES[path]["code"], blocks
     wide = overflowing(blocks, width)
     assert not wide, (f"{len(wide)} block(s) wider than their box at {width}:\n"
+                      + "\n".join(wide))
+
+
+# The chapters whose code and outputs fit at the desktop width without the
+# site's wrapping: their lines are short and their tables printed as tables
+# (issue 32). A wrapped line still fits its box on every other page.
+UNWRAPPED = [page_path(ROOT / "book" / "11_when_the_machine_loses_power.ipynb")]
+NO_WRAP = ".bd-article pre { white-space: pre !important; }"
+
+
+@pytest.mark.parametrize("path", UNWRAPPED)
+def test_every_line_fits_its_box_unwrapped(path, visit):
+    """At 1280 px, with the site's pre-wrap turned off, no line of a code or
+    output block is wider than its box. Chapter 11 had 22 such blocks (690 to
+    993 px in a 684 px box) before its lines were shortened."""
+    assert path in PAGES, f"{path} is not a page of the book"
+    page = visit(path, "desktop").page
+    page.add_style_tag(content=NO_WRAP)
+    blocks = page.locator("article").first.evaluate(BLOCKS)
+    wide = overflowing(blocks, "desktop")
+    assert not wide, (f"{len(wide)} block(s) wider than their box unwrapped:\n"
                       + "\n".join(wide))
 
 

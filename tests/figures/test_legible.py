@@ -34,8 +34,9 @@ from crashcourse.figures import (  # noqa: E402
 
 PAD_INCHES = 0.1  # matplotlib's pad around a bbox_inches="tight" PNG
 MODULES = (figures, evidence, partition, powerloss, scaling, workflow)
-NOT_FIGURES = {"new_figure", "count_ticks", "point_outcome", "partition_lanes",
-               "trial_timeline", "evidence_trials", "shown_part", "trial_name",
+NOT_FIGURES = {"new_figure", "closed_figure", "count_ticks", "point_outcome",
+               "partition_lanes", "trial_timeline", "evidence_trials", "shown_part",
+               "trial_name",
                "read_evidence", "write", "main", "label_rows"}
 # a quick run of chapter 06's checkpoint (8 trials), as make checkpoints writes it
 CH06_EVIDENCE = Path(__file__).parent / "data" / "ch06_worker_recovery_quick.json"

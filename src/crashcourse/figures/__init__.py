@@ -19,15 +19,24 @@ __all__ = ["DPI", "SHOWN_PX", "LEGIBLE_PX", "TEXT", "FIT_INCHES", "COLOURS",
 
 # What a reader sees: the website shows a figure at most SHOWN_PX wide (the
 # article's content box at a 1280 px window; a wider PNG is scaled down), and
-# every word in a figure is at least LEGIBLE_PX tall there, the book's
-# smallest body text being 14 px (tests/figures/test_legible.py; the site's
-# browser test checks SHOWN_PX). At DPI, TEXT points are 11.1 px: a figure at
-# most FIT_INCHES wide shows them at that size.
+# every word in a figure is at least LEGIBLE_PX tall there: the book's
+# smallest body text, 14 px code and outputs beside 16 px paragraphs
+# (tests/figures/test_legible.py; the site's browser test reads that size
+# from the rendered page and checks each figure as shown). At DPI, TEXT
+# points are 14.4 px: a figure at most FIT_INCHES wide shows them at that size.
 DPI = 80
 SHOWN_PX = 688
-LEGIBLE_PX = 11
-TEXT = 10  # points: every label, tick, legend and number
+LEGIBLE_PX = 14
+TEXT = 13  # points: every label, tick, legend, number and title
 FIT_INCHES = SHOWN_PX / DPI
+# Matplotlib's defaults (10-point ticks and labels, 12-point titles) would be
+# under LEGIBLE_PX: every figure of the book draws its words at TEXT. Ticks are
+# made when a figure is drawn, after the function returns, so the setting is
+# matplotlib's own (rcParams), not a context around the function.
+WORDS = {key: TEXT for key in ("font.size", "axes.titlesize", "axes.labelsize",
+                               "xtick.labelsize", "ytick.labelsize",
+                               "legend.fontsize", "legend.title_fontsize",
+                               "figure.titlesize")}
 
 # One colour per meaning, the same in every chapter.
 COLOURS = {
@@ -40,12 +49,20 @@ COLOURS = {
 
 
 def new_figure(width: float = 7.0, height: float = 3.0):
-    """A figure and its axes, already closed so pyplot will not show it twice."""
+    """A figure and its axes, already closed so pyplot will not show it twice;
+    its words, and every figure's after it, at TEXT points."""
+    return closed_figure(1, 1, figsize=(width, height))
+
+
+def closed_figure(rows: int, columns: int, **options):
+    """``plt.subplots(rows, columns, **options)`` at DPI, its words at TEXT
+    points, closed so pyplot will not show it a second time."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(width, height), dpi=DPI)
+    plt.rcParams.update(WORDS)
+    fig, axes = plt.subplots(rows, columns, dpi=DPI, **options)
     plt.close(fig)
-    return fig, ax
+    return fig, axes
 
 
 def count_ticks(axis) -> None:
@@ -67,7 +84,10 @@ def grouped_bars(
     Whole numbers are counts: whole-number ticks, and each bar's number.
     ``limit = (value, label)`` draws a dashed line there, and a bar above it
     is red, whatever its series (chapter 02)."""
-    fig, ax = new_figure(max(6.0, 0.9 * len(next(iter(counts.values()), {})) + 2))
+    width = max(6.0, 0.9 * len(next(iter(counts.values()), {})) + 2)
+    if limit is not None:  # room for the legend beside the axes
+        width = min(FIT_INCHES, width + 2.6)
+    fig, ax = new_figure(width)
     series = list(counts)
     whole = all(float(v).is_integer() for s in series for v in counts[s].values())
     categories = list(dict.fromkeys(x for s in series for x in counts[s]))
@@ -116,8 +136,9 @@ def kill_and_end(
     a second count as diamonds on a right axis, ``per`` of it to one unit of
     the first: where the two counts agree, each diamond sits on its bar."""
     (line, line_label), cases = expected, list(at_end)
-    fig, ax = new_figure(8.5, 3.8)
-    top = 1.6 * max([line, *at_end.values(), *(v or 0 for v in at_kill.values())])
+    fig, ax = new_figure(8.5, 4.2)
+    # the bars in the lower half: the legend's two rows above them
+    top = 2.0 * max([line, *at_end.values(), *(v or 0 for v in at_kill.values())])
     for j, case in enumerate(cases):
         end_colour = "bad" if at_end[case] > line else "info"
         for x, value, colour in ((j - 0.2, at_kill.get(case), "idle"),
@@ -171,7 +192,7 @@ def timeline(
     labelled instants ``(lane, at, label)``: process lifetimes, leases, kills.
     A label that would cover another moves below its bar, or beside its mark."""
     names = list(dict.fromkeys(lane for lane, *_ in lanes))
-    fig, ax = new_figure(7.5, 0.6 * len(names) + 1.4)
+    fig, ax = new_figure(FIT_INCHES, 0.75 * len(names) + 1.4)
     for lane, start, end, colour in lanes:
         y = names.index(lane)
         ax.barh(y, end - start, left=start, height=0.5,
@@ -184,7 +205,8 @@ def timeline(
                                   textcoords="offset points", fontsize=TEXT,
                                   ha="center", va="bottom"))
     ax.set_yticks(range(len(names)), names, fontsize=TEXT)
-    ax.set(ylim=(-0.7, len(names) - 0.3), xlabel=xlabel, title=title)
+    # headroom over the top lane for a label raised a line (_keep_apart)
+    ax.set(ylim=(-0.7, len(names) + 0.1), xlabel=xlabel, title=title)
     fig.tight_layout()
     _keep_apart(fig, ax, labels)
     return fig
@@ -192,19 +214,21 @@ def timeline(
 
 def _keep_apart(fig, ax, labels) -> None:
     """Place each label, in order, where it covers no label placed before it
-    and stays inside the axes: above its bar, below it, or to one side of its
-    mark (above and centred when no place is free)."""
+    and stays inside the axes: above its bar, below it, a line higher than
+    above, or to one side of its mark (above and centred when no place is
+    free)."""
     fig.draw_without_rendering()
     inside, placed = ax.get_window_extent(), []
-    places = [(side, ha) for side in (1, -1) for ha in ("center", "right", "left")]
+    # side 1 above the bar, -1 below it, 2 above and one line (1.2 TEXT) higher
+    places = [(side, ha) for side in (1, -1, 2) for ha in ("center", "right", "left")]
     for text in labels:
         at, top = text.xy  # the top edge of the label's bar
         for side, ha in [*places, places[0]]:
             text.xy = (at, top if side > 0 else top - 0.5)
-            text.xyann = (0, 3 * side)
+            text.xyann = (0, 3 + 1.2 * TEXT if side == 2 else 3 * side)
             text.set(va="bottom" if side > 0 else "top", ha=ha)
             box = text.get_window_extent()
-            if (inside.x0 <= box.x0 and box.x1 <= inside.x1
+            if (inside.x0 <= box.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1
                     and not any(box.overlaps(other) for other in placed)):
                 break
         placed.append(text.get_window_extent())
@@ -229,12 +253,13 @@ def state_grid(
     # room for the row names (a character of TEXT: about 0.65 of its size)
     names = max(map(len, rows), default=0) * 0.65 * TEXT / 72
     width = min(FIT_INCHES, max(4.0, cell_width * len(columns) + max(2.0, names + 0.5)))
-    fig, ax = new_figure(width, 0.35 * len(rows) + 1.2)
+    row_inches = 2.5 * TEXT / 72  # two lines of a wrapped word, and a margin
+    fig, ax = new_figure(width, row_inches * len(rows) + 1.2)
     for (row, column), key in cells.items():
         ax.add_patch(Rectangle((columns.index(column), rows.index(row)), 1, 1,
                                facecolor=COLOURS.get(key, key), edgecolor="white"))
-    # a title wider than the figure wraps (a title's character: 0.6 of 12 pt)
-    title = "\n".join(textwrap.wrap(title, int(width * 72 / (0.6 * 12)))) or title
+    # a title wider than the figure wraps (a character: about 0.6 of TEXT)
+    title = "\n".join(textwrap.wrap(title, int(width * 72 / (0.6 * TEXT)))) or title
     ax.set(xlim=(0, len(columns)), ylim=(len(rows), 0), title=title)
     ax.set_yticks([i + 0.5 for i in range(len(rows))], rows, fontsize=TEXT)
     ax.set_xticks([i + 0.5 for i in range(len(columns))], columns, fontsize=TEXT)
@@ -258,6 +283,9 @@ def state_grid(
     ax.set_xticks([i + 0.5 for i in range(len(columns))],
                   columns if upright else [wrapped(name) for name in columns],
                   rotation=90 if upright else 0, fontsize=TEXT)
+    if upright:  # the upright names take their length below the cells
+        longest = max(map(len, columns), default=0) * 0.65 * TEXT / 72
+        fig.set_figheight(fig.get_figheight() + longest)
     fig.tight_layout()
     return fig
 

@@ -245,7 +245,8 @@ def draw(document: Mapping, title: str = ""):
             ys[lane] = y
             y += 0.6 + (rows[lane] * row_px + 6) / UNIT_PX
         layouts.append((names, xlim, placed, ys, y))
-    heights = [top * UNIT_PX / DPI + 0.9 for *_, top in layouts]
+    # each axes' own margins (its title, ticks and their labels): 6.5 TEXT
+    heights = [top * UNIT_PX / DPI + 6.5 * TEXT / 72 for *_, top in layouts]
     fig, _ = new_figure(FIT_INCHES, sum(heights) + 0.6)
     fig.clear()
     grid = fig.add_gridspec(len(shown), 1, height_ratios=heights)

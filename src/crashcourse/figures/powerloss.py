@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crashcourse.figures import COLOURS, DPI, TEXT, _entry, count_ticks
+from crashcourse.figures import COLOURS, TEXT, _entry, closed_figure, count_ticks
 
 # The public face (issue 33): what a chapter or an exercise may import.
 __all__ = ["OUTCOME_COLOURS", "FOLDER", "point_outcome", "crash_outcomes",
@@ -34,10 +34,7 @@ def point_outcome(point: Mapping) -> str:
 
 
 def _closed_figure(rows: int, width: float, height: float):
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(rows, 1, figsize=(width, height), dpi=DPI, squeeze=False)
-    plt.close(fig)
+    fig, axes = closed_figure(rows, 1, figsize=(width, height), squeeze=False)
     return fig, [row[0] for row in axes]
 
 
@@ -125,5 +122,5 @@ def disk_timeline(panels: Mapping[str, Sequence], title: str = ""):
                _entry("sync (fsync of a file or the folder)", "info", "|"),
                _entry("file made", "black", "P"), _entry("file removed", "bad", "X"),
                _entry("the payment returned", "black", "", "--")]
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title, fontsize=TEXT)
     return _legend_below(fig, entries, ncol=2)

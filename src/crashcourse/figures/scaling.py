@@ -61,7 +61,7 @@ def cost_against_size(
                    label=label)
     ax.set_ylim(0, top * 1.15 if top > 0 else 1)
     ax.margins(x=0.08)  # room for the last point's label
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=TEXT)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)

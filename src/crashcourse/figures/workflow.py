@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crashcourse.figures import COLOURS, DPI, FIT_INCHES, TEXT, new_figure
+from crashcourse.figures import COLOURS, FIT_INCHES, TEXT, closed_figure, new_figure
 
 
 def state_diagram(
@@ -121,12 +121,9 @@ def version_timeline(panels: Mapping[str, tuple[Sequence, Sequence]],
     holds ``(lane, x, label)`` for what no history row records (a SIGKILL, a
     read, a refusal). The x axis is the history rows' order, not a clock; the
     size depends on the panels and lanes, never on who won."""
-    import matplotlib.pyplot as plt
-
     height = len(panels) * (0.55 * len(lanes) + 0.7) + 0.5
-    fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False, dpi=DPI,
-                             figsize=(FIT_INCHES, height))
-    plt.close(fig)
+    fig, axes = closed_figure(len(panels), 1, sharex=True, squeeze=False,
+                              figsize=(FIT_INCHES, height))
     for ax, (subtitle, (made, marks)) in zip(axes[:, 0], panels.items(), strict=True):
         for lane, version, label, colour in made:
             ax.barh(lanes.index(lane), 0.9, left=version - 0.45, height=0.7,
@@ -149,6 +146,6 @@ def version_timeline(panels: Mapping[str, tuple[Sequence, Sequence]],
     ax.set_xticks(range(1, last + 1))
     ax.set_xlim(0.3, last + 0.9)
     ax.set_xlabel("workflow version (the history rows, in order)")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title, fontsize=TEXT)
     fig.tight_layout()
     return fig

@@ -120,7 +120,8 @@ def crash_states(recorder: Recorder) -> Iterator[State]:
                 (point, (event.kind, event.offset, event.data)))
         elif event.kind == SYNC:
             life = running[event.name]
-            life.durable = _apply(life.durable, [op for _, op in life.pending])
+            ops = [op for _, op in life.pending]
+            life.durable = _apply(life.durable, ops)
             life.pending = []
         yield _state(point, on_disk, pending_names)
 

@@ -150,7 +150,7 @@ class RecordingFile(apsw.VFSFile):
         super().xSync(flags)
         self.recorder.add(SYNC, self.name)
         if self.dir_pending and self.name is not None:
-            self.dir_pending = False  # as the unix VFS does for a new journal
+            self.dir_pending = False  # as SQLite does for a new journal
             self.recorder.sync_folder()
 
 
