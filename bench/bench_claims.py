@@ -50,9 +50,12 @@ import time
 from pathlib import Path
 
 from crashcourse import claims
-from crashcourse.claims import fence
 from crashcourse.store import connect, immediate
-from crashcourse.validate import argument_parser
+
+try:
+    from crashcourse.claims import fence
+except ImportError:  # the baseline runtime (git BASELINE_REV): fence stood alone
+    from crashcourse import fence
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "claims_scaling.json"
@@ -345,6 +348,10 @@ def machine(load_at_start: list[float]) -> dict:
 
 
 def main() -> int:
+    try:
+        from crashcourse.validate import argument_parser
+    except ImportError:  # a child on the baseline runtime: its options come from us
+        argument_parser = argparse.ArgumentParser
     parser = argument_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--claims", type=int, default=200,
