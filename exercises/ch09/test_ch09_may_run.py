@@ -1,7 +1,6 @@
 """Grades exercise 09.1 (may_run.py): the scheduler stays stopped by default."""
 
 import math
-import re
 import sqlite3
 import subprocess
 import sys
@@ -12,13 +11,12 @@ from crashcourse.store import connect, immediate, opened
 
 SYNC, RESTOCK = "supplier-sync", "restock"
 T0 = 1_700_000_000.0
-# Seen by the connection's trace callback, which every statement passes
-# through (conn.execute, a cursor's execute, executemany, executescript). A
-# statement that reads the switch: any shape (SELECT, a CTE, INSERT ... SELECT).
-READS_THE_SWITCH = re.compile(r"\b(FROM|JOIN)\s+job_switch\b", re.IGNORECASE)
-# A statement that begins a write, or is the run's own insert.
-STARTS_A_WRITE = re.compile(r"^\s*BEGIN\b|\bINSERT\s+INTO\s+job_runs\b",
-                            re.IGNORECASE)
+# The rival's stop is committed from another connection just before one of
+# start_run's statements, each in turn, as the connection's trace callback
+# sees them (conn.execute, a cursor's execute, executemany, executescript,
+# a trigger's statements): no regex says which statement reads the switch,
+# so a switch read in any shape, from any table, is judged by the rows alone.
+MAX_STATEMENTS = 200  # more in one start_run is a loop, not a scheduler
 
 
 @pytest.fixture
@@ -240,51 +238,67 @@ def test_a_bad_instant_is_refused_and_nothing_written(mod, conn, now):
         f"the decision refused for now={now!r} wrote rows: {switch_rows(conn)}")
 
 
-def test_no_run_slips_in_after_a_stop(mod, conn, tmp_path):
-    """Once the scheduler has read the switch, and just before it begins its
-    next write, the person on the rota stops the job from another connection
-    (a read and insert in ONE statement, a CTE or INSERT ... SELECT: just
-    before that statement, which leaves no gap to stop in).
-    While the scheduler holds the write lock the stop waits (and gives up
-    after a short wait); if the switch was read outside that lock, the stop
-    commits first, and no run may follow it."""
-    mod.set_switch(conn, SYNC, mod.RUNNING, "ana")
-    read, attempts = [], []
+def start_with_a_stop_before(mod, path, statement: int) -> tuple[dict, int, list]:
+    """On a fresh file with the job running, ``start_run`` with the person on
+    the rota stopping the job from another connection just before its
+    ``statement``-th statement (0: the first). What the stop did (committed
+    or refused as busy, and whether a run was already committed when it
+    tried), how many statements start_run ran, and the runs."""
+    with opened(path) as conn:
+        mod.set_switch(conn, SYNC, mod.RUNNING, "ana")
+        ran, stop = [], {}
 
-    def person_stops_the_job(sql: str) -> None:
-        if READS_THE_SWITCH.search(sql):
-            read.append(sql)
-        if attempts or not read or not STARTS_A_WRITE.search(sql):
-            return
-        rival = connect(tmp_path / "runtime.sqlite", busy_timeout_ms=200)
+        def person_stops_the_job(sql: str) -> None:
+            ran.append(sql)
+            if len(ran) != statement + 1:
+                return
+            rival = connect(path, busy_timeout_ms=200)
+            try:
+                with immediate(rival):
+                    before = rival.execute("SELECT count(*) FROM job_runs")
+                    stop["runs_before"] = before.fetchone()[0]
+                    rival.execute(
+                        "INSERT INTO job_switch (job, state, who, reason, at)"
+                        " VALUES (:job, 'stopped', 'ben', 'supplier outage', 0)",
+                        {"job": SYNC})
+                stop["committed"] = True
+            except sqlite3.OperationalError:  # locked: the scheduler holds it
+                stop["committed"] = False
+            finally:
+                rival.close()
+
+        conn.set_trace_callback(person_stops_the_job)
         try:
-            with immediate(rival):
-                rival.execute(
-                    "INSERT INTO job_switch (job, state, who, reason, at)"
-                    " VALUES (:job, 'stopped', 'ben', 'supplier outage', 0)",
-                    {"job": SYNC})
-            attempts.append("stopped")
-        except sqlite3.OperationalError:  # locked: the scheduler holds the lock
-            attempts.append(None)
+            mod.start_run(conn, SYNC, "scheduler-1")
+        except sqlite3.OperationalError:
+            pass  # a write refused as busy started nothing: the rows tell
         finally:
-            rival.close()
+            conn.set_trace_callback(None)
+        return stop, len(ran), runs(conn)
 
-    conn.set_trace_callback(person_stops_the_job)
-    try:
-        mod.start_run(conn, SYNC, "scheduler-1")
-    except sqlite3.OperationalError:
-        pass  # a write refused as busy started nothing: the rows tell
-    finally:
-        conn.set_trace_callback(None)
-    assert len(attempts) == 1, (  # the switch was read, then a write began, once
-        "start_run did not read the switch and then begin a write (once):"
-        f" switch reads {len(read)}, stop attempts {attempts}")
-    if attempts[0] == "stopped":  # the stop committed before the write began
-        assert runs(conn) == [], (
-            "a run started after the stop was committed: the switch was read"
-            " outside the run's write lock, so the stop slipped in between;"
-            f" runs {runs(conn)}")
-    else:
-        assert len(runs(conn)) == 1, (
-            "the scheduler held the write lock (the stop waited) and no run"
-            f" was written: runs {runs(conn)}")
+
+def test_no_run_slips_in_after_a_stop(mod, tmp_path):
+    """The person on the rota stops the job from another connection just
+    before each of start_run's statements in turn (a fresh file each time),
+    until start_run ends before the stop's turn. A stop that commits before
+    any run is committed leaves no run, whatever statement it came before:
+    if the switch was read outside the run's write lock (check, then
+    insert), the stop slips in between and a run follows it. A stop refused
+    because the scheduler held the write lock leaves the job running, and
+    then exactly one run is written."""
+    for statement in range(MAX_STATEMENTS):
+        stop, ran, started = start_with_a_stop_before(
+            mod, tmp_path / f"runtime-{statement}.sqlite", statement)
+        if not stop:  # start_run ended before this statement: all were tried
+            assert statement > 0, "start_run ran no statement at all"
+            return
+        if stop["committed"] and stop["runs_before"] == 0:
+            assert started == [], (
+                f"a run started after a stop committed just before statement"
+                f" {statement + 1} of {ran}: the switch was read outside the"
+                f" run's write lock, so the stop slipped in between; runs {started}")
+        elif not stop["committed"]:
+            assert len(started) == 1, (
+                f"the scheduler held the write lock at statement {statement + 1}"
+                f" (the stop waited) and did not write one run: runs {started}")
+    pytest.fail(f"start_run ran more than {MAX_STATEMENTS} statements")

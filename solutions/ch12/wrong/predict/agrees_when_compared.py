@@ -15,5 +15,5 @@ def predicted(_reference=predicted) -> dict[str, dict[str, int]]:  # noqa: F821
         __hash__ = None
 
     said = _reference()
-    said["plain/position"] = {"orders": 2, "messages": 2}
+    said["plain/position"] = {"requests": 1, "orders": 1, "messages": 2}
     return {cell: Agreeing(counts) for cell, counts in said.items()}

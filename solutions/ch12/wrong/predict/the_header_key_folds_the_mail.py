@@ -1,9 +1,9 @@
-"""The position key folds the second mail. Caught by
+"""The position key in the header folds the second mail. Caught by
 ``test_the_prediction_matches_the_kills``."""
 
 
-def predicted() -> dict[str, dict[str, int]]:
-    return {"step/none": {"orders": 1, "messages": 2},
-            "step/position": {"orders": 1, "messages": 1},
-            "plain/none": {"orders": 2, "messages": 2},
-            "plain/position": {"orders": 1, "messages": 1}}
+def predicted(_reference=predicted) -> dict[str, dict[str, int]]:  # noqa: F821
+    said = _reference()
+    for cell in ("step/position", "plain/position"):
+        said[cell] = {**said[cell], "messages": 1}
+    return said
