@@ -308,6 +308,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "f1b918cef7bbfa5e8b41a4be7d258d7cf86930b905ec6806f28c3874a13d93ae",
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
+    "crashcourse/lab/paused_stop.py": (
+        "911e681d3264cf038b3a7196471126cc083795f48990ef3187e7d4640b792778",
+        "new: the operator's stop against a holder frozen inside its fenced write"
+        " (issue 29), run by tests/claims/test_paused_stop.py and chapters 09 and"
+        " 10; the matrix never imports it"),
 }
 
 
