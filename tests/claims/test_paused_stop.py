@@ -81,7 +81,9 @@ def test_on_postgres_the_server_ends_the_paused_transaction_and_the_stop_lands(
         f"transaction, within {IDLE_S} s + {SLACK_S} s of its idle start.")
     assert seen["holder_said"][-1] == "refused: superseded", (
         "The thawed holder, on a new connection, should be refused by the fence.")
-    assert seen["refusals"] == [("observe", "superseded", 1)] and seen["transcript"] == [], (
+    assert seen["refusals"] == [("observe", "superseded", 1)], (
+        "The fence should have refused the generation-1 write.")
+    assert seen["transcript"] == [], (
         "No row of the paused holder's generation should land.")
 
 

@@ -194,12 +194,13 @@ def stop_against_a_paused_holder(address: str, *, hold_s: float,
             child.thaw()
             thread.join(OPERATOR_WAIT_MS / 1000)
             done = child.finish()
-        seen.update(holder_exit=done.returncode, holder_said=done.stdout.split("\n")[:2])
-        seen["holder_said"] = [line for line in seen["holder_said"] if line]
+        seen.update(holder_exit=done.returncode,
+                    holder_said=[line for line in done.stdout.split("\n") if line])
         with store.opened(address) as conn:
             row = claims.work_row(conn, claim.id)
             seen["work"] = {k: row[k] for k in ("status", "generation", "owner")}
-            seen["transcript"] = [r["generation"] for r in fence.transcript(conn, claim.id)]
+            seen["transcript"] = [r["generation"]
+                                  for r in fence.transcript(conn, claim.id)]
             seen["refusals"] = [(r["action"], r["reason"], r["generation"])
                                 for r in store.table_rows(conn, "refusals", "seq")]
     finally:
