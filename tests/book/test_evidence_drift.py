@@ -264,7 +264,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/journal/plan.py": (
         "2728e0fbe960737c7bc0e0797872b591534a18168df2f81b95aa34cc92bf29b0", (FACE)),
     "crashcourse/lab/__init__.py": (
-        "6bdc94e644a6312e97406a1561740fe5c4fa205d437a140ab7db948e0b678d5d", (FACE)),
+        "df9537e149584a31c62002421d63942ebcd8a667ce0daf1d851ff7874e36d9d5", (FACE)),
     "crashcourse/lab/example.py": (
         "99cf6ac8b59de8b3e2de4da07c6e1b8fd4a4b1accdced90d8a2f1e0ce5936ec3", (FACE)),
     "crashcourse/lab/two_hosts.py": (
@@ -308,6 +308,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "f1b918cef7bbfa5e8b41a4be7d258d7cf86930b905ec6806f28c3874a13d93ae",
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
+    "crashcourse/lab/paused_stop.py": (
+        "af092e94f914e6e63d98b39bd890c4bf9c7e8f83e2f5d2dd15d17ea312e1daf7",
+        "new: the operator's stop against a holder frozen inside its fenced write"
+        " (issue 29), run by tests/claims/test_paused_stop.py and chapters 09 and"
+        " 10; the matrix never imports it"),
 }
 
 
