@@ -309,7 +309,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
     "crashcourse/lab/paused_stop.py": (
-        "af092e94f914e6e63d98b39bd890c4bf9c7e8f83e2f5d2dd15d17ea312e1daf7",
+        "d4b9c9be1134704fef0e044119ecfbb70002d7d50aafaef89252ae5fc066c108",
         "new: the operator's stop against a holder frozen inside its fenced write"
         " (issue 29), run by tests/claims/test_paused_stop.py and chapters 09 and"
         " 10; the matrix never imports it"),

@@ -186,6 +186,15 @@ def stop_against_a_paused_holder(address: str, *, hold_s: float,
                 seen["barrier"] = waiting_for_holder(address, thread, watch, holder)
             thread.join(hold_s)  # bounded: the stop, or the end of the hold
             seen["stop_while_frozen"] = not thread.is_alive() and stopped(child.pid)
+            if server and idle_timeout:
+                # The server releases the ended transaction's locks (the stop
+                # goes on) before its backend leaves pg_stat_activity: wait,
+                # bounded, for that exit rather than read the instant after.
+                try:
+                    wait_until(lambda: session(watch, "holder") is None, BARRIER_S,
+                               interval=0.02, what="the holder's session ended")
+                except TimeoutError:
+                    pass  # recorded as seen below: the check says what is left
             if server:
                 seen["holder_session_after_hold"] = session(watch, "holder")
             with store.opened(address, busy_timeout_ms=1) as look:  # a reader
