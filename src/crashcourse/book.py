@@ -1,4 +1,4 @@
-"""The chapters' kit, introduced in chapter 00: four helpers every chapter uses.
+"""The chapters' kit, introduced in chapter 00: the helpers every chapter uses.
 
 - ``check`` prints a value the prose relies on and stops the notebook, saying
   why, when the value is not the one the text claims.
@@ -7,6 +7,8 @@
 - ``run_checkpoint`` runs ``checkpoints/NAME.py`` as a real child process,
   checks its exit status (its stderr is the reason shown when it differs) and
   returns the evidence it wrote to a new file.
+- ``table`` shows rows of results as a table: an HTML table in a notebook
+  and on the website, aligned columns of text anywhere else.
 - ``start_checkpoint`` is the level below: it runs the script and hands back
   a ``CheckpointRun`` whatever the exit status (the tests and
   ``tools/run_checkpoints.py`` judge it themselves).
@@ -17,6 +19,7 @@ helpers need the package installed editable from that checkout.
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import subprocess
@@ -31,7 +34,8 @@ import crashcourse
 
 # The public face (issue 33): what a chapter or an exercise may import.
 __all__ = ["CHECKPOINT_TIMEOUT", "CHECKOUT", "CHECKPOINTS", "check",
-    "fresh_folder", "CheckpointRun", "start_checkpoint", "run_checkpoint"]
+    "fresh_folder", "Table", "table", "CheckpointRun", "start_checkpoint",
+    "run_checkpoint"]
 
 # A quick checkpoint takes seconds on an idle machine; this bound leaves room
 # for two loaded CI cores and still ends a run that hangs.
@@ -57,6 +61,55 @@ def check(label: str, value: object, expected: object, why: str | None = None):
 def fresh_folder(chapter: str) -> Path:
     """A new, empty temporary folder named after ``chapter`` (chapter 00)."""
     return Path(tempfile.mkdtemp(prefix=f"{chapter}-"))
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of results under named columns, shown as a table.
+
+    Jupyter (and the website, from the stored output) shows the HTML; print,
+    a terminal and nbval's comparison read the same cells as aligned text.
+    Numbers are right-aligned in both (chapter 12)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+
+    def _numeric(self, index: int) -> bool:
+        return all(isinstance(row[index], (int, float)) for row in self.rows)
+
+    def _repr_html_(self) -> str:
+        number = ' style="text-align: right"'  # numbers, as in the text
+
+        def cells(tag: str, values) -> str:
+            return "".join(
+                f"<{tag}{number if self._numeric(i) else ''}>"
+                f"{html.escape(str(value))}</{tag}>" for i, value in enumerate(values))
+        head = f"<thead><tr>{cells('th', self.columns)}</tr></thead>"
+        body = "".join(f"<tr>{cells('td', row)}</tr>" for row in self.rows)
+        return f'<table class="crashcourse-table">{head}<tbody>{body}</tbody></table>'
+
+    def __str__(self) -> str:
+        texts = [list(map(str, self.columns))] + [list(map(str, r)) for r in self.rows]
+        widths = [max(len(line[i]) for line in texts) for i in range(len(self.columns))]
+        return "\n".join("  ".join(
+            cell.rjust(width) if self._numeric(i) else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))).rstrip()
+            for line in texts)
+
+    __repr__ = __str__
+
+
+def table(columns, rows) -> Table:
+    """A ``Table`` of ``rows`` (each as many cells as ``columns``); raises
+    ValueError on a row of another length, so no cell lands under the wrong
+    name (chapter 12)."""
+    columns = tuple(columns)
+    rows = tuple(tuple(row) for row in rows)
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"a row of {len(row)} cells under {len(columns)} "
+                             f"columns: {row!r}")
+    return Table(columns, rows)
 
 
 @dataclass(frozen=True)
