@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,7 @@ __all__ = ["CHECKPOINT_TIMEOUT", "CHECKOUT", "CHECKPOINTS", "check",
 CHECKPOINT_TIMEOUT = 300.0
 CHECKOUT = Path(crashcourse.__file__).resolve().parents[2]  # the repository
 CHECKPOINTS = CHECKOUT / "checkpoints"
+NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")  # a table's cell that aligns right
 
 
 def check(label: str, value: object, expected: object, why: str | None = None):
@@ -75,7 +77,9 @@ class Table:
     rows: tuple[tuple[object, ...], ...]
 
     def _numeric(self, index: int) -> bool:
-        return all(isinstance(row[index], (int, float)) for row in self.rows)
+        """Every cell of the column a number, or a number written out (1,234.5)."""
+        return all(isinstance(row[index], (int, float)) or
+                   NUMBER.fullmatch(str(row[index])) for row in self.rows)
 
     def _repr_html_(self) -> str:
         number = ' style="text-align: right"'  # numbers, as in the text

@@ -108,6 +108,9 @@ def test_table_shows_rows_as_html_cells_and_as_aligned_text():
                                        "bare         2.0",
                                        "a <b> & c  133.1"], "columns line up as text"
     assert repr(shown) == str(shown), "nbval compares the text a notebook stores"
+    written = book.table(["side", "per s"], [["ours", "12,345"], ["bare", "678"]])
+    assert str(written).splitlines()[1:] == ["ours  12,345", "bare     678"], (
+        "a number written with separators aligns right too")
 
 
 def test_table_refuses_a_row_that_does_not_fit_its_columns():
