@@ -71,10 +71,12 @@ class Table:
 
     Jupyter (and the website, from the stored output) shows the HTML; print,
     a terminal and nbval's comparison read the same cells as aligned text.
-    Numbers are right-aligned in both (chapter 12)."""
+    Numbers are right-aligned in both. ``over`` names groups of columns, a
+    header row above theirs: ((name, how many columns), ...) (chapter 12)."""
 
     columns: tuple[str, ...]
     rows: tuple[tuple[object, ...], ...]
+    over: tuple[tuple[str, int], ...] = ()
 
     def _numeric(self, index: int) -> bool:
         """Every cell of the column a number, or a number written out (1,234.5)."""
@@ -88,32 +90,48 @@ class Table:
             return "".join(
                 f"<{tag}{number if self._numeric(i) else ''}>"
                 f"{html.escape(str(value))}</{tag}>" for i, value in enumerate(values))
-        head = f"<thead><tr>{cells('th', self.columns)}</tr></thead>"
+        groups = "".join(f'<th colspan="{span}">{html.escape(name)}</th>'
+                         for name, span in self.over)
+        head = (f"<thead>{f'<tr>{groups}</tr>' if groups else ''}"
+                f"<tr>{cells('th', self.columns)}</tr></thead>")
         body = "".join(f"<tr>{cells('td', row)}</tr>" for row in self.rows)
         return f'<table class="crashcourse-table">{head}<tbody>{body}</tbody></table>'
 
     def __str__(self) -> str:
         texts = [list(map(str, self.columns))] + [list(map(str, r)) for r in self.rows]
         widths = [max(len(line[i]) for line in texts) for i in range(len(self.columns))]
-        return "\n".join("  ".join(
+        lines = ["  ".join(
             cell.rjust(width) if self._numeric(i) else cell.ljust(width)
             for i, (cell, width) in enumerate(zip(line, widths, strict=True))).rstrip()
-            for line in texts)
+            for line in texts]
+        if self.over:  # each group's name where its first column starts
+            above, start = "", 0
+            for name, span in self.over:
+                at = sum(widths[:start]) + 2 * start
+                above = (above + " " * max(at - len(above), 1 if above else 0)
+                         + name)
+                start += span
+            lines.insert(0, above)
+        return "\n".join(lines)
 
     __repr__ = __str__
 
 
-def table(columns, rows) -> Table:
-    """A ``Table`` of ``rows`` (each as many cells as ``columns``); raises
-    ValueError on a row of another length, so no cell lands under the wrong
-    name (chapter 12)."""
+def table(columns, rows, over=()) -> Table:
+    """A ``Table`` of ``rows`` (each as many cells as ``columns``, the groups
+    in ``over`` spanning them all); raises ValueError on a row of another
+    length, so no cell lands under the wrong name (chapter 12)."""
     columns = tuple(columns)
     rows = tuple(tuple(row) for row in rows)
+    over = tuple((str(name), int(span)) for name, span in over)
+    if over and sum(span for _, span in over) != len(columns):
+        raise ValueError(f"groups spanning {sum(span for _, span in over)} "
+                         f"columns over {len(columns)}: {over!r}")
     for row in rows:
         if len(row) != len(columns):
             raise ValueError(f"a row of {len(row)} cells under {len(columns)} "
                              f"columns: {row!r}")
-    return Table(columns, rows)
+    return Table(columns, rows, over)
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,20 @@ def test_table_shows_rows_as_html_cells_and_as_aligned_text():
         "a number written with separators aligns right too")
 
 
+def test_table_names_groups_of_columns_above_them():
+    shown = book.table(["variant", "before", "ack", "before", "ack"],
+                       [["dbos", "0/1", "1/1", "0/1", "0/1"]],
+                       over=[("", 1), ("none", 2), ("action", 2)])
+    assert '<th colspan="2">none</th><th colspan="2">action</th>' in (
+        shown._repr_html_()), "a group's header spans its columns"
+    assert str(shown).splitlines() == ["         none         action",
+                                       "variant  before  ack  before  ack",
+                                       "dbos     0/1     1/1  0/1     0/1"], (
+        "a group's name starts over its first column in the text")
+    with pytest.raises(ValueError, match="groups spanning 4 columns over 5"):
+        book.table(shown.columns, shown.rows, over=[("none", 2), ("action", 2)])
+
+
 def test_table_refuses_a_row_that_does_not_fit_its_columns():
     with pytest.raises(ValueError, match="a row of 1 cells under 2 columns"):
         book.table(["side", "ms"], [["bare"]])
