@@ -1,4 +1,4 @@
-"""The chapters' kit, introduced in chapter 00: four helpers every chapter uses.
+"""The chapters' kit, introduced in chapter 00: the helpers every chapter uses.
 
 - ``check`` prints a value the prose relies on and stops the notebook, saying
   why, when the value is not the one the text claims.
@@ -7,6 +7,8 @@
 - ``run_checkpoint`` runs ``checkpoints/NAME.py`` as a real child process,
   checks its exit status (its stderr is the reason shown when it differs) and
   returns the evidence it wrote to a new file.
+- ``table`` shows rows of results as a table: an HTML table in a notebook
+  and on the website, aligned columns of text anywhere else.
 - ``start_checkpoint`` is the level below: it runs the script and hands back
   a ``CheckpointRun`` whatever the exit status (the tests and
   ``tools/run_checkpoints.py`` judge it themselves).
@@ -17,7 +19,9 @@ helpers need the package installed editable from that checkout.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -31,13 +35,15 @@ import crashcourse
 
 # The public face (issue 33): what a chapter or an exercise may import.
 __all__ = ["CHECKPOINT_TIMEOUT", "CHECKOUT", "CHECKPOINTS", "check",
-    "fresh_folder", "CheckpointRun", "start_checkpoint", "run_checkpoint"]
+    "fresh_folder", "Table", "table", "CheckpointRun", "start_checkpoint",
+    "run_checkpoint"]
 
 # A quick checkpoint takes seconds on an idle machine; this bound leaves room
 # for two loaded CI cores and still ends a run that hangs.
 CHECKPOINT_TIMEOUT = 300.0
 CHECKOUT = Path(crashcourse.__file__).resolve().parents[2]  # the repository
 CHECKPOINTS = CHECKOUT / "checkpoints"
+NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?")  # a table's cell that aligns right
 
 
 def check(label: str, value: object, expected: object, why: str | None = None):
@@ -57,6 +63,75 @@ def check(label: str, value: object, expected: object, why: str | None = None):
 def fresh_folder(chapter: str) -> Path:
     """A new, empty temporary folder named after ``chapter`` (chapter 00)."""
     return Path(tempfile.mkdtemp(prefix=f"{chapter}-"))
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of results under named columns, shown as a table.
+
+    Jupyter (and the website, from the stored output) shows the HTML; print,
+    a terminal and nbval's comparison read the same cells as aligned text.
+    Numbers are right-aligned in both. ``over`` names groups of columns, a
+    header row above theirs: ((name, how many columns), ...) (chapter 12)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+    over: tuple[tuple[str, int], ...] = ()
+
+    def _numeric(self, index: int) -> bool:
+        """Every cell of the column a number, or a number written out (1,234.5)."""
+        return all(isinstance(row[index], (int, float)) or
+                   NUMBER.fullmatch(str(row[index])) for row in self.rows)
+
+    def _repr_html_(self) -> str:
+        number = ' style="text-align: right"'  # numbers, as in the text
+
+        def cells(tag: str, values) -> str:
+            return "".join(
+                f"<{tag}{number if self._numeric(i) else ''}>"
+                f"{html.escape(str(value))}</{tag}>" for i, value in enumerate(values))
+        groups = "".join(f'<th colspan="{span}">{html.escape(name)}</th>'
+                         for name, span in self.over)
+        head = (f"<thead>{f'<tr>{groups}</tr>' if groups else ''}"
+                f"<tr>{cells('th', self.columns)}</tr></thead>")
+        body = "".join(f"<tr>{cells('td', row)}</tr>" for row in self.rows)
+        return f'<table class="crashcourse-table">{head}<tbody>{body}</tbody></table>'
+
+    def __str__(self) -> str:
+        texts = [list(map(str, self.columns))] + [list(map(str, r)) for r in self.rows]
+        widths = [max(len(line[i]) for line in texts) for i in range(len(self.columns))]
+        lines = ["  ".join(
+            cell.rjust(width) if self._numeric(i) else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))).rstrip()
+            for line in texts]
+        if self.over:  # each group's name where its first column starts
+            above, start = "", 0
+            for name, span in self.over:
+                at = sum(widths[:start]) + 2 * start
+                above = (above + " " * max(at - len(above), 1 if above else 0)
+                         + name)
+                start += span
+            lines.insert(0, above)
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def table(columns, rows, over=()) -> Table:
+    """A ``Table`` of ``rows`` (each as many cells as ``columns``, the groups
+    in ``over`` spanning them all); raises ValueError on a row of another
+    length, so no cell lands under the wrong name (chapter 12)."""
+    columns = tuple(columns)
+    rows = tuple(tuple(row) for row in rows)
+    over = tuple((str(name), int(span)) for name, span in over)
+    if over and sum(span for _, span in over) != len(columns):
+        raise ValueError(f"groups spanning {sum(span for _, span in over)} "
+                         f"columns over {len(columns)}: {over!r}")
+    for row in rows:
+        if len(row) != len(columns):
+            raise ValueError(f"a row of {len(row)} cells under {len(columns)} "
+                             f"columns: {row!r}")
+    return Table(columns, rows, over)
 
 
 @dataclass(frozen=True)

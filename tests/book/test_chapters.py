@@ -63,18 +63,55 @@ def test_chapter_has_a_figure(md):
     assert "image/png" in kinds
 
 
-SETUP_LINES = 40  # a longer setup cell is folded: a reader sees its outputs first
+# Plumbing is folded (issue 32): a reader meets the outputs and the figure,
+# and unfolds the imports, colours and labels only when curious.
+RUNS = ("check(", "harness", "run_checkpoint", "start_checkpoint")
+
+
+def folded(cell) -> bool:
+    return "hide-input" in cell.get("metadata", {}).get("tags", [])
+
+
+def only_draws(cell) -> bool:
+    """A cell that ends in its figure and runs and checks nothing: colours,
+    labels and layout from evidence an earlier cell read."""
+    source = "".join(cell["source"]).strip()
+    return (source.splitlines()[-1:] == ["fig"]
+            and not any(run in source for run in RUNS))
+
+
+def code_cells(md: Path) -> list[dict]:
+    built = json.loads(md.with_suffix(".ipynb").read_text())
+    return [cell for cell in built["cells"] if cell["cell_type"] == "code"]
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
-def test_a_long_setup_cell_is_folded(md):
-    """A chapter's first code cell (its imports and helpers) longer than
-    SETUP_LINES is shown folded, ``:tags: [hide-input]``, as on the website."""
-    built = json.loads(md.with_suffix(".ipynb").read_text())
-    setup = next(cell for cell in built["cells"] if cell["cell_type"] == "code")
-    lines = len("".join(setup["source"]).splitlines())
-    folded = "hide-input" in setup.get("metadata", {}).get("tags", [])
-    assert folded or lines <= SETUP_LINES, f"{lines} lines, not folded"
+def test_the_setup_cell_is_folded(md):
+    """A chapter's first code cell (its imports and helpers) is shown folded,
+    ``:tags: [hide-input]``, as on the website: its outputs show first."""
+    setup = code_cells(md)[0]
+    assert folded(setup), f"{md.name}: the setup cell is not folded (hide-input)"
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.stem)
+def test_a_cell_that_only_draws_is_folded(md):
+    """Every cell that only turns read evidence into a figure is folded."""
+    shown = ["".join(cell["source"]).splitlines()[0] for cell in code_cells(md)
+             if only_draws(cell) and not folded(cell)]
+    assert shown == [], f"{md.name}: drawing cells shown unfolded: {shown}"
+
+
+def test_only_draws_tells_a_drawing_cell_from_an_experiment():
+    def cell(source):
+        return {"source": source, "metadata": {}}
+    assert only_draws(cell("colours = {}\nfig = figures.state_grid(rows)\nfig\n")), (
+        "a cell of colours ending in its figure is plumbing")
+    assert not only_draws(cell("n = check('rows', 1, 1)\nfig = draw(n)\nfig")), (
+        "a cell that checks a value the prose relies on stays shown")
+    assert not only_draws(cell("agent = harness.start(cmd)\nfig")), (
+        "a cell that runs an experiment stays shown")
+    assert not only_draws(cell("fig = draw()\nprint(fig)")), (
+        "a cell that does not end in its figure is not a drawing cell")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""crashcourse.book, the chapters' kit: check, fresh_folder and the checkpoint runs.
+"""crashcourse.book, the chapters' kit: check, fresh_folder, table, checkpoint runs.
 
 The checkpoint helpers run against a tiny fake checkpoints folder (real child
 processes, a few lines of stdlib each), so these tests take well under a second.
@@ -96,6 +96,40 @@ def test_check_adds_why_on_its_own_line():
         book.check("exit status", 1, 0, why="[3/7] kill_after_payment: FAILS")
     assert str(raised.value) == (
         "exit status: got 1, expected 0\n[3/7] kill_after_payment: FAILS")
+
+
+def test_table_shows_rows_as_html_cells_and_as_aligned_text():
+    shown = book.table(["side", "ms"], [["bare", 2.0], ["a <b> & c", 133.1]])
+    html = shown._repr_html_()
+    assert html.count("<tr>") == 3, "one header row and one row per result"
+    assert "<td>a &lt;b&gt; &amp; c</td>" in html, "a cell's text is escaped"
+    assert '<td style="text-align: right">133.1</td>' in html, "numbers align right"
+    assert str(shown).splitlines() == ["side          ms",
+                                       "bare         2.0",
+                                       "a <b> & c  133.1"], "columns line up as text"
+    assert repr(shown) == str(shown), "nbval compares the text a notebook stores"
+    written = book.table(["side", "per s"], [["ours", "12,345"], ["bare", "678"]])
+    assert str(written).splitlines()[1:] == ["ours  12,345", "bare     678"], (
+        "a number written with separators aligns right too")
+
+
+def test_table_names_groups_of_columns_above_them():
+    shown = book.table(["variant", "before", "ack", "before", "ack"],
+                       [["dbos", "0/1", "1/1", "0/1", "0/1"]],
+                       over=[("", 1), ("none", 2), ("action", 2)])
+    assert '<th colspan="2">none</th><th colspan="2">action</th>' in (
+        shown._repr_html_()), "a group's header spans its columns"
+    assert str(shown).splitlines() == ["         none         action",
+                                       "variant  before  ack  before  ack",
+                                       "dbos     0/1     1/1  0/1     0/1"], (
+        "a group's name starts over its first column in the text")
+    with pytest.raises(ValueError, match="groups spanning 4 columns over 5"):
+        book.table(shown.columns, shown.rows, over=[("none", 2), ("action", 2)])
+
+
+def test_table_refuses_a_row_that_does_not_fit_its_columns():
+    with pytest.raises(ValueError, match="a row of 1 cells under 2 columns"):
+        book.table(["side", "ms"], [["bare"]])
 
 
 def test_fresh_folder_is_new_and_empty_each_call():

@@ -5,8 +5,8 @@ Every page of ``_build/html`` is opened at a desktop width and at a phone's
 stops (one per pytest worker, each with its own Chromium). A page passes when
 its title shows, every image has loaded, the console stayed quiet, nothing was
 fetched from off the machine or came back an error, every local link (and its
-#fragment) resolves, each chapter shows all of its code cells, outputs and
-figures (none shown so small at the desktop width that its smallest words,
+#fragment) resolves, each chapter shows all of its code cells, outputs, result
+tables and figures (none shown so small at the desktop width that its smallest words,
 tests/figures/test_legible.py's LEGIBLE_PX at the width it measured, are
 smaller than the body's smallest text as the page renders it),
 and the body does not scroll sideways on the phone. Every code and
@@ -69,6 +69,9 @@ def markdown_title(text: str) -> str:
     return plain(next(line[2:] for line in text.splitlines() if line.startswith("# ")))
 
 
+TABLE_CLASS = 'class="crashcourse-table"'
+
+
 def notebook_expectations(ipynb: Path) -> dict:
     """Title and counts read from the committed notebook the page is made from."""
     cells = json.loads(ipynb.read_text())["cells"]
@@ -78,7 +81,10 @@ def notebook_expectations(ipynb: Path) -> dict:
     return {"title": title, "code": len(code),
             "outputs": sum(1 for c in code if c["outputs"]),
             "images": sum(1 for c in code for o in c["outputs"]
-                          if any(k.startswith("image/") for k in o.get("data", {})))}
+                          if any(k.startswith("image/") for k in o.get("data", {}))),
+            # results shown as tables (crashcourse.book.table), not as text
+            "tables": sum("".join(o.get("data", {}).get("text/html", "")).count(
+                TABLE_CLASS) for c in code for o in c["outputs"])}
 
 
 PAGES = {page_path(LANDING): {"title": markdown_title(LANDING.read_text())}}
@@ -275,6 +281,9 @@ def test_page_at_desktop_width(path, visit, link_status):
         cells = page.locator("article .cell_input")
         assert cells.count() == expected["code"]
         assert cells.evaluate_all(SHOWN) == expected["code"]
+        tables = page.locator("article .cell_output table.crashcourse-table")
+        assert tables.count() == expected["tables"], (
+            "every result table of the notebook shows as a table on the page")
         outputs = page.locator("article .cell_output")
         assert outputs.count() == expected["outputs"]
         assert outputs.evaluate_all(SHOWN) == expected["outputs"]
