@@ -64,6 +64,11 @@ TOKEN = ("the fencing token travels whole, effects.FencingToken(work,"
          " requests on the wire (issue 33)")
 FACE = ("gained __all__, its public face for the book (issue 33): a name"
         " list nothing the matrix runs reads")
+BACKEND = ("the same statements, asked of the backend object: store.dialect(conn)"
+           " begins the write, says whether a table exists and lists the"
+           " tables, and store.connect picks the backend from its address"
+           " once (store.dialect.BACKENDS); on SQLite, the matrix's, the same"
+           " BEGIN IMMEDIATE and sqlite_master reads (issue 33)")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -131,10 +136,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "4bb0bc3f2a72a8430d7148ef4959b34c9dfe894a7c9eb67055692743ef9a26ac", (
         (RUNS_ON) + "; " + FACE)),
     "crashcourse/store/__init__.py": (
-        "2d8494041f19f4b551900c02dce3adc4374fca29819a3ff3180afbd9f9c3ccdc", (
+        "ba95a1b48d4ac9d265f18821afdb67ec859b711b589916e280d6590768ad2f3d", (
         ((
         RUNS_ON + "; gained write_lock_free(), a probe for tests and chapter 09;"
-        " nothing the matrix calls changed (issue 36)")) + "; " + FACE)),
+        " nothing the matrix calls changed (issue 36)")) + "; " + FACE
+        + "; " + BACKEND)),
     "crashcourse/workers/paying.py": (
         "7be11caf6cdcd79552cd2aaa34856acdd990ecec4b7ed29aa8c743afd72053d7",
         RUNS_ON + "; EXITS gains 'held' (6): " + HELD),
@@ -241,11 +247,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " matrix's trials start, hold and kill their workers as before")
         + "; " + (FACE))),
     "crashcourse/store/dialect.py": (
-        "0b87b51c34831a598ebebdc8055e1a8375048c05ded3029982ed0b372249ad1d",
+        "98e45baad22b57c2699e3d937a07bbf35eca0d738b3477e34b47d60c5f47aee3",
         (("lock_row is FOR UPDATE OF work on a server, so the fence's one read"
         " (the work row with runtime_control) locks the work row alone, as its"
         " read of the work row did; SQLite's, the matrix's, is unchanged"
-        " (issue 33)") + "; " + FACE)),
+        " (issue 33)") + "; " + FACE + "; " + BACKEND)),
     "crashcourse/claims/work.py": (
         "1b03628da9f3d7cbe1ad5f3b6971070ec992bc7383602b6f6d91cf6249bafab6",
         ("Claim gained a token property, FencingToken(id, generation): " + TOKEN)),

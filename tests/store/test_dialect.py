@@ -37,6 +37,26 @@ def test_whether_a_table_exists_is_a_read_on_both(conn):
     assert store.table_exists(conn, "runtime_control")
 
 
+def test_the_tables_of_a_store_are_listed_on_both(conn):
+    assert "runtime_control" not in store.tables(conn), (
+        "a store with nothing installed listed runtime_control")
+    control.install(conn)
+    assert {"runtime_control", "scheduler_switch"} <= store.tables(conn), (
+        "the tables control.install made were not listed")
+
+
+def test_an_address_picks_its_backend_once_from_the_registry():
+    assert store.dialect_for("postgresql://u@h/db?schema=s") is POSTGRES, (
+        "a postgresql:// address was not the server's backend")
+    assert store.dialect_for("postgres://u@h/db") is POSTGRES, (
+        "a postgres:// address was not the server's backend")
+    for path in ("shop.db", "/tmp/postgresql://x", Path("shop.db")):
+        assert store.dialect_for(path) is SQLITE, (
+            f"{path!r} was not read as a SQLite file")
+    assert store.on_server("postgresql://u@h/db") and not store.on_server("a.db"), (
+        "on_server disagreed with the registry")
+
+
 @pytest.mark.parametrize("table", ["scheduler_switch", "refusals", "transcript"])
 def test_a_numbered_key_is_never_given_twice(conn, table):
     """Bug: SQLite's INTEGER PRIMARY KEY without AUTOINCREMENT gives the
