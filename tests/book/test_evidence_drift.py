@@ -136,7 +136,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "4bb0bc3f2a72a8430d7148ef4959b34c9dfe894a7c9eb67055692743ef9a26ac", (
         (RUNS_ON) + "; " + FACE)),
     "crashcourse/store/__init__.py": (
-        "ba95a1b48d4ac9d265f18821afdb67ec859b711b589916e280d6590768ad2f3d", (
+        "0c3ea6b87a83ab6efe74dd1d78a42095e0fd0334c338ada86ed430b26b9d5714", (
         ((
         RUNS_ON + "; gained write_lock_free(), a probe for tests and chapter 09;"
         " nothing the matrix calls changed (issue 36)")) + "; " + FACE

@@ -66,9 +66,9 @@ from crashcourse.store.dialect import BACKENDS, SQLITE, Dialect, backend_for
 __all__ = ["SYNCHRONOUS_LEVELS", "SERVER_SCHEMES", "DEFAULT_BUSY_TIMEOUT_MS",
     "StoreMissing", "StoreDamaged", "connect", "refuse_cut_short",
     "refuse_damaged", "enter_wal", "on_server", "dialect", "UnsupportedBackend",
-    "check_backend", "dialect_for", "table_exists", "tables", "now", "immediate", "write_lock_free",
-    "opening_with", "opened", "ensure_schema", "count_rows", "table_rows",
-    "sql_list", "postgres", "postgres_server", "SQLITE", "Dialect"]
+    "check_backend", "dialect_for", "table_exists", "tables", "now", "immediate",
+    "write_lock_free", "opening_with", "opened", "ensure_schema", "count_rows",
+    "table_rows", "sql_list", "postgres", "postgres_server", "SQLITE", "Dialect"]
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
