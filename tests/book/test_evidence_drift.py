@@ -69,6 +69,11 @@ BACKEND = ("the same statements, asked of the backend object: store.dialect(conn
            " tables, and store.connect picks the backend from its address"
            " once (store.dialect.BACKENDS); on SQLite, the matrix's, the same"
            " BEGIN IMMEDIATE and sqlite_master reads (issue 33)")
+ASKS_THE_STORE = ("asks the store whether a table exists or which it holds"
+                  " (store.table_exists, store.tables) instead of its own"
+                  " sqlite_master query, and the backend for its server"
+                  " process: on SQLite, the matrix's, the same catalogue reads"
+                  " (issue 33)")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -119,7 +124,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " the same text, byte for byte, so the same function (issue 33); the"
         " matrix's stores are SQLite's")),
     "crashcourse/claims/turns.py": (
-        "bcddd179515f788d37a16c0e5a4896eee81a6c2390ad34fe5bc69127b481a084", RUNS_ON),
+        "779f1623f76ca67795ef316a3fe86cc6aad4be141bb6f750b630bc7f063736eb", RUNS_ON),
     "crashcourse/control.py": (
         "6d2550d74316828da8a99554c734efb88b057568d3093a690540740d8e48dcaf", (
         RUNS_ON + "; docstring only: " + ONE_FENCE)),
@@ -142,10 +147,10 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " nothing the matrix calls changed (issue 36)")) + "; " + FACE
         + "; " + BACKEND)),
     "crashcourse/workers/paying.py": (
-        "7be11caf6cdcd79552cd2aaa34856acdd990ecec4b7ed29aa8c743afd72053d7",
+        "d8186f367117a25644f928bab415d12052217dba450f098012a749eeb941e23c",
         RUNS_ON + "; EXITS gains 'held' (6): " + HELD),
     "crashcourse/workers/restock_note.py": (
-        "94bd2bd72fd549c46cf10bf437236326e02a25b979b193ab7f52352654118c74",
+        "37e5772dc6b6c4474e714e0dd19e869841f1acf3aa54ce16152674dd56f46b60",
         RUNS_ON + "; " + HELD),
     "crashcourse/workflow/__init__.py": (
         "e4ee4a85983d27fca41ee823faa116b4efcbbfe8edcf42967025a4c7be881c7b", (
@@ -173,7 +178,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " release, kill or a closed pipe end the hold as before (issue 36)")
         + "; " + FACE)),
     "crashcourse/workers/scheduler.py": (
-        "d35a95e0ab0e30143a1d7fa95459d36bdd62e4921d171310362171432288b33c",
+        "596c34f5a73ff4d68d674adf6816c85d9ded954479d9c2ae61da362e875f4173",
         ("records each tick in its own scheduler_ticks row (tests wait for ticks,"
          " not sleeps); the matrix does not run the scheduler (issue 36); " + HELD)),
     "crashcourse/workers/journal_worker.py": (
@@ -232,7 +237,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " is PaymentServiceBusy, 'busy' (5) as charge answers it, where it was"
         " exit 74: a race trial never waits out the timeout")),
     "crashcourse/workers/host_worker.py": (
-        "15e780a5a14de97ee1a941ea244c5a1d7df24566962b52bde7468065ef69c501",
+        "8021cd28daf07f00c838a4e01a3c64d12d5a64bc6768b1ace7d7ef9c5b99945a",
         ((HELD + "; and"
         " wait_for_parent holds for boundary.hold_seconds() (the harness's"
         " CRASHCOURSE_HOLD_SECONDS), unset 30 s as the matrix ran it; drain"
@@ -276,7 +281,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/lab/two_hosts.py": (
         "57b3eb7c7b2919d3666a86b65b058138901fe329ede58bf11daac40194851301", (FACE)),
     "crashcourse/powerloss/__init__.py": (
-        "7aa3ddb208e784bb67f21071d974b7d0967d1a620ae02fa79fefdf5aa02fac2b", (FACE)),
+        "90927bbc0c20e9e9790a69c14100df3fa7b1b254e68a575f908859be6dd8d9c4", (FACE)),
     "crashcourse/powerloss/images.py": (
         "cff0e382f0ca3d25490f3b13fe420c6c1eb28f568a7f39512f5108dc0c30dab7",
         ("crash_states names a sync's pending operations before applying them, on"
@@ -314,7 +319,16 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "f1b918cef7bbfa5e8b41a4be7d258d7cf86930b905ec6806f28c3874a13d93ae",
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
+    "crashcourse/services/broker.py": (
+        "280c2ef49109a80ac3b3536f3b2fc7d4dab47f3214356fb91c63eeb5b2e1a5f5",
+        "the matrix never guards a service with a broker; " + ASKS_THE_STORE),
 }
+# Modules acknowledged above for earlier edits that then asked the store too.
+for _module in ("claims/turns.py", "workers/paying.py", "workers/restock_note.py",
+                "workers/scheduler.py", "workers/host_worker.py",
+                "powerloss/__init__.py"):
+    _sha, _why = ACKNOWLEDGED[f"crashcourse/{_module}"]
+    ACKNOWLEDGED[f"crashcourse/{_module}"] = (_sha, _why + "; " + ASKS_THE_STORE)
 
 
 def unexplained(document: dict, script: Path, acknowledged: dict) -> list[str]:

@@ -171,7 +171,8 @@ def test_no_two_modules_import_each_other_even_lazily():
 # Words only a PostgreSQL store understands: outside the dialect, the adapter,
 # the server's own claim (complete SQL of its own) and the server process.
 SERVER_WORDS = ("to_regclass", "GENERATED ALWAYS AS IDENTITY", "information_schema",
-                "pg_advisory", "FOR UPDATE", "json_array_elements", "clock_timestamp")
+                "pg_advisory", "FOR UPDATE", "json_array_elements", "clock_timestamp",
+                "pg_backend_pid")
 SERVER_MODULES = {"dialect.py", "pgstore.py", "claims_server.py", "postgres.py"}
 
 
@@ -190,6 +191,48 @@ def test_no_module_asks_which_database_by_its_name():
                    or ('getattr(conn, "dialect"' in text
                        and path.relative_to(SRC) != Path("store", "__init__.py")))
     assert asked == []
+
+
+# How a module outside ``store`` could still ask which backend it is on,
+# instead of asking the backend object (``store.dialect(conn)``).
+BRANCHES = {
+    "identity": r"\bis (not )?(POSTGRES|SQLITE)\b|BACKENDS\[",
+    "address": r"\bon_server\(",
+    "one_writer": r"\.one_writer\b",
+    "catalogue": r"sqlite_master",
+    "adapter": r"store import postgres\b|store\.postgres import",
+}
+# Each place that still branches, and why it is not the backend's to answer.
+STILL_BRANCHES = {
+    ("claims/__init__.py", "identity"): "the claim registry: claims sit above"
+        " the store's floor, so the store cannot name their modules",
+    ("adapters/__init__.py", "address"): "a SQLite journal is kept open per"
+        " file and process; a server's is opened per call",
+    ("journal/__init__.py", "one_writer"): "the -wal checkpoint pragma exists"
+        " only where one writer keeps a -wal",
+    ("services/broker.py", "catalogue"): "the attached broker file's own"
+        " catalogue (broker.sqlite_master): ATTACH is SQLite's alone",
+    ("lab/two_hosts.py", "adapter"): "chapter 10's world is a server: it makes"
+        " and drops schemas through the adapter",
+}
+
+
+def test_only_the_listed_modules_still_branch_on_the_backend():
+    """Bug: a module wrote its own ``sqlite_master`` query or asked ``is not
+    POSTGRES``, so a third backend would have touched it too; every other
+    module asks the backend object. A branch gone from the list's module
+    must leave the list (the sets are equal)."""
+    import re
+
+    found = {(str(path.relative_to(SRC)), kind)
+             for path in SRC.rglob("*.py")
+             if "store" not in path.relative_to(SRC).parts
+             for kind, pattern in BRANCHES.items()
+             if re.search(pattern, path.read_text())}
+    differs = sorted(found ^ set(STILL_BRANCHES))
+    assert found == set(STILL_BRANCHES), (
+        "a module outside store branches on the backend where the list says"
+        f" it does not, or no longer where it says it does: {differs}")
 
 
 def test_the_ordinary_pick_on_a_server_says_where_it_looks_once():

@@ -63,6 +63,7 @@ from crashcourse.store import (
     immediate,
     opened,
     refuse_damaged,
+    table_exists,
     table_rows,
 )
 from crashcourse.validate import check_text, clock
@@ -340,8 +341,7 @@ def guard(conn: sqlite3.Connection, broker: str | Path | None) -> None:
 
 def broker_of(conn: sqlite3.Connection) -> str | None:
     """The broker a service's file is guarded by, or None (chapter 09)."""
-    made = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                        " AND name = 'guard'").fetchone()
+    made = table_exists(conn, "guard")
     row = made and conn.execute("SELECT broker FROM guard").fetchone()
     return row["broker"] if row else None
 
@@ -414,6 +414,5 @@ def note_refusal(path: str | Path, action: str, credential: str | None,
 
 def refusals(conn: sqlite3.Connection) -> list[dict]:
     """A service's refusals, oldest first; none in an older file (chapter 09)."""
-    made = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                        " AND name = 'refusals'").fetchone()
+    made = table_exists(conn, "refusals")
     return table_rows(conn, "refusals", "seq") if made else []
