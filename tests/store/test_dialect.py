@@ -242,3 +242,26 @@ def test_the_ordinary_pick_on_a_server_says_where_it_looks_once():
     assert queued.count("item.status") == 1
     named = claims_postgres.pick_sql(claims.ORDINARY, "work_id", False, False)
     assert claims.ORDINARY in named  # a named turn: the rule is needed whole
+
+
+def test_a_lock_waited_out_is_told_from_a_fault(tmp_path):
+    """SQLite's own busy error and an adapter's mapped one (``rows.LOCKED``)
+    are a lock waited out; a missing table is a fault."""
+    path = tmp_path / "held.db"
+    holder, late = store.connect(path), store.connect(path, busy_timeout_ms=0)
+    try:
+        with immediate(holder):
+            with pytest.raises(sqlite3.OperationalError) as busy:
+                with immediate(late):
+                    pass
+                pytest.fail("a second writer began while the first held the lock")
+        with pytest.raises(sqlite3.OperationalError) as fault:
+            late.execute("SELECT * FROM nowhere")
+            pytest.fail("a read of a missing table returned rows")
+    finally:
+        holder.close()
+        late.close()
+    assert store.lock_waited_out(busy.value), f"{busy.value} read as a fault"
+    assert not store.lock_waited_out(fault.value), f"{fault.value} read as busy"
+    mapped = sqlite3.OperationalError(rows.LOCKED + "canceling statement")
+    assert store.lock_waited_out(mapped), "an adapter's mapped lock read as a fault"

@@ -61,6 +61,7 @@ from crashcourse.store import (
     connect,
     ensure_schema,
     immediate,
+    lock_waited_out,
     opened,
     refuse_damaged,
     table_exists,
@@ -194,7 +195,7 @@ def _revoking(path: str | Path, wait_ms: int):
                     busy_timeout_ms=wait_ms) as conn, immediate(conn):
             yield conn
     except sqlite3.OperationalError as busy:
-        if "locked" not in str(busy) and "busy" not in str(busy):
+        if not lock_waited_out(busy):
             raise
         raise RevocationBlocked(
             f"a guarded write admitted before this revocation has not ended "

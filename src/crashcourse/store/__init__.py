@@ -64,9 +64,9 @@ from crashcourse.store.dialect import BACKENDS, SQLITE, Dialect, backend_for
 
 # The public face (issue 33): what a chapter or an exercise may import.
 __all__ = ["SYNCHRONOUS_LEVELS", "SERVER_SCHEMES", "DEFAULT_BUSY_TIMEOUT_MS",
-    "StoreMissing", "StoreDamaged", "connect", "refuse_cut_short",
-    "refuse_damaged", "enter_wal", "on_server", "dialect", "UnsupportedBackend",
-    "check_backend", "dialect_for", "table_exists", "tables", "now", "immediate",
+    "StoreMissing", "StoreDamaged", "connect", "refuse_cut_short", "refuse_damaged",
+    "enter_wal", "on_server", "dialect", "UnsupportedBackend", "check_backend",
+    "dialect_for", "lock_waited_out", "table_exists", "tables", "now", "immediate",
     "write_lock_free", "opening_with", "opened", "ensure_schema", "count_rows",
     "table_rows", "sql_list", "postgres", "postgres_server", "SQLITE", "Dialect"]
 
@@ -423,6 +423,13 @@ def immediate(conn: sqlite3.Connection, *, shared: bool = False, then: str = "",
     conn.execute("COMMIT")
 
 
+def lock_waited_out(error: Exception) -> bool:
+    """Whether ``error`` is a lock waited out ("not done": try again, or say
+    busy), not a fault. Every backend says so in SQLite's words: its own busy
+    error, or an adapter's mapped one (``rows.LOCKED``). Issue 33."""
+    return "locked" in str(error) or "busy" in str(error)
+
+
 def write_lock_free(path: str | Path) -> bool:
     """Whether another connection could take ``path``'s write lock right now
     (it takes it and lets it go at once); False while someone holds it. Never
@@ -437,7 +444,7 @@ def write_lock_free(path: str | Path) -> bool:
             with immediate(conn):
                 return True
         except sqlite3.OperationalError as busy:
-            if "locked" not in str(busy) and "busy" not in str(busy):
+            if not lock_waited_out(busy):
                 raise
             return False
     finally:
