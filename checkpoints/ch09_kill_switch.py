@@ -348,7 +348,7 @@ def live_stale_holder(harness: Harness, folder: Path, quick: bool,
         # where the revocation is, not how long it took (issue 36): seen
         # waiting at the broker's BEGIN IMMEDIATE, which the held write holds
         wait_until(lambda: not thread.is_alive() or waits_in(
-            thread, "immediate", "_revoking"), experiment.TIMEOUT,
+            thread, "begin_write", "_revoking"), experiment.TIMEOUT,
             what="the revocation at the broker's lock")
         seen["revoke_waited_for_the_write"] = thread.is_alive()
         seen["it_cannot_have_passed_the_lock"] = not write_lock_free(world["broker"])

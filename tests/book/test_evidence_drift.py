@@ -64,6 +64,19 @@ TOKEN = ("the fencing token travels whole, effects.FencingToken(work,"
          " requests on the wire (issue 33)")
 FACE = ("gained __all__, its public face for the book (issue 33): a name"
         " list nothing the matrix runs reads")
+BACKEND = ("the same statements, asked of the backend object: store.dialect(conn)"
+           " begins the write, says whether a table exists and lists the"
+           " tables, and store.connect picks the backend from its address"
+           " once (store.dialect.BACKENDS); on SQLite, the matrix's, the same"
+           " BEGIN IMMEDIATE and sqlite_master reads (issue 33)")
+ASKS_THE_STORE = ("asks the store whether a table exists or which it holds"
+                  " (store.table_exists, store.tables) instead of its own"
+                  " sqlite_master query, and the backend for its server"
+                  " process: on SQLite, the matrix's, the same catalogue reads"
+                  " (issue 33)")
+ONE_BUSY = ("a lock waited out is one rule, store.lock_waited_out ('locked' or"
+            " 'busy' in the error's words), where three modules and the store"
+            " each spelled the same two tests: the same errors caught (issue 33)")
 ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "script/ch12_frameworks.py": (
         "05ec50daa0525856342a20fdd119fc94ea0a17c01497b07084788e400882db96",
@@ -101,7 +114,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         ((
         RUNS_ON + "; " + ONE_GRANT)) + "; " + FACE)),
     "crashcourse/claims/fence.py": (
-        "9ea502bbdfc8bd6cdc1750c82d134f57c88c8ae6c6ac5ebc326af4f41adf5ce6", (
+        "b983e79be8cbef0f25afdad2c9c3951c05542e0a96c296be22b751ffd2408ace", (
         RUNS_ON + "; " + ONE_FENCE)),
     "crashcourse/claims/orders.py": (
         "dbe23a96f150108558169634016f5354e6315099d40bb4fc88ef47f7d15fbac7", (
@@ -114,7 +127,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " the same text, byte for byte, so the same function (issue 33); the"
         " matrix's stores are SQLite's")),
     "crashcourse/claims/turns.py": (
-        "bcddd179515f788d37a16c0e5a4896eee81a6c2390ad34fe5bc69127b481a084", RUNS_ON),
+        "779f1623f76ca67795ef316a3fe86cc6aad4be141bb6f750b630bc7f063736eb", RUNS_ON),
     "crashcourse/control.py": (
         "6d2550d74316828da8a99554c734efb88b057568d3093a690540740d8e48dcaf", (
         RUNS_ON + "; docstring only: " + ONE_FENCE)),
@@ -131,15 +144,16 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "4bb0bc3f2a72a8430d7148ef4959b34c9dfe894a7c9eb67055692743ef9a26ac", (
         (RUNS_ON) + "; " + FACE)),
     "crashcourse/store/__init__.py": (
-        "2d8494041f19f4b551900c02dce3adc4374fca29819a3ff3180afbd9f9c3ccdc", (
+        "76a98176d43be666dc365801a08a7ea3267f000b00b059632450333674619f2c", (
         ((
         RUNS_ON + "; gained write_lock_free(), a probe for tests and chapter 09;"
-        " nothing the matrix calls changed (issue 36)")) + "; " + FACE)),
+        " nothing the matrix calls changed (issue 36)")) + "; " + FACE
+        + "; " + BACKEND)),
     "crashcourse/workers/paying.py": (
-        "7be11caf6cdcd79552cd2aaa34856acdd990ecec4b7ed29aa8c743afd72053d7",
+        "d8186f367117a25644f928bab415d12052217dba450f098012a749eeb941e23c",
         RUNS_ON + "; EXITS gains 'held' (6): " + HELD),
     "crashcourse/workers/restock_note.py": (
-        "94bd2bd72fd549c46cf10bf437236326e02a25b979b193ab7f52352654118c74",
+        "37e5772dc6b6c4474e714e0dd19e869841f1acf3aa54ce16152674dd56f46b60",
         RUNS_ON + "; " + HELD),
     "crashcourse/workflow/__init__.py": (
         "e4ee4a85983d27fca41ee823faa116b4efcbbfe8edcf42967025a4c7be881c7b", (
@@ -167,7 +181,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " release, kill or a closed pipe end the hold as before (issue 36)")
         + "; " + FACE)),
     "crashcourse/workers/scheduler.py": (
-        "d35a95e0ab0e30143a1d7fa95459d36bdd62e4921d171310362171432288b33c",
+        "596c34f5a73ff4d68d674adf6816c85d9ded954479d9c2ae61da362e875f4173",
         ("records each tick in its own scheduler_ticks row (tests wait for ticks,"
          " not sleeps); the matrix does not run the scheduler (issue 36); " + HELD)),
     "crashcourse/workers/journal_worker.py": (
@@ -226,7 +240,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " is PaymentServiceBusy, 'busy' (5) as charge answers it, where it was"
         " exit 74: a race trial never waits out the timeout")),
     "crashcourse/workers/host_worker.py": (
-        "15e780a5a14de97ee1a941ea244c5a1d7df24566962b52bde7468065ef69c501",
+        "8021cd28daf07f00c838a4e01a3c64d12d5a64bc6768b1ace7d7ef9c5b99945a",
         ((HELD + "; and"
         " wait_for_parent holds for boundary.hold_seconds() (the harness's"
         " CRASHCOURSE_HOLD_SECONDS), unset 30 s as the matrix ran it; drain"
@@ -241,11 +255,11 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         " matrix's trials start, hold and kill their workers as before")
         + "; " + (FACE))),
     "crashcourse/store/dialect.py": (
-        "0b87b51c34831a598ebebdc8055e1a8375048c05ded3029982ed0b372249ad1d",
+        "98e45baad22b57c2699e3d937a07bbf35eca0d738b3477e34b47d60c5f47aee3",
         (("lock_row is FOR UPDATE OF work on a server, so the fence's one read"
         " (the work row with runtime_control) locks the work row alone, as its"
         " read of the work row did; SQLite's, the matrix's, is unchanged"
-        " (issue 33)") + "; " + FACE)),
+        " (issue 33)") + "; " + FACE + "; " + BACKEND)),
     "crashcourse/claims/work.py": (
         "1b03628da9f3d7cbe1ad5f3b6971070ec992bc7383602b6f6d91cf6249bafab6",
         ("Claim gained a token property, FencingToken(id, generation): " + TOKEN)),
@@ -270,7 +284,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/lab/two_hosts.py": (
         "57b3eb7c7b2919d3666a86b65b058138901fe329ede58bf11daac40194851301", (FACE)),
     "crashcourse/powerloss/__init__.py": (
-        "7aa3ddb208e784bb67f21071d974b7d0967d1a620ae02fa79fefdf5aa02fac2b", (FACE)),
+        "90927bbc0c20e9e9790a69c14100df3fa7b1b254e68a575f908859be6dd8d9c4", (FACE)),
     "crashcourse/powerloss/images.py": (
         "cff0e382f0ca3d25490f3b13fe420c6c1eb28f568a7f39512f5108dc0c30dab7",
         ("crash_states names a sync's pending operations before applying them, on"
@@ -283,7 +297,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
     "crashcourse/services/__init__.py": (
         "89c7e6cc8dcb362b38b237563fa79255410b5b96a27749cb4b69b8878d0f9389", (FACE)),
     "crashcourse/services/payments/__init__.py": (
-        "59edd90af24cbaf32aa6a84a91479be124654efec785372023f80e093f203598", (FACE)),
+        "40c9bab6ca28e4d344aa3f92cd8b5f728ccdbb2fe803949e0e58757410ea11f1", (FACE)),
     "crashcourse/services/supplier/process.py": (
         "63ac3dd1bd17b890ab3ce47a4801f61e2e69e6a7cd269f07ad316b61430abc07", (FACE)),
     "crashcourse/services/supplier/request.py": (
@@ -313,7 +327,22 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "new: the operator's stop against a holder frozen inside its fenced write"
         " (issue 29), run by tests/claims/test_paused_stop.py and chapters 09 and"
         " 10; the matrix never imports it"),
+    "crashcourse/services/broker.py": (
+        "57be5fcfc645a90d62ad2a3acb727003e3f5f6b9e94dd86b598359b77f38c842",
+        "the matrix never guards a service with a broker; " + ASKS_THE_STORE),
 }
+# Modules acknowledged above that then asked the store whether a lock was
+# waited out (ONE_BUSY).
+for _module in ("claims/fence.py", "services/payments/__init__.py",
+                "services/broker.py", "store/__init__.py"):
+    _sha, _why = ACKNOWLEDGED[f"crashcourse/{_module}"]
+    ACKNOWLEDGED[f"crashcourse/{_module}"] = (_sha, _why + "; " + ONE_BUSY)
+# Modules acknowledged above for earlier edits that then asked the store too.
+for _module in ("claims/turns.py", "workers/paying.py", "workers/restock_note.py",
+                "workers/scheduler.py", "workers/host_worker.py",
+                "powerloss/__init__.py"):
+    _sha, _why = ACKNOWLEDGED[f"crashcourse/{_module}"]
+    ACKNOWLEDGED[f"crashcourse/{_module}"] = (_sha, _why + "; " + ASKS_THE_STORE)
 
 
 def unexplained(document: dict, script: Path, acknowledged: dict) -> list[str]:

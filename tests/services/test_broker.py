@@ -260,7 +260,7 @@ def test_a_write_admitted_before_the_revocation_commits_before_it_returns(
         # Until revoke is seen waiting at the broker's BEGIN IMMEDIATE, or has
         # returned: where it is, not how long it took (issue 36)
         wait_until(lambda: not thread.is_alive() or waits_in(
-            thread, "immediate", "_revoking"), 60, what="revoke at the broker's lock")
+            thread, "begin_write", "_revoking"), 60, what="revoke at the broker's lock")
         assert thread.is_alive(), "revoke returned while an admitted write was open"
         assert not write_lock_free(broker_path)  # so it cannot have passed it
         assert broker.snapshot(broker_path)["revocations"] == []

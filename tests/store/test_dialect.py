@@ -37,6 +37,26 @@ def test_whether_a_table_exists_is_a_read_on_both(conn):
     assert store.table_exists(conn, "runtime_control")
 
 
+def test_the_tables_of_a_store_are_listed_on_both(conn):
+    assert "runtime_control" not in store.tables(conn), (
+        "a store with nothing installed listed runtime_control")
+    control.install(conn)
+    assert {"runtime_control", "scheduler_switch"} <= store.tables(conn), (
+        "the tables control.install made were not listed")
+
+
+def test_an_address_picks_its_backend_once_from_the_registry():
+    assert store.dialect_for("postgresql://u@h/db?schema=s") is POSTGRES, (
+        "a postgresql:// address was not the server's backend")
+    assert store.dialect_for("postgres://u@h/db") is POSTGRES, (
+        "a postgres:// address was not the server's backend")
+    for path in ("shop.db", "/tmp/postgresql://x", Path("shop.db")):
+        assert store.dialect_for(path) is SQLITE, (
+            f"{path!r} was not read as a SQLite file")
+    assert store.on_server("postgresql://u@h/db") and not store.on_server("a.db"), (
+        "on_server disagreed with the registry")
+
+
 @pytest.mark.parametrize("table", ["scheduler_switch", "refusals", "transcript"])
 def test_a_numbered_key_is_never_given_twice(conn, table):
     """Bug: SQLite's INTEGER PRIMARY KEY without AUTOINCREMENT gives the
@@ -151,7 +171,8 @@ def test_no_two_modules_import_each_other_even_lazily():
 # Words only a PostgreSQL store understands: outside the dialect, the adapter,
 # the server's own claim (complete SQL of its own) and the server process.
 SERVER_WORDS = ("to_regclass", "GENERATED ALWAYS AS IDENTITY", "information_schema",
-                "pg_advisory", "FOR UPDATE", "json_array_elements", "clock_timestamp")
+                "pg_advisory", "FOR UPDATE", "json_array_elements", "clock_timestamp",
+                "pg_backend_pid")
 SERVER_MODULES = {"dialect.py", "pgstore.py", "claims_server.py", "postgres.py"}
 
 
@@ -172,6 +193,48 @@ def test_no_module_asks_which_database_by_its_name():
     assert asked == []
 
 
+# How a module outside ``store`` could still ask which backend it is on,
+# instead of asking the backend object (``store.dialect(conn)``).
+BRANCHES = {
+    "identity": r"\bis (not )?(POSTGRES|SQLITE)\b|BACKENDS\[",
+    "address": r"\bon_server\(",
+    "one_writer": r"\.one_writer\b",
+    "catalogue": r"sqlite_master",
+    "adapter": r"store import postgres\b|store\.postgres import",
+}
+# Each place that still branches, and why it is not the backend's to answer.
+STILL_BRANCHES = {
+    ("claims/__init__.py", "identity"): "the claim registry: claims sit above"
+        " the store's floor, so the store cannot name their modules",
+    ("adapters/__init__.py", "address"): "a SQLite journal is kept open per"
+        " file and process; a server's is opened per call",
+    ("journal/__init__.py", "one_writer"): "the -wal checkpoint pragma exists"
+        " only where one writer keeps a -wal",
+    ("services/broker.py", "catalogue"): "the attached broker file's own"
+        " catalogue (broker.sqlite_master): ATTACH is SQLite's alone",
+    ("lab/two_hosts.py", "adapter"): "chapter 10's world is a server: it makes"
+        " and drops schemas through the adapter",
+}
+
+
+def test_only_the_listed_modules_still_branch_on_the_backend():
+    """Bug: a module wrote its own ``sqlite_master`` query or asked ``is not
+    POSTGRES``, so a third backend would have touched it too; every other
+    module asks the backend object. A branch gone from the list's module
+    must leave the list (the sets are equal)."""
+    import re
+
+    found = {(str(path.relative_to(SRC)), kind)
+             for path in SRC.rglob("*.py")
+             if "store" not in path.relative_to(SRC).parts
+             for kind, pattern in BRANCHES.items()
+             if re.search(pattern, path.read_text())}
+    differs = sorted(found ^ set(STILL_BRANCHES))
+    assert found == set(STILL_BRANCHES), (
+        "a module outside store branches on the backend where the list says"
+        f" it does not, or no longer where it says it does: {differs}")
+
+
 def test_the_ordinary_pick_on_a_server_says_where_it_looks_once():
     """Its rule is where it looks (queued turns): the status is read once,
     not as a look and again as ORDINARY's two tests of the same row."""
@@ -179,3 +242,26 @@ def test_the_ordinary_pick_on_a_server_says_where_it_looks_once():
     assert queued.count("item.status") == 1
     named = claims_postgres.pick_sql(claims.ORDINARY, "work_id", False, False)
     assert claims.ORDINARY in named  # a named turn: the rule is needed whole
+
+
+def test_a_lock_waited_out_is_told_from_a_fault(tmp_path):
+    """SQLite's own busy error and an adapter's mapped one (``rows.LOCKED``)
+    are a lock waited out; a missing table is a fault."""
+    path = tmp_path / "held.db"
+    holder, late = store.connect(path), store.connect(path, busy_timeout_ms=0)
+    try:
+        with immediate(holder):
+            with pytest.raises(sqlite3.OperationalError) as busy:
+                with immediate(late):
+                    pass
+                pytest.fail("a second writer began while the first held the lock")
+        with pytest.raises(sqlite3.OperationalError) as fault:
+            late.execute("SELECT * FROM nowhere")
+            pytest.fail("a read of a missing table returned rows")
+    finally:
+        holder.close()
+        late.close()
+    assert store.lock_waited_out(busy.value), f"{busy.value} read as a fault"
+    assert not store.lock_waited_out(fault.value), f"{fault.value} read as busy"
+    mapped = sqlite3.OperationalError(rows.LOCKED + "canceling statement")
+    assert store.lock_waited_out(mapped), "an adapter's mapped lock read as a fault"

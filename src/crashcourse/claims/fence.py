@@ -164,7 +164,7 @@ def record_refusal(
                  "at": store.now(conn)},
             )
     except sqlite3.OperationalError as busy:
-        if "locked" not in str(busy) and "busy" not in str(busy):
+        if not store.lock_waited_out(busy):
             raise  # a real fault, not a wait that ran out
         return False
     return True

@@ -36,7 +36,7 @@ from contextlib import closing
 from itertools import islice
 
 from crashcourse.claims.work import READY, RUNNING  # an open turn: queued, or held
-from crashcourse.store import check_backend, immediate
+from crashcourse.store import check_backend, immediate, table_exists
 from crashcourse.store.dialect import SQLITE
 
 # The databases install() accepts (store.check_backend): a store on any other
@@ -144,8 +144,7 @@ def install(conn: sqlite3.Connection) -> None:
     Introduced in chapter 05."""
     check_backend(conn, RUNS_ON, __name__)
     with immediate(conn):
-        new = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                           " AND name = 'sessions'").fetchone() is None
+        new = not table_exists(conn, "sessions")
         for statement in (*SCHEMA.split(";"), *TRIGGERS):
             conn.execute(statement)
         if new:

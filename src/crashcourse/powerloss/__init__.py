@@ -124,9 +124,7 @@ def open_recorded(path, mode: Mode, busy_timeout_ms: int, require: tuple,
     conn.execute("PRAGMA foreign_keys=ON")
     if autocheckpoint is not None:
         conn.execute(f"PRAGMA wal_autocheckpoint={autocheckpoint}")
-    names = {row[0] for row in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not set(require) <= names:
+    if not set(require) <= store.tables(conn):
         conn.close()
         raise store.StoreMissing(f"{path}: not installed")
     return conn

@@ -61,8 +61,10 @@ from crashcourse.store import (
     connect,
     ensure_schema,
     immediate,
+    lock_waited_out,
     opened,
     refuse_damaged,
+    table_exists,
     table_rows,
 )
 from crashcourse.validate import check_text, clock
@@ -193,7 +195,7 @@ def _revoking(path: str | Path, wait_ms: int):
                     busy_timeout_ms=wait_ms) as conn, immediate(conn):
             yield conn
     except sqlite3.OperationalError as busy:
-        if "locked" not in str(busy) and "busy" not in str(busy):
+        if not lock_waited_out(busy):
             raise
         raise RevocationBlocked(
             f"a guarded write admitted before this revocation has not ended "
@@ -340,8 +342,7 @@ def guard(conn: sqlite3.Connection, broker: str | Path | None) -> None:
 
 def broker_of(conn: sqlite3.Connection) -> str | None:
     """The broker a service's file is guarded by, or None (chapter 09)."""
-    made = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                        " AND name = 'guard'").fetchone()
+    made = table_exists(conn, "guard")
     row = made and conn.execute("SELECT broker FROM guard").fetchone()
     return row["broker"] if row else None
 
@@ -414,6 +415,5 @@ def note_refusal(path: str | Path, action: str, credential: str | None,
 
 def refusals(conn: sqlite3.Connection) -> list[dict]:
     """A service's refusals, oldest first; none in an older file (chapter 09)."""
-    made = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'"
-                        " AND name = 'refusals'").fetchone()
+    made = table_exists(conn, "refusals")
     return table_rows(conn, "refusals", "seq") if made else []

@@ -46,10 +46,11 @@ are opened explicitly with ``immediate`` so the reader sees where each one
 begins and ends.
 
 From chapter 10 a store may also be a PostgreSQL server's (an address
-``postgresql://...``): ``connect`` then opens it through the adapter,
-``crashcourse.store.postgres``, imported only then, and ``dialect(conn)`` says which
-database a connection is on (``crashcourse.store.dialect``: every spelling that
-differs between the two, by name).
+``postgresql://...``): ``connect`` reads the address against the registry of
+backends (``crashcourse.store.dialect.BACKENDS``) once, and opens a server's
+through its adapter, ``crashcourse.store.postgres``, imported only then;
+``dialect(conn)`` is the backend a connection is on, the one object a module
+asks for every spelling, and every step, that differs between the two.
 """
 
 from __future__ import annotations
@@ -59,15 +60,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from crashcourse.store.dialect import SQLITE, Dialect
+from crashcourse.store.dialect import BACKENDS, SQLITE, Dialect, backend_for
 
 # The public face (issue 33): what a chapter or an exercise may import.
 __all__ = ["SYNCHRONOUS_LEVELS", "SERVER_SCHEMES", "DEFAULT_BUSY_TIMEOUT_MS",
-    "StoreMissing", "StoreDamaged", "connect", "refuse_cut_short",
-    "refuse_damaged", "enter_wal", "on_server", "dialect", "UnsupportedBackend",
-    "check_backend", "table_exists", "now", "immediate", "write_lock_free",
-    "opening_with", "opened", "ensure_schema", "count_rows", "table_rows",
-    "sql_list", "postgres", "postgres_server", "SQLITE", "Dialect"]
+    "StoreMissing", "StoreDamaged", "connect", "refuse_cut_short", "refuse_damaged",
+    "enter_wal", "on_server", "dialect", "UnsupportedBackend", "check_backend",
+    "dialect_for", "lock_waited_out", "table_exists", "tables", "now", "immediate",
+    "write_lock_free", "opening_with", "opened", "ensure_schema", "count_rows",
+    "table_rows", "sql_list", "postgres", "postgres_server", "SQLITE", "Dialect"]
 
 TYPE_CHECKING = False  # typing itself costs every worker ~4 ms at start; hints only
 if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
@@ -75,7 +76,7 @@ if TYPE_CHECKING:  # only for hints: workers start faster without pathlib
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _CONNECTORS: list = []  # see ``opening_with``
-SERVER_SCHEMES = ("postgresql://", "postgres://")
+SERVER_SCHEMES = tuple(scheme for backend in BACKENDS for scheme in backend.schemes)
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
@@ -115,8 +116,9 @@ def connect(
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS_LEVELS}")
     if isinstance(busy_timeout_ms, bool) or not isinstance(busy_timeout_ms, int):
         raise TypeError("busy_timeout_ms must be an int")
-    if on_server(path):  # chapter 10: the same modules on a PostgreSQL server
-        return _open_server(path, require)
+    backend = backend_for(path)
+    if backend.adapter:  # chapter 10: the same modules on a PostgreSQL server
+        return _open_server(backend, path, require)
     for connector in reversed(_CONNECTORS):
         conn = connector(path, synchronous=level, busy_timeout_ms=busy_timeout_ms,
                          require=require)
@@ -265,18 +267,21 @@ def _rw_uri(path) -> str:
     return f"file:{where}?mode=rw"
 
 
-def _open_server(url: str, require: tuple[str, ...]):
-    """A PostgreSQL store through the adapter; with ``require``, its tables
-    must exist, else ``StoreMissing`` and nothing is created (chapter 10)."""
+def _open_server(backend: Dialect, url: str, require: tuple[str, ...]):
+    """A server's store through ``backend``'s adapter; with ``require``, its
+    tables must exist, else ``StoreMissing`` and nothing is created (chapter
+    10)."""
+    from importlib import import_module
+
     try:
-        from crashcourse.store import postgres as pgstore
+        adapter = import_module(backend.adapter)
     except ModuleNotFoundError as missing:  # the optional part, not installed
         raise ModuleNotFoundError(
             f"a postgresql:// store needs {missing.name}: install the package with"
             " its postgres extra (pip install \"/path/to/clone[postgres]\")",
             name=missing.name) from None
 
-    conn = pgstore.connect_url(url)
+    conn = adapter.connect_url(url)
     try:
         missing = [table for table in require if not table_exists(conn, table)]
     except BaseException:
@@ -327,9 +332,10 @@ def enter_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
 
 
 def on_server(path) -> bool:
-    """Whether ``path`` names a PostgreSQL store: ``postgresql://...[?schema=S]``
-    (chapter 10); anything else is a SQLite file."""
-    return isinstance(path, str) and path.startswith(SERVER_SCHEMES)
+    """Whether ``path`` names a server's store, opened through an adapter
+    (``postgresql://...[?schema=S]``, chapter 10); anything else is a SQLite
+    file. Read from the registry (``backend_for``)."""
+    return bool(backend_for(path).adapter)
 
 
 def dialect(conn) -> Dialect:
@@ -338,6 +344,13 @@ def dialect(conn) -> Dialect:
     any other, a sqlite3 connection or chapter 11's recording one. The one
     place a module asks which database it is on (chapter 10)."""
     return getattr(conn, "dialect", SQLITE)
+
+
+def dialect_for(address) -> Dialect:
+    """The backend the store at ``address`` is on, before it is opened: the
+    registry's answer (``crashcourse.store.dialect.BACKENDS``), the one
+    ``connect`` opens it with."""
+    return backend_for(address)
 
 
 class UnsupportedBackend(ValueError):
@@ -360,8 +373,12 @@ def check_backend(conn, runs_on: tuple[Dialect, ...], module: str) -> None:
 def table_exists(conn, table: str) -> bool:
     """Whether ``table`` exists in ``conn``'s store; a read, it creates
     nothing (chapter 07; on either database since chapter 10)."""
-    return conn.execute(dialect(conn).table_exists,
-                        {"table": table}).fetchone() is not None
+    return dialect(conn).has_table(conn, table)
+
+
+def tables(conn) -> set[str]:
+    """The names of the tables in ``conn``'s store; a read (issue 33)."""
+    return dialect(conn).tables(conn)
 
 
 def now(conn, now: float | None = None) -> float:
@@ -394,12 +411,8 @@ def immediate(conn: sqlite3.Connection, *, shared: bool = False, then: str = "",
     and the block gets its cursor instead of ``conn``; on a server it goes in
     the same round trip as the BEGIN (a claim's first, chapter 10).
     """
-    spelled = dialect(conn)
-    if spelled.one_writer:
-        conn.execute(spelled.begin)
-        found = None
-    else:  # the store's lock, EXCLUSIVE or SHARED, and ``then``: one trip
-        found = conn.begin(shared=shared, then=then, parameters=parameters)
+    found = dialect(conn).begin_write(conn, shared=shared, then=then,
+                                      parameters=parameters)
     try:
         if then and found is None:
             found = conn.execute(then, parameters or {})
@@ -408,6 +421,13 @@ def immediate(conn: sqlite3.Connection, *, shared: bool = False, then: str = "",
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def lock_waited_out(error: Exception) -> bool:
+    """Whether ``error`` is a lock waited out ("not done": try again, or say
+    busy), not a fault. Every backend says so in SQLite's words: its own busy
+    error, or an adapter's mapped one (``rows.LOCKED``). Issue 33."""
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def write_lock_free(path: str | Path) -> bool:
@@ -419,15 +439,12 @@ def write_lock_free(path: str | Path) -> bool:
     blocked caller cannot have passed it (issue 36)."""
     conn = connect(path)
     try:
-        if on_server(path):
-            conn.raw.execute("SET lock_timeout = 1")  # ms; 0 would mean no limit
-        else:
-            conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute(dialect(conn).no_wait)
         try:
             with immediate(conn):
                 return True
         except sqlite3.OperationalError as busy:
-            if "locked" not in str(busy) and "busy" not in str(busy):
+            if not lock_waited_out(busy):
                 raise
             return False
     finally:

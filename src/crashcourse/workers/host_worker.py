@@ -69,7 +69,6 @@ from crashcourse.claims import fence, orders
 from crashcourse.lab.example import FLOUR, ScriptedModel
 from crashcourse.services import supplier as supplier_client
 from crashcourse.store import StoreMissing, opened, sql_list
-from crashcourse.store.dialect import POSTGRES
 from crashcourse.validate import check_text, seconds
 from crashcourse.workers.options import (
     argument_parser,
@@ -213,9 +212,10 @@ def open_work(conn) -> int:
 def backend_of(conn) -> int | None:
     """The server process serving ``conn`` (None for a SQLite file): the
     parent finds this worker's connection on the server by it."""
-    if store.dialect(conn) is not POSTGRES:
+    asked = store.dialect(conn).server_process  # a file's backend has none
+    if not asked:
         return None
-    return conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
+    return conn.execute(asked).fetchone()["pid"]
 
 
 def work(conn, args) -> dict:

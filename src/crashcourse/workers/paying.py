@@ -36,7 +36,9 @@ from crashcourse.store import (
     immediate,
     opened,
     sql_list,
+    table_exists,
     table_rows,
+    tables,
 )
 from crashcourse.validate import check_text
 from crashcourse.workers.options import BAD_INPUT, OWN_FILE
@@ -92,10 +94,7 @@ def install(conn: sqlite3.Connection) -> None:
 
 def own_tables(conn: sqlite3.Connection) -> set[str]:
     """Which of the worker's tables its file holds already; a read."""
-    rows = conn.execute("SELECT name FROM sqlite_master"
-                        " WHERE type = 'table'"
-                        f" AND name IN {sql_list(TABLES)}")
-    return {row[0] for row in rows}
+    return tables(conn) & set(TABLES)
 
 
 def save_checkpoint(conn: sqlite3.Connection, task: str, key: str,
@@ -140,10 +139,8 @@ def recount(service: str | Path, state: str | Path) -> dict:
     with opened(service) as conn:
         paid = conn.execute("SELECT count(*) FROM payments").fetchone()[0]
     with opened(state) as conn:
-        made = conn.execute("SELECT count(*) FROM sqlite_master"
-                            " WHERE type = 'table' AND name = 'checkpoints'")
         noted = 0
-        if made.fetchone()[0]:  # a worker killed before it installed: none
+        if table_exists(conn, "checkpoints"):  # killed before it installed: none
             noted = conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0]
     return {"payments": paid, "checkpoints": noted}
 

@@ -42,8 +42,8 @@ from crashcourse.store import (
     ensure_schema,
     immediate,
     opened,
-    sql_list,
     table_rows,
+    tables,
 )
 from crashcourse.validate import check_count, check_place, check_text
 from crashcourse.workers import options
@@ -81,10 +81,7 @@ def install(conn: sqlite3.Connection) -> None:
 
     A rerun finds them made: then this is one read, no write transaction."""
     check_backend(conn, RUNS_ON, __name__)
-    made = conn.execute("SELECT name FROM sqlite_master"
-                        " WHERE type = 'table'"
-                        f" AND name IN {sql_list(TABLES)}")
-    if {row[0] for row in made} != set(TABLES):
+    if not set(TABLES) <= tables(conn):
         ensure_schema(conn, SCHEMA)
         effects.install(conn)
 

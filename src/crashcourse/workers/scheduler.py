@@ -75,8 +75,7 @@ def record_tick(conn, scheduler: str, tick: int, run_id: int | None) -> None:
 def ticks_of(conn, scheduler: str, since: float = float("-inf")) -> list[dict]:
     """The tick rows of ``scheduler`` stamped after ``since``, in order (an
     empty list where the table was never made)."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = :t",
-                    {"t": TICKS}).fetchone() is None:
+    if not store.table_exists(conn, TICKS):
         return []
     return [dict(row) for row in conn.execute(
         f"SELECT * FROM {TICKS} WHERE scheduler = :scheduler AND at > :since"

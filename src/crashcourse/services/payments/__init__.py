@@ -46,6 +46,7 @@ from crashcourse.store import (
     DEFAULT_BUSY_TIMEOUT_MS,
     ensure_schema,
     immediate,
+    lock_waited_out,
     opened,
     table_rows,
 )
@@ -189,7 +190,7 @@ def busy_means_not_charged(what: str) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as error:
-        if "locked" not in str(error) and "busy" not in str(error):
+        if not lock_waited_out(error):
             raise  # a real fault, not a wait that ran out
         raise PaymentServiceBusy(f"payment service busy; {what}") from error
 
