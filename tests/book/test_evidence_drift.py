@@ -323,7 +323,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
     "crashcourse/lab/paused_stop.py": (
-        "d4b9c9be1134704fef0e044119ecfbb70002d7d50aafaef89252ae5fc066c108",
+        "f894a40d319bbc7b190f7ff5e984cab4f2ff73d0bf126560255ea3ca67fa9bd2",
         "new: the operator's stop against a holder frozen inside its fenced write"
         " (issue 29), run by tests/claims/test_paused_stop.py and chapters 09 and"
         " 10; the matrix never imports it"),

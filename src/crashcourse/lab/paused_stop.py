@@ -140,7 +140,7 @@ def waiting_for_holder(address: str, thread, watch, holder: dict | None) -> dict
     operator's session waits on a Lock that the holder's backend blocks
     (pg_blocking_pids); on SQLite the thread is inside ``BEGIN IMMEDIATE``."""
     if watch is None:
-        wait_until(lambda: waits_in(thread, "immediate", "cancel"), BARRIER_S,
+        wait_until(lambda: waits_in(thread, "begin_write", "cancel"), BARRIER_S,
                    what="the operator's cancel waiting at BEGIN IMMEDIATE")
         return {"waits_in": "BEGIN IMMEDIATE"}
 
