@@ -224,13 +224,16 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         ("--help's exit statuses"
         " name 6, held: " + HELD)),
     "crashcourse/workers/shop_worker.py": (
-        "fe92957045027ddeb46f68276c21a33a3644b2408ef7629af309711c5efaf603",
+        "6f2418a95333ac52799f270b826682138ed1b52ee1384385dfa370409dbe4846",
         ((HELD + "; and the agent's own file gets the full integrity check"
         " (a damaged index there is refused, exit 2), where it had the quick"
         " one: a sound file, as every matrix trial's, opens as before")
         + "; " + ("the read-first mutant is one function for both backends, granting"
         " with claims.grant_locked; the reference drain is unchanged, and the"
-        " matrix never runs --read-first (issue 33)"))),
+        " matrix never runs --read-first (issue 33)"))
+        + "; a lease outrun before the admission is exit 6 and one line, where"
+        " it was a LeaseTooShort traceback, and a boundary signed_off fires"
+        " only when asked: the matrix never runs the shop worker (issue 36)"),
     "crashcourse/workers/wedged_worker.py": (
         "de9751e7d4e6cbf27e4972e38b2e3721b4ca55d7088341dea2df80e44670a602", (HELD)),
     "crashcourse/workers/charge_read_first.py": (

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import sqlite3
 
-from crashcourse import claims
-from crashcourse.claims import fence
+from crashcourse import claims, store
+from crashcourse.claims import fence, orders
 from crashcourse.lab.harness import Harness
 from crashcourse.store import connect, count_rows, immediate, opened
-from crashcourse.workers.shop_worker import CHOSEN
+from crashcourse.waiting import wait_until
+from crashcourse.workers.shop_worker import CHOSEN, LEASE_OUTRUN, SIGNED_OFF
 
 WAIT = 60.0  # seconds, for each boundary and exit: bounded, loaded CI margin
+
+
+def store_clock(db) -> float:
+    """The clock the lease is judged by (the store's)."""
+    with opened(db) as conn:
+        return store.now(conn)
 
 
 def queue(db) -> list[str]:
@@ -126,3 +133,37 @@ def test_the_limit_stops_a_drain_and_bad_limits_are_refused(tmp_path):
     assert done.returncode == 0, done.stderr
     assert [item["claims"] for item in per_item(db, [flour, sugar])] == [
         [(1, "w")], []]
+
+
+def test_a_lease_outrun_before_the_admission_is_one_line_and_sends_nothing(tmp_path):
+    """A worker held after its sign-off until its lease no longer covers the
+    request's wait (what a loaded machine or a pause does to it) is refused
+    at the admission: exit 6, one line naming it, the order still SIGNED_OFF
+    and nothing sent (the URL is never asked: no server listens there). It
+    was a LeaseTooShort traceback and exit 1 (chapter 06's quick checkpoint
+    lost a trial so at load 15)."""
+    db = tmp_path / "shop.db"
+    with opened(db) as conn:
+        orders.install(conn)
+        work = claims.enqueue(conn, "phone:flour", "counter", "Restock flour")
+    with Harness() as harness:
+        worker = harness.start(
+            ["-m", "crashcourse.workers.shop_worker", "send", "--db", str(db),
+             "--url", "http://127.0.0.1:9", "--ttl", "1.0", "--wait", "0.5",
+             "--work", work], stop_at=SIGNED_OFF)
+        worker.wait_for_boundary(WAIT)
+        with opened(db) as conn:
+            expires = claims.work_row(conn, work)["expires"]
+        wait_until(lambda: store_clock(db) > expires - 0.5, WAIT,
+                   what="the lease's end closer than the request's wait")
+        worker.release()
+        done = worker.finish(WAIT)
+    assert done.returncode == LEASE_OUTRUN, (
+        "a worker whose lease no longer covered its request's wait did not say"
+        f" so with its documented status: exit {done.returncode}, {done.stderr}")
+    lines = done.stderr.strip().splitlines()
+    assert "Traceback" not in done.stderr and len(lines) == 1, (
+        f"the refusal was not one line: {done.stderr}")
+    with opened(db) as conn:
+        assert orders.order_for(conn, work)["status"] == orders.SIGNED_OFF, (
+            "the order left SIGNED_OFF although the admission was refused")

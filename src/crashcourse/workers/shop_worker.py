@@ -28,8 +28,10 @@ request is sent): one line on stderr, nothing written; 3 ``hold`` or
 as stale; 5 held: another process kept the agent's file's write lock past
 the busy timeout (a holder paused mid-write, issue 35; ``drain`` first waits
 it out twenty times, ``patiently``): the transaction that waited wrote
-nothing (one JSON line, ``held``); 74 the machine refused a file mid-run (one
-line on stderr).
+nothing (one JSON line, ``held``); 6 ``send`` or ``run``: the lease no longer
+covered the request's wait when the order was to be admitted (a loaded machine
+or a pause outran it): nothing sent, the order as it was, one line on stderr;
+74 the machine refused a file mid-run (one line on stderr).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ from crashcourse.workers.options import (
 NOTHING_TO_CLAIM = 3  # exit status of hold and send when no work is eligible
 STALE_AT_SUPPLIER = 4  # exit status of send when the supplier refused it (412)
 HELD = 5  # exit status: another process kept the agent's file locked
+LEASE_OUTRUN = 6  # exit status: the lease no longer covered the request's wait
+SIGNED_OFF = "signed_off"  # boundary: the order signed off, not yet admitted
 CHOSEN = claims.CHOSEN  # the same point in the mutant and in claim_sqlite
 MAX_LIMIT = 1_000_000  # claims one drain may take; more is a typo
 MAX_WAIT = 60.0  # seconds for one supplier request; longer is a typo
@@ -109,6 +113,7 @@ def take_and_sign_off(conn, args) -> tuple[claims.Claim, str]:
         raise NothingToClaim("nothing to claim")
     operation_key = orders.propose(conn, claim, ScriptedModel(FLOUR))
     orders.sign_off(conn, operation_key)  # the operator's, stored before the wait
+    boundary(SIGNED_OFF)
     return claim, operation_key
 
 
@@ -189,30 +194,35 @@ def main(argv: list[str] | None = None) -> int:
         check(args)
     except (TypeError, ValueError, StoreMissing) as bad:
         return refuse(bad)
-    with opened(args.db) as conn:
-        if args.mode == "drain":
-            take = claim_read_first if args.read_first else claims.claim
-            report = drain(conn, args.owner, args.ttl, take, args.limit)
-        elif args.mode == "run":
-            report = run_once(conn, args.owner, args.url, NoNewReasoning(),
-                              ttl=args.ttl, wait_s=args.wait)
-        else:
-            try:
-                claim, operation_key = take_and_sign_off(conn, args)
-            except NothingToClaim as nothing:
-                print(nothing, file=sys.stderr)
-                return NOTHING_TO_CLAIM
-            if args.mode == "send":
-                try:
-                    report = {"send": orders.send(conn, claim, operation_key,
-                                                  args.url, args.wait)}
-                except orders.StaleAtSupplier as fenced:  # the order stays as
-                    print(f"refused by the supplier: {fenced}",  # settled
-                          file=sys.stderr)
-                    return STALE_AT_SUPPLIER
+    try:
+        with opened(args.db) as conn:
+            if args.mode == "drain":
+                take = claim_read_first if args.read_first else claims.claim
+                report = drain(conn, args.owner, args.ttl, take, args.limit)
+            elif args.mode == "run":
+                report = run_once(conn, args.owner, args.url, NoNewReasoning(),
+                                  ttl=args.ttl, wait_s=args.wait)
             else:
-                boundary("holding")
-                report = stale_attempts(conn, claim, operation_key, args.url)
+                try:
+                    claim, operation_key = take_and_sign_off(conn, args)
+                except NothingToClaim as nothing:
+                    print(nothing, file=sys.stderr)
+                    return NOTHING_TO_CLAIM
+                if args.mode == "send":
+                    try:
+                        report = {"send": orders.send(conn, claim, operation_key,
+                                                      args.url, args.wait)}
+                    except orders.StaleAtSupplier as fenced:  # the order stays as
+                        print(f"refused by the supplier: {fenced}",  # settled
+                              file=sys.stderr)
+                        return STALE_AT_SUPPLIER
+                else:
+                    boundary("holding")
+                    report = stale_attempts(conn, claim, operation_key, args.url)
+    except orders.LeaseTooShort as short:  # admitted nothing: a later run takes it
+        print(f"not sent: {short} (its lease ran low before the admission: a"
+              " loaded machine or a pause); the order is as it was", file=sys.stderr)
+        return LEASE_OUTRUN
     print(json.dumps(report, sort_keys=True))
     return 0
 
