@@ -326,7 +326,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
     "crashcourse/lab/paused_stop.py": (
-        "f894a40d319bbc7b190f7ff5e984cab4f2ff73d0bf126560255ea3ca67fa9bd2",
+        "61483eb18865672f722a353861864661e45a7c81946e79de0d1164d4a740b662",
         "new: the operator's stop against a holder frozen inside its fenced write"
         " (issue 29), run by tests/claims/test_paused_stop.py and chapters 09 and"
         " 10; the matrix never imports it"),

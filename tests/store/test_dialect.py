@@ -214,6 +214,12 @@ STILL_BRANCHES = {
         " catalogue (broker.sqlite_master): ATTACH is SQLite's alone",
     ("lab/two_hosts.py", "adapter"): "chapter 10's world is a server: it makes"
         " and drops schemas through the adapter",
+    ("lab/paused_stop.py", "address"): "the stop against a paused holder on"
+        " either backend: on a server it watches the server's own sessions"
+        " (pg_stat_activity) and sets its session's timeouts; on SQLite, the"
+        " thread",
+    ("lab/paused_stop.py", "identity"): "the holder's retry after the server"
+        " ended its connection, which only a server does",
 }
 
 

@@ -5,9 +5,9 @@
 A real child process (the holder, this module run as above) starts
 ``fence.observe`` on the claimed work and is held at the boundary
 ``fenced:observe``, inside the write transaction, its check passed: on
-SQLite it holds the file's one write lock; on PostgreSQL its work row
-(``FOR UPDATE``) and the store's lock SHARED. There it is frozen (SIGSTOP,
-the kernel's T state awaited). The operator then cancels the work
+SQLite it holds the file's one write lock; on PostgreSQL its work row's
+lock (the dialect's ``lock_row``) and the store's lock SHARED. There it is
+frozen (SIGSTOP, the kernel's T state awaited). The operator then cancels the work
 (``fence.cancel``, the runtime's stop: the store's lock EXCLUSIVE), in a
 thread whose own wait is long (``OPERATOR_WAIT_MS``), so the wait that ends
 is the holder's, never the operator's patience. ``stop_against_a_paused_holder``
