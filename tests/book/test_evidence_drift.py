@@ -326,7 +326,7 @@ ACKNOWLEDGED: dict[str, tuple[str, str]] = {
         "new: the pause campaign of chapter 08's workflow worker (issue 29), run by"
         " bench/bench_pauses.py --worker workflow; the matrix never imports it"),
     "crashcourse/lab/paused_stop.py": (
-        "61483eb18865672f722a353861864661e45a7c81946e79de0d1164d4a740b662",
+        "57ba978d1da85f9fa50020ee798ddea73a997fedc5c13612dabad43cb3b6fed5",
         "new: the operator's stop against a holder frozen inside its fenced write"
         " (issue 29), run by tests/claims/test_paused_stop.py and chapters 09 and"
         " 10; the matrix never imports it"),

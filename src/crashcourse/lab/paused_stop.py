@@ -54,6 +54,18 @@ SESSION = """SELECT pid, state, wait_event_type, wait_event,
 FROM pg_stat_activity WHERE application_name = :name"""
 
 
+def write_late(conn, claim: Claim, text: str) -> int:
+    """The holder's one fenced transcript line; what became of it, printed:
+    exit 0 committed, 5 refused by the fence."""
+    try:
+        fence.observe(conn, claim, {"kind": text})
+    except fence.StaleClaim as refused:
+        print(f"refused: {refused.reason}")
+        return 5
+    print("committed")
+    return 0
+
+
 def holder_main(address: str, given: str, name: str, idle: str) -> int:
     """The holder: one fenced transcript line; after a connection the server
     ended, the same write again on a new connection, as a retrying worker
@@ -63,26 +75,15 @@ def holder_main(address: str, given: str, name: str, idle: str) -> int:
     if os.environ.get(STOP_AT_ENV) == OUTSIDE:  # held, frozen, holding nothing
         boundary(OUTSIDE)
     try:
-        fence.observe(conn, claim, {"kind": "late"})
-        print("committed")
-        return 0
-    except fence.StaleClaim as refused:
-        print(f"refused: {refused.reason}")
-        return 5
+        return write_late(conn, claim, "late")
     except Exception as lost:  # noqa: BLE001 - a server that hung up on us
         if store.dialect(conn) is not POSTGRES or not conn.raw.closed:
             raise
         while lost.__context__ is not None:  # the ROLLBACK's error hides the cause
             lost = lost.__context__
         print("connection ended:", str(lost).strip().splitlines()[0])
-    conn = open_as(address, name + "-again", idle_off=False)
-    try:
-        fence.observe(conn, claim, {"kind": "late, retried"})
-        print("committed")
-        return 0
-    except fence.StaleClaim as refused:
-        print(f"refused: {refused.reason}")
-        return 5
+    return write_late(open_as(address, name + "-again", idle_off=False), claim,
+                      "late, retried")
 
 
 def open_as(address: str, name: str, *, idle_off: bool = False,
